@@ -1,0 +1,1 @@
+// Anchors the precompiled LibTorch header shared by every torch target.
