@@ -1,0 +1,375 @@
+#include "common/wire/messages.hpp"
+
+#include <array>
+#include <limits>
+
+#include "common/wire/dispatcher.hpp"
+
+namespace spotlight::wire {
+namespace {
+
+constexpr std::array<std::string_view, 8> kKnownTypes = {
+    SeedTask::kType,       SeedResult::kType,    InflightCommit::kType, WeightsNotice::kType,
+    IterationEvent::kType, RewardRequest::kType, RewardReply::kType,    Heartbeat::kType,
+};
+
+template <class Message>
+Message decode_as(std::string_view bytes, const DecodeOptions& options) {
+  return Message::decode_body(read_message(bytes, options));
+}
+
+template <class Message>
+void expect(const Reader& r) {
+  r.expect(Message::kType, 1, Message::kVersion);
+}
+
+void non_negative(const Reader& r, std::string_view field, std::int64_t value) {
+  if (value < 0)
+    r.fail(WireErrorKind::kBadValue, field, "must be >= 0, got " + std::to_string(value));
+}
+
+// a * b, or nullopt on overflow; a, b >= 0.
+std::optional<std::uint64_t> checked_mul(std::uint64_t a, std::uint64_t b) {
+  if (a != 0 && b > std::numeric_limits<std::uint64_t>::max() / a) return std::nullopt;
+  return a * b;
+}
+
+}  // namespace
+
+bool is_known_type(std::string_view type) {
+  for (std::string_view known : kKnownTypes) {
+    if (known == type) return true;
+  }
+  return false;
+}
+
+// --- SeedTask ----------------------------------------------------------------------------------
+
+std::string SeedTask::encode() const {
+  return Writer(kType, kVersion)
+      .str("run_id", run_id)
+      .i64("iteration", iteration)
+      .i64("prompt_index", prompt_index)
+      .str("prompt_text", prompt_text)
+      .u64("seed", seed)
+      .i64("weights_version", weights_version)
+      .i64("sampler_steps", sampler_steps)
+      .i64("deadline_unix_ms", deadline_unix_ms)
+      .i64("attempt", attempt)
+      .finish();
+}
+
+SeedTask SeedTask::decode_body(const Reader& r) {
+  expect<SeedTask>(r);
+  SeedTask m;
+  m.run_id = r.str("run_id");
+  m.iteration = r.i64("iteration");
+  m.prompt_index = r.i64("prompt_index");
+  m.prompt_text = r.str("prompt_text");
+  m.seed = r.u64("seed");
+  m.weights_version = r.i64("weights_version");
+  m.sampler_steps = r.i64("sampler_steps");
+  m.deadline_unix_ms = r.i64("deadline_unix_ms");
+  m.attempt = r.i64("attempt");
+  return m;
+}
+
+SeedTask SeedTask::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_as<SeedTask>(bytes, options);
+}
+
+// --- SeedResult --------------------------------------------------------------------------------
+
+std::string SeedResult::encode() const {
+  return Writer(kType, kVersion)
+      .str("task_id", task_id)
+      .str("run_id", run_id)
+      .i64("iteration", iteration)
+      .i64("prompt_index", prompt_index)
+      .u64("seed", seed)
+      .i64("weights_version_used", weights_version_used)
+      .f64("reward", reward)
+      .boolean("correct", correct)
+      .str("explorer_id", explorer_id)
+      .f64("sample_seconds", sample_seconds)
+      .finish();
+}
+
+SeedResult SeedResult::decode_body(const Reader& r) {
+  expect<SeedResult>(r);
+  SeedResult m;
+  m.task_id = r.str("task_id");
+  m.run_id = r.str("run_id");
+  m.iteration = r.i64("iteration");
+  m.prompt_index = r.i64("prompt_index");
+  m.seed = r.u64("seed");
+  m.weights_version_used = r.i64("weights_version_used");
+  m.reward = r.f64("reward");
+  m.correct = r.boolean("correct");
+  m.explorer_id = r.str("explorer_id");
+  m.sample_seconds = r.f64("sample_seconds");
+  return m;
+}
+
+SeedResult SeedResult::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_as<SeedResult>(bytes, options);
+}
+
+// --- InflightCommit ------------------------------------------------------------------------------
+
+std::string InflightCommit::encode() const {
+  return Writer(kType, kVersion)
+      .str("task_id", task_id)
+      .u64("seed", seed)
+      .i64("step_index", step_index)
+      .i64("weights_version", weights_version)
+      .f32_bin("latent", latent)
+      .i64_list("latent_shape", latent_shape)
+      .finish();
+}
+
+InflightCommit InflightCommit::decode_body(const Reader& r) {
+  expect<InflightCommit>(r);
+  InflightCommit m;
+  m.task_id = r.str("task_id");
+  m.seed = r.u64("seed");
+  m.step_index = r.i64("step_index");
+  m.weights_version = r.i64("weights_version");
+  m.latent_shape = r.i64_list("latent_shape");
+  m.latent = r.f32_bin("latent");
+  if (m.latent_shape.empty()) {
+    if (!m.latent.empty()) {
+      r.fail(WireErrorKind::kBadValue, "latent_shape",
+             "is empty but 'latent' has " + std::to_string(m.latent.size()) + " values");
+    }
+    return m;
+  }
+  std::optional<std::uint64_t> elements = 1;
+  for (std::size_t i = 0; i < m.latent_shape.size(); ++i) {
+    const std::int64_t dim = m.latent_shape[i];
+    if (dim < 0) {
+      r.fail(WireErrorKind::kBadValue, "latent_shape",
+             "has negative dimension " + std::to_string(dim) + " at index " + std::to_string(i));
+    }
+    if (elements) elements = checked_mul(*elements, static_cast<std::uint64_t>(dim));
+  }
+  if (!elements || *elements != m.latent.size()) {
+    r.fail(
+        WireErrorKind::kBadValue, "latent",
+        "has " + std::to_string(m.latent.size()) + " values, which does not match 'latent_shape'");
+  }
+  return m;
+}
+
+InflightCommit InflightCommit::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_as<InflightCommit>(bytes, options);
+}
+
+// --- WeightsNotice -------------------------------------------------------------------------------
+
+std::string WeightsNotice::encode() const {
+  return Writer(kType, kVersion)
+      .i64("version", version)
+      .str("checksum", checksum)
+      .str("location", location)
+      .i64("bytes", bytes)
+      .i64("published_unix_ms", published_unix_ms)
+      .finish();
+}
+
+WeightsNotice WeightsNotice::decode_body(const Reader& r) {
+  expect<WeightsNotice>(r);
+  WeightsNotice m;
+  m.version = r.i64("version");
+  m.checksum = r.str("checksum");
+  m.location = r.str("location");
+  m.bytes = r.i64("bytes");
+  non_negative(r, "bytes", m.bytes);
+  m.published_unix_ms = r.i64("published_unix_ms");
+  return m;
+}
+
+WeightsNotice WeightsNotice::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_as<WeightsNotice>(bytes, options);
+}
+
+// --- IterationEvent ------------------------------------------------------------------------------
+
+std::string_view to_string(IterationKind kind) {
+  switch (kind) {
+    case IterationKind::kStarted:
+      return "started";
+    case IterationKind::kExplore:
+      return "explore";
+    case IterationKind::kTrained:
+      return "trained";
+    case IterationKind::kFinished:
+      return "finished";
+  }
+  return "unknown";
+}
+
+std::optional<IterationKind> parse_iteration_kind(std::string_view text) {
+  for (IterationKind k : {IterationKind::kStarted, IterationKind::kExplore, IterationKind::kTrained,
+                          IterationKind::kFinished}) {
+    if (to_string(k) == text) return k;
+  }
+  return std::nullopt;
+}
+
+std::string IterationEvent::encode() const {
+  return Writer(kType, kVersion)
+      .str("run_id", run_id)
+      .i64("iteration", iteration)
+      .str("kind", to_string(kind))
+      .i64("deadline_unix_ms", deadline_unix_ms)
+      .i64("version", version)
+      .finish();
+}
+
+IterationEvent IterationEvent::decode_body(const Reader& r) {
+  expect<IterationEvent>(r);
+  IterationEvent m;
+  m.run_id = r.str("run_id");
+  m.iteration = r.i64("iteration");
+  const std::string kind = r.str("kind");
+  const auto parsed = parse_iteration_kind(kind);
+  if (!parsed) {
+    r.fail(WireErrorKind::kBadValue, "kind",
+           "must be one of started|explore|trained|finished, got '" + kind + "'");
+  }
+  m.kind = *parsed;
+  m.deadline_unix_ms = r.i64("deadline_unix_ms");
+  m.version = r.i64("version");
+  return m;
+}
+
+IterationEvent IterationEvent::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_as<IterationEvent>(bytes, options);
+}
+
+// --- RewardRequest -------------------------------------------------------------------------------
+
+std::string RewardRequest::encode() const {
+  return Writer(kType, kVersion)
+      .str("request_id", request_id)
+      .str_list("prompts", prompts)
+      .f32_bin("images", images)
+      .i64("width", width)
+      .i64("height", height)
+      .i64("count", count)
+      .i64("channels", channels)
+      .finish();
+}
+
+RewardRequest RewardRequest::decode_body(const Reader& r) {
+  expect<RewardRequest>(r);
+  RewardRequest m;
+  m.request_id = r.str("request_id");
+  m.width = r.i64("width");
+  m.height = r.i64("height");
+  m.count = r.i64("count");
+  m.channels = r.i64("channels");
+  non_negative(r, "width", m.width);
+  non_negative(r, "height", m.height);
+  non_negative(r, "count", m.count);
+  if (m.channels < 1) {
+    r.fail(WireErrorKind::kBadValue, "channels", "must be >= 1, got " + std::to_string(m.channels));
+  }
+  m.prompts = r.str_list("prompts");
+  if (m.prompts.size() != static_cast<std::uint64_t>(m.count)) {
+    r.fail(WireErrorKind::kBadValue, "prompts",
+           "has " + std::to_string(m.prompts.size()) + " entries, 'count' is " +
+               std::to_string(m.count));
+  }
+  m.images = r.f32_bin("images");
+  std::optional<std::uint64_t> expected = static_cast<std::uint64_t>(m.count);
+  for (std::int64_t dim : {m.height, m.width, m.channels}) {
+    if (expected) expected = checked_mul(*expected, static_cast<std::uint64_t>(dim));
+  }
+  if (!expected || *expected != m.images.size()) {
+    r.fail(WireErrorKind::kBadValue, "images",
+           "has " + std::to_string(m.images.size()) +
+               " values, expected count x height x width x channels");
+  }
+  return m;
+}
+
+RewardRequest RewardRequest::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_as<RewardRequest>(bytes, options);
+}
+
+// --- RewardReply ---------------------------------------------------------------------------------
+
+std::string RewardReply::encode() const {
+  return Writer(kType, kVersion)
+      .str("request_id", request_id)
+      .f64_list("rewards", rewards)
+      .bool_list("correct", correct)
+      .str("error", error)
+      .finish();
+}
+
+RewardReply RewardReply::decode_body(const Reader& r) {
+  expect<RewardReply>(r);
+  RewardReply m;
+  m.request_id = r.str("request_id");
+  m.rewards = r.f64_list("rewards");
+  m.correct = r.bool_list("correct");
+  m.error = r.str("error");
+  if (m.correct.size() != m.rewards.size()) {
+    r.fail(WireErrorKind::kBadValue, "correct",
+           "has " + std::to_string(m.correct.size()) + " entries, 'rewards' has " +
+               std::to_string(m.rewards.size()));
+  }
+  return m;
+}
+
+RewardReply RewardReply::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_as<RewardReply>(bytes, options);
+}
+
+// --- Heartbeat -----------------------------------------------------------------------------------
+
+std::string Heartbeat::encode() const {
+  return Writer(kType, kVersion)
+      .str("explorer_id", explorer_id)
+      .i64("unix_ms", unix_ms)
+      .i64("tasks_in_flight", tasks_in_flight)
+      .f64("samples_per_second", samples_per_second)
+      .finish();
+}
+
+Heartbeat Heartbeat::decode_body(const Reader& r) {
+  expect<Heartbeat>(r);
+  Heartbeat m;
+  m.explorer_id = r.str("explorer_id");
+  m.unix_ms = r.i64("unix_ms");
+  m.tasks_in_flight = r.i64("tasks_in_flight");
+  m.samples_per_second = r.f64("samples_per_second");
+  return m;
+}
+
+Heartbeat Heartbeat::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_as<Heartbeat>(bytes, options);
+}
+
+// --- Dispatcher ----------------------------------------------------------------------------------
+
+MessageHeader Dispatcher::dispatch(std::string_view bytes, const DecodeOptions& options) const {
+  Reader reader = read_message(bytes, options);
+  auto it = handlers_.find(reader.type());
+  if (it == handlers_.end()) {
+    if (is_known_type(reader.type())) {
+      throw WireError(WireErrorKind::kUnexpectedType,
+                      "wire: no handler for message '" + reader.type() + "'", reader.type(),
+                      reader.version());
+    }
+    throw WireError(WireErrorKind::kUnknownType, "wire: unknown type '" + reader.type() + "'",
+                    reader.type(), reader.version());
+  }
+  it->second(reader);
+  return reader.header();
+}
+
+}  // namespace spotlight::wire

@@ -1,0 +1,185 @@
+// The messages of DESIGN.md section 3, as plain structs.
+//
+// For every message M:
+//   std::string M::encode() const;                    // envelope {type: M::kType, version: 1}
+//   static M M::decode(std::string_view bytes, const DecodeOptions& = {});
+//   static M M::decode_body(const Reader& r);         // after read_message() / for dispatch
+// decode() is total: any byte string gives an M or throws WireError naming what is wrong; it
+// never crashes and never throws anything else. Time stamps are wall-clock Unix milliseconds
+// (cross-process); durations are seconds.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/wire/codec.hpp"
+
+namespace spotlight::wire {
+
+// One exploration task: sample `seed` for one prompt of one iteration (planner -> explorer,
+// through the Redis task stream).
+struct SeedTask {
+  static constexpr std::string_view kType = "seed_task";
+  static constexpr std::int64_t kVersion = 1;
+
+  std::string run_id{};
+  std::int64_t iteration = 0;
+  std::int64_t prompt_index = 0;
+  std::string prompt_text{};
+  std::uint64_t seed = 0;
+  // The version explorers should use; an explorer may use one up to max_staleness older.
+  std::int64_t weights_version = 0;
+  std::int64_t sampler_steps = 0;
+  std::int64_t deadline_unix_ms = 0;
+  std::int64_t attempt = 0;  // 0 on first delivery
+
+  std::string encode() const;
+  static SeedTask decode(std::string_view bytes, const DecodeOptions& options = {});
+  static SeedTask decode_body(const Reader& reader);
+  bool operator==(const SeedTask&) const = default;
+};
+
+// The scored outcome of one SeedTask (explorer -> Redis, written idempotently by task_id).
+struct SeedResult {
+  static constexpr std::string_view kType = "seed_result";
+  static constexpr std::int64_t kVersion = 1;
+
+  std::string task_id{};
+  std::string run_id{};
+  std::int64_t iteration = 0;
+  std::int64_t prompt_index = 0;
+  std::uint64_t seed = 0;
+  std::int64_t weights_version_used = 0;
+  double reward = 0.0;
+  bool correct = false;
+  std::string explorer_id{};
+  double sample_seconds = 0.0;
+
+  std::string encode() const;
+  static SeedResult decode(std::string_view bytes, const DecodeOptions& options = {});
+  static SeedResult decode_body(const Reader& reader);
+  bool operator==(const SeedResult&) const = default;
+};
+
+// In-flight sampler state committed on a preemption notice, so another explorer resumes the
+// task at step `step_index` instead of from noise.
+// Invariant (checked by decode): the product of latent_shape equals latent.size() (both may be
+// empty), every dimension >= 0. On the wire `latent` is one bin of float32 little-endian.
+struct InflightCommit {
+  static constexpr std::string_view kType = "inflight_commit";
+  static constexpr std::int64_t kVersion = 1;
+
+  std::string task_id{};
+  std::uint64_t seed = 0;
+  std::int64_t step_index = 0;
+  std::int64_t weights_version = 0;
+  std::vector<float> latent{};
+  std::vector<std::int64_t> latent_shape{};
+
+  std::string encode() const;
+  static InflightCommit decode(std::string_view bytes, const DecodeOptions& options = {});
+  static InflightCommit decode_body(const Reader& reader);
+  bool operator==(const InflightCommit&) const = default;
+};
+
+// Weights version `version` is published (trainer -> everyone, ZeroMQ); the blob itself is in
+// the weight store under `location`.
+struct WeightsNotice {
+  static constexpr std::string_view kType = "weights_notice";
+  static constexpr std::int64_t kVersion = 1;
+
+  std::int64_t version = 0;
+  std::string checksum{};  // lowercase hex digest of the blob
+  std::string location{};  // weight-store key
+  std::int64_t bytes = 0;  // blob size, >= 0
+  std::int64_t published_unix_ms = 0;
+
+  std::string encode() const;
+  static WeightsNotice decode(std::string_view bytes, const DecodeOptions& options = {});
+  static WeightsNotice decode_body(const Reader& reader);
+  bool operator==(const WeightsNotice&) const = default;
+};
+
+enum class IterationKind { kStarted, kExplore, kTrained, kFinished };
+// "started", "explore", "trained", "finished" (the wire spelling).
+std::string_view to_string(IterationKind kind);
+std::optional<IterationKind> parse_iteration_kind(std::string_view text);
+
+// A step of the run's schedule (planner/trainer -> everyone, ZeroMQ).
+struct IterationEvent {
+  static constexpr std::string_view kType = "iteration_event";
+  static constexpr std::int64_t kVersion = 1;
+
+  std::string run_id{};
+  std::int64_t iteration = 0;
+  IterationKind kind = IterationKind::kStarted;
+  std::int64_t deadline_unix_ms = 0;
+  std::int64_t version = 0;  // weights version current at the event
+
+  std::string encode() const;
+  static IterationEvent decode(std::string_view bytes, const DecodeOptions& options = {});
+  static IterationEvent decode_body(const Reader& reader);
+  bool operator==(const IterationEvent&) const = default;
+};
+
+// Images to score (explorer/trainer -> reward, ZeroMQ request).
+// Invariant (checked by decode): prompts.size() == count, and images holds count images of
+// height x width x channels float32 values in HWC order, image after image; count, width and
+// height >= 0, channels >= 1. On the wire `images` is one bin of float32 little-endian.
+struct RewardRequest {
+  static constexpr std::string_view kType = "reward_request";
+  static constexpr std::int64_t kVersion = 1;
+
+  std::string request_id{};
+  std::vector<std::string> prompts{};
+  std::vector<float> images{};
+  std::int64_t width = 0;
+  std::int64_t height = 0;
+  std::int64_t count = 0;
+  std::int64_t channels = 3;
+
+  std::string encode() const;
+  static RewardRequest decode(std::string_view bytes, const DecodeOptions& options = {});
+  static RewardRequest decode_body(const Reader& reader);
+  bool operator==(const RewardRequest&) const = default;
+};
+
+// Scores for one RewardRequest, in its image order (reward -> requester, ZeroMQ reply).
+// Invariant (checked by decode): rewards.size() == correct.size(). A failed request has a
+// non-empty `error` (and usually no rewards).
+struct RewardReply {
+  static constexpr std::string_view kType = "reward_reply";
+  static constexpr std::int64_t kVersion = 1;
+
+  std::string request_id{};
+  std::vector<double> rewards{};
+  std::vector<bool> correct{};
+  std::string error{};
+
+  bool ok() const { return error.empty(); }
+  std::string encode() const;
+  static RewardReply decode(std::string_view bytes, const DecodeOptions& options = {});
+  static RewardReply decode_body(const Reader& reader);
+  bool operator==(const RewardReply&) const = default;
+};
+
+// Liveness and throughput of one explorer (explorer -> planner, ZeroMQ).
+struct Heartbeat {
+  static constexpr std::string_view kType = "heartbeat";
+  static constexpr std::int64_t kVersion = 1;
+
+  std::string explorer_id{};
+  std::int64_t unix_ms = 0;
+  std::int64_t tasks_in_flight = 0;
+  double samples_per_second = 0.0;
+
+  std::string encode() const;
+  static Heartbeat decode(std::string_view bytes, const DecodeOptions& options = {});
+  static Heartbeat decode_body(const Reader& reader);
+  bool operator==(const Heartbeat&) const = default;
+};
+
+}  // namespace spotlight::wire

@@ -1,0 +1,787 @@
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <msgpack.hpp>
+
+#include "common/wire/codec.hpp"
+#include "common/wire/dispatcher.hpp"
+#include "common/wire/messages.hpp"
+
+namespace spotlight::wire {
+namespace {
+
+using Packer = msgpack::packer<msgpack::sbuffer>;
+
+// --- samples -------------------------------------------------------------------------------------
+
+SeedTask sample_seed_task() {
+  return SeedTask{.run_id = "run-7",
+                  .iteration = 12,
+                  .prompt_index = 3,
+                  .prompt_text = "two red squares left of a blue disc",
+                  .seed = std::numeric_limits<std::uint64_t>::max(),
+                  .weights_version = 11,
+                  .sampler_steps = 20,
+                  .deadline_unix_ms = 1735689600123,
+                  .attempt = 2};
+}
+
+SeedResult sample_seed_result() {
+  return SeedResult{.task_id = "1735689600123-0",
+                    .run_id = "run-7",
+                    .iteration = 12,
+                    .prompt_index = 3,
+                    .seed = 42,
+                    .weights_version_used = 10,
+                    .reward = -0.375,
+                    .correct = true,
+                    .explorer_id = "explorer-ünï-3",
+                    .sample_seconds = 1.25e-3};
+}
+
+InflightCommit sample_inflight_commit() {
+  InflightCommit m{.task_id = "t-9", .seed = 7, .step_index = 5, .weights_version = 4};
+  m.latent_shape = {2, 3, 4};
+  for (int i = 0; i < 24; ++i)
+    m.latent.push_back(static_cast<float>(i) * -0.5f + 1e-7f);
+  m.latent[3] = std::numeric_limits<float>::denorm_min();
+  m.latent[4] = -std::numeric_limits<float>::infinity();
+  return m;
+}
+
+WeightsNotice sample_weights_notice() {
+  return WeightsNotice{.version = 13,
+                       .checksum = "9f86d081884c7d659a2feaa0c55ad015",
+                       .location = "spotlight:run-7:weights:13",
+                       .bytes = 123456789,
+                       .published_unix_ms = 1735689600999};
+}
+
+IterationEvent sample_iteration_event() {
+  return IterationEvent{.run_id = "run-7",
+                        .iteration = 12,
+                        .kind = IterationKind::kTrained,
+                        .deadline_unix_ms = -1,
+                        .version = 13};
+}
+
+RewardRequest sample_reward_request() {
+  RewardRequest m{.request_id = "rq-1",
+                  .prompts = {"a red disc", ""},
+                  .width = 4,
+                  .height = 2,
+                  .count = 2,
+                  .channels = 3};
+  for (int i = 0; i < 2 * 2 * 4 * 3; ++i)
+    m.images.push_back(static_cast<float>(i) / 47.0f);
+  return m;
+}
+
+RewardReply sample_reward_reply() {
+  return RewardReply{.request_id = "rq-1",
+                     .rewards = {0.5, -1.0, 1e300},
+                     .correct = {true, false, true},
+                     .error = ""};
+}
+
+Heartbeat sample_heartbeat() {
+  return Heartbeat{.explorer_id = "explorer-3",
+                   .unix_ms = 1735689600000,
+                   .tasks_in_flight = 2,
+                   .samples_per_second = 3.5};
+}
+
+std::vector<std::string> all_samples() {
+  return {sample_seed_task().encode(),       sample_seed_result().encode(),
+          sample_inflight_commit().encode(), sample_weights_notice().encode(),
+          sample_iteration_event().encode(), sample_reward_request().encode(),
+          sample_reward_reply().encode(),    sample_heartbeat().encode()};
+}
+
+// --- raw msgpack helpers -------------------------------------------------------------------------
+
+std::string to_string(const msgpack::sbuffer& buf) {
+  return std::string(buf.data(), buf.size());
+}
+
+void pack_str(Packer& pk, std::string_view s) {
+  pk.pack_str(static_cast<std::uint32_t>(s.size()));
+  pk.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
+}
+
+// Body field names of an encoded message, in wire order.
+std::vector<std::string> body_fields(const std::string& bytes) {
+  auto handle = msgpack::unpack(bytes.data(), bytes.size());
+  const msgpack::object& root = handle.get();
+  for (std::uint32_t i = 0; i < root.via.map.size; ++i) {
+    const auto& kv = root.via.map.ptr[i];
+    if (kv.key.as<std::string>() != "body") continue;
+    std::vector<std::string> names;
+    for (std::uint32_t j = 0; j < kv.val.via.map.size; ++j) {
+      names.push_back(kv.val.via.map.ptr[j].key.as<std::string>());
+    }
+    return names;
+  }
+  return {};
+}
+
+// Re-encodes a valid message with body field `field` dropped (no `replace`) or its value
+// written by `replace`; `extra` appends one more field.
+std::string rewrite_body(const std::string& bytes, const std::string& field,
+                         const std::function<void(Packer&)>& replace,
+                         const std::function<void(Packer&)>& extra = nullptr) {
+  auto handle = msgpack::unpack(bytes.data(), bytes.size());
+  const msgpack::object& root = handle.get();
+  msgpack::sbuffer buf;
+  Packer pk(buf);
+  pk.pack_map(root.via.map.size);
+  for (std::uint32_t i = 0; i < root.via.map.size; ++i) {
+    const auto& kv = root.via.map.ptr[i];
+    pk.pack(kv.key);
+    if (kv.key.as<std::string>() != "body") {
+      pk.pack(kv.val);
+      continue;
+    }
+    const auto& body = kv.val.via.map;
+    std::uint32_t count = body.size;
+    bool present = false;
+    for (std::uint32_t j = 0; j < body.size; ++j) {
+      present |= body.ptr[j].key.as<std::string>() == field;
+    }
+    if (present && !replace) --count;
+    if (!present && replace) ++count;
+    if (extra) ++count;
+    pk.pack_map(count);
+    for (std::uint32_t j = 0; j < body.size; ++j) {
+      if (body.ptr[j].key.as<std::string>() == field) {
+        if (replace) {
+          pk.pack(body.ptr[j].key);
+          replace(pk);
+        }
+        continue;
+      }
+      pk.pack(body.ptr[j].key);
+      pk.pack(body.ptr[j].val);
+    }
+    if (!present && replace) {
+      pack_str(pk, field);
+      replace(pk);
+    }
+    if (extra) extra(pk);
+  }
+  return to_string(buf);
+}
+
+// An envelope written by hand: entries are (key, value writer).
+std::string envelope(const std::vector<std::pair<std::string, std::function<void(Packer&)>>>& kv) {
+  msgpack::sbuffer buf;
+  Packer pk(buf);
+  pk.pack_map(static_cast<std::uint32_t>(kv.size()));
+  for (const auto& [key, write] : kv) {
+    pack_str(pk, key);
+    write(pk);
+  }
+  return to_string(buf);
+}
+
+std::function<void(Packer&)> str_value(std::string s) {
+  return [s](Packer& pk) { pack_str(pk, s); };
+}
+std::function<void(Packer&)> int_value(std::int64_t v) {
+  return [v](Packer& pk) { pk.pack_int64(v); };
+}
+std::function<void(Packer&)> empty_map() {
+  return [](Packer& pk) { pk.pack_map(0); };
+}
+
+template <class Fn>
+WireError expect_wire_error(Fn&& fn) {
+  try {
+    fn();
+  } catch (const WireError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "expected a WireError";
+  return WireError(WireErrorKind::kNotMsgpack, "");
+}
+
+// --- round trips ---------------------------------------------------------------------------------
+
+template <class M>
+void expect_round_trip(const M& original) {
+  const std::string bytes = original.encode();
+  EXPECT_EQ(M::decode(bytes), original) << M::kType;
+  const MessageHeader header = peek_type(bytes);
+  EXPECT_EQ(header.type, M::kType);
+  EXPECT_EQ(header.version, M::kVersion);
+  EXPECT_TRUE(is_known_type(M::kType));
+  // Encoding is deterministic.
+  EXPECT_EQ(M::decode(bytes).encode(), bytes) << M::kType;
+  // Defaults round-trip too.
+  EXPECT_EQ(M::decode(M{}.encode()), M{}) << M::kType;
+}
+
+TEST(WireRoundTrip, EveryMessage) {
+  expect_round_trip(sample_seed_task());
+  expect_round_trip(sample_seed_result());
+  expect_round_trip(sample_inflight_commit());
+  expect_round_trip(sample_weights_notice());
+  expect_round_trip(sample_iteration_event());
+  expect_round_trip(sample_reward_request());
+  expect_round_trip(sample_reward_reply());
+  expect_round_trip(sample_heartbeat());
+  RewardReply failed{.request_id = "rq-2", .error = "reward model not loaded"};
+  expect_round_trip(failed);
+  EXPECT_FALSE(RewardReply::decode(failed.encode()).ok());
+}
+
+TEST(WireRoundTrip, ExtremeValues) {
+  SeedTask t = sample_seed_task();
+  for (std::uint64_t seed : {std::uint64_t{0}, std::uint64_t{1} << 63, ~std::uint64_t{0}}) {
+    t.seed = seed;
+    t.iteration = std::numeric_limits<std::int64_t>::min();
+    t.attempt = std::numeric_limits<std::int64_t>::max();
+    EXPECT_EQ(SeedTask::decode(t.encode()), t);
+  }
+  for (auto kind : {IterationKind::kStarted, IterationKind::kExplore, IterationKind::kTrained,
+                    IterationKind::kFinished}) {
+    IterationEvent e = sample_iteration_event();
+    e.kind = kind;
+    EXPECT_EQ(IterationEvent::decode(e.encode()).kind, kind);
+    EXPECT_EQ(parse_iteration_kind(to_string(kind)), kind);
+  }
+  // A latent of realistic size keeps every bit.
+  InflightCommit big = sample_inflight_commit();
+  big.latent_shape = {16, 64, 64};
+  big.latent.assign(16 * 64 * 64, 0.0f);
+  std::mt19937 rng(1);
+  for (float& v : big.latent)
+    v = std::bit_cast<float>(static_cast<std::uint32_t>(rng()) & 0x7f7fffffu);
+  const InflightCommit back = InflightCommit::decode(big.encode());
+  ASSERT_EQ(back.latent.size(), big.latent.size());
+  EXPECT_EQ(std::memcmp(back.latent.data(), big.latent.data(), big.latent.size() * 4), 0);
+}
+
+TEST(WireLayout, EnvelopeAndFloatBytesAreTheDocumentedOnes) {
+  InflightCommit m{.task_id = "t", .latent = {1.0f, -2.0f}, .latent_shape = {2}};
+  const std::string bytes = m.encode();
+  auto handle = msgpack::unpack(bytes.data(), bytes.size());
+  const msgpack::object& root = handle.get();
+  ASSERT_EQ(root.type, msgpack::type::MAP);
+  std::map<std::string, msgpack::object> env;
+  for (std::uint32_t i = 0; i < root.via.map.size; ++i) {
+    env[root.via.map.ptr[i].key.as<std::string>()] = root.via.map.ptr[i].val;
+  }
+  ASSERT_EQ(env.size(), 3u);
+  EXPECT_EQ(env["type"].as<std::string>(), "inflight_commit");
+  EXPECT_EQ(env["version"].as<int>(), 1);
+  ASSERT_EQ(env["body"].type, msgpack::type::MAP);
+  std::map<std::string, msgpack::object> body;
+  env["body"].convert(body);
+  ASSERT_EQ(body["latent"].type, msgpack::type::BIN);
+  const std::string latent(body["latent"].via.bin.ptr, body["latent"].via.bin.size);
+  EXPECT_EQ(latent, std::string("\x00\x00\x80\x3f\x00\x00\x00\xc0", 8));  // float32 LE
+  EXPECT_EQ(body["latent_shape"].as<std::vector<std::int64_t>>(), std::vector<std::int64_t>{2});
+}
+
+TEST(WireLayout, ForeignProducersMayUseOtherNumericEncodings) {
+  // A Python producer may write float32, or an integer where a double is expected.
+  std::string bytes = rewrite_body(sample_seed_result().encode(), "reward",
+                                   [](Packer& pk) { pk.pack_float(0.5f); });
+  EXPECT_EQ(SeedResult::decode(bytes).reward, 0.5);
+  bytes =
+      rewrite_body(sample_seed_result().encode(), "reward", [](Packer& pk) { pk.pack_int(-3); });
+  EXPECT_EQ(SeedResult::decode(bytes).reward, -3.0);
+  // Unknown body fields are ignored (additive changes need no new version).
+  bytes = rewrite_body(sample_heartbeat().encode(), "", nullptr, [](Packer& pk) {
+    pack_str(pk, "gpu_kind");
+    pack_str(pk, "H100");
+  });
+  EXPECT_EQ(Heartbeat::decode(bytes), sample_heartbeat());
+}
+
+// --- malformed bodies ----------------------------------------------------------------------------
+
+// Every field of M: missing -> kMissingField, nil -> kWrongType, both naming the field.
+template <class M>
+void expect_every_field_checked(const M& sample) {
+  const std::string bytes = sample.encode();
+  const std::vector<std::string> fields = body_fields(bytes);
+  ASSERT_FALSE(fields.empty());
+  const std::string prefix = "wire: message '" + std::string(M::kType) + "' v1: field '";
+  for (const std::string& field : fields) {
+    WireError e = expect_wire_error([&] { M::decode(rewrite_body(bytes, field, nullptr)); });
+    EXPECT_EQ(e.kind(), WireErrorKind::kMissingField) << M::kType << "." << field;
+    EXPECT_EQ(e.field(), field);
+    EXPECT_EQ(e.type(), M::kType);
+    EXPECT_EQ(e.version(), 1);
+    EXPECT_EQ(std::string(e.what()), prefix + field + "' missing");
+
+    e = expect_wire_error(
+        [&] { M::decode(rewrite_body(bytes, field, [](Packer& pk) { pk.pack_nil(); })); });
+    EXPECT_EQ(e.kind(), WireErrorKind::kWrongType) << M::kType << "." << field;
+    EXPECT_EQ(e.field(), field);
+    EXPECT_EQ(std::string(e.what()).rfind(prefix + field + "' has wrong type (expected ", 0), 0u)
+        << e.what();
+
+    // A map is never a valid field value either.
+    e = expect_wire_error(
+        [&] { M::decode(rewrite_body(bytes, field, [](Packer& pk) { pk.pack_map(0); })); });
+    EXPECT_EQ(e.kind(), WireErrorKind::kWrongType) << M::kType << "." << field;
+    EXPECT_EQ(e.field(), field);
+  }
+}
+
+TEST(WireMalformed, EveryFieldOfEveryMessageIsChecked) {
+  expect_every_field_checked(sample_seed_task());
+  expect_every_field_checked(sample_seed_result());
+  expect_every_field_checked(sample_inflight_commit());
+  expect_every_field_checked(sample_weights_notice());
+  expect_every_field_checked(sample_iteration_event());
+  expect_every_field_checked(sample_reward_request());
+  expect_every_field_checked(sample_reward_reply());
+  expect_every_field_checked(sample_heartbeat());
+}
+
+TEST(WireMalformed, WrongTypeMessageNamesExpectedAndActual) {
+  const std::string bytes =
+      rewrite_body(sample_seed_task().encode(), "seed", str_value("forty-two"));
+  const WireError e = expect_wire_error([&] { SeedTask::decode(bytes); });
+  EXPECT_EQ(std::string(e.what()),
+            "wire: message 'seed_task' v1: field 'seed' has wrong type (expected uint64, got "
+            "string)");
+}
+
+TEST(WireMalformed, ListElementsAreNamedByIndex) {
+  std::string bytes = rewrite_body(sample_reward_request().encode(), "prompts", [](Packer& pk) {
+    pk.pack_array(2);
+    pack_str(pk, "ok");
+    pk.pack_int(5);
+  });
+  WireError e = expect_wire_error([&] { RewardRequest::decode(bytes); });
+  EXPECT_EQ(e.kind(), WireErrorKind::kWrongType);
+  EXPECT_EQ(e.field(), "prompts[1]");
+
+  bytes = rewrite_body(sample_reward_reply().encode(), "correct", [](Packer& pk) {
+    pk.pack_array(3);
+    pk.pack_true();
+    pk.pack_true();
+    pk.pack_int(1);
+  });
+  e = expect_wire_error([&] { RewardReply::decode(bytes); });
+  EXPECT_EQ(e.field(), "correct[2]");
+}
+
+TEST(WireMalformed, ImpossibleValues) {
+  struct Case {
+    std::string bytes;
+    std::function<void(const std::string&)> decode;
+    std::string field;
+  };
+  auto seed_task = [](const std::string& b) { SeedTask::decode(b); };
+  auto commit = [](const std::string& b) { InflightCommit::decode(b); };
+  auto request = [](const std::string& b) { RewardRequest::decode(b); };
+  const std::string task = sample_seed_task().encode();
+  const std::string com = sample_inflight_commit().encode();
+  const std::string req = sample_reward_request().encode();
+  const std::vector<Case> cases = {
+      {rewrite_body(task, "seed", int_value(-1)), seed_task, "seed"},
+      {rewrite_body(task, "iteration", [](Packer& pk) { pk.pack_uint64(std::uint64_t{1} << 63); }),
+       seed_task, "iteration"},
+      {rewrite_body(com, "latent",
+                    [](Packer& pk) {
+                      pk.pack_bin(7);
+                      pk.pack_bin_body("1234567", 7);
+                    }),
+       commit, "latent"},
+      {rewrite_body(com, "latent_shape",
+                    [](Packer& pk) {
+                      pk.pack_array(2);
+                      pk.pack_int(4);
+                      pk.pack_int(7);
+                    }),
+       commit, "latent"},
+      {rewrite_body(com, "latent_shape",
+                    [](Packer& pk) {
+                      pk.pack_array(2);
+                      pk.pack_int(-4);
+                      pk.pack_int(-6);
+                    }),
+       commit, "latent_shape"},
+      // 2^32 x 2^32 wraps to 0 in uint64, which would match an empty latent.
+      {rewrite_body(rewrite_body(com, "latent", [](Packer& pk) { pk.pack_bin(0); }), "latent_shape",
+                    [](Packer& pk) {
+                      pk.pack_array(2);
+                      pk.pack_int64(std::int64_t{1} << 32);
+                      pk.pack_int64(std::int64_t{1} << 32);
+                    }),
+       commit, "latent"},
+      {rewrite_body(com, "latent_shape", [](Packer& pk) { pk.pack_array(0); }), commit,
+       "latent_shape"},
+      {rewrite_body(req, "count", int_value(3)), request, "prompts"},
+      {rewrite_body(req, "width", int_value(5)), request, "images"},
+      {rewrite_body(req, "width", int_value(-4)), request, "width"},
+      {rewrite_body(req, "channels", int_value(0)), request, "channels"},
+      {rewrite_body(sample_reward_reply().encode(), "rewards",
+                    [](Packer& pk) {
+                      pk.pack_array(1);
+                      pk.pack_double(1.0);
+                    }),
+       [](const std::string& b) { RewardReply::decode(b); }, "correct"},
+      {rewrite_body(sample_iteration_event().encode(), "kind", str_value("paused")),
+       [](const std::string& b) { IterationEvent::decode(b); }, "kind"},
+      {rewrite_body(sample_weights_notice().encode(), "bytes", int_value(-1)),
+       [](const std::string& b) { WeightsNotice::decode(b); }, "bytes"},
+  };
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const WireError e = expect_wire_error([&] { cases[i].decode(cases[i].bytes); });
+    EXPECT_EQ(e.kind(), WireErrorKind::kBadValue) << "case " << i << ": " << e.what();
+    EXPECT_EQ(e.field(), cases[i].field) << "case " << i << ": " << e.what();
+  }
+}
+
+TEST(WireMalformed, DuplicateAndNonStringBodyKeys) {
+  std::string bytes = envelope(
+      {{"type", str_value("heartbeat")}, {"version", int_value(1)}, {"body", [](Packer& pk) {
+                                                                       pk.pack_map(2);
+                                                                       pack_str(pk, "unix_ms");
+                                                                       pk.pack_int(1);
+                                                                       pack_str(pk, "unix_ms");
+                                                                       pk.pack_int(2);
+                                                                     }}});
+  WireError e = expect_wire_error([&] { Heartbeat::decode(bytes); });
+  EXPECT_EQ(e.kind(), WireErrorKind::kBadValue);
+  EXPECT_EQ(e.field(), "unix_ms");
+
+  bytes = envelope(
+      {{"type", str_value("heartbeat")}, {"version", int_value(1)}, {"body", [](Packer& pk) {
+                                                                       pk.pack_map(1);
+                                                                       pk.pack_int(7);
+                                                                       pk.pack_int(2);
+                                                                     }}});
+  e = expect_wire_error([&] { Heartbeat::decode(bytes); });
+  EXPECT_EQ(e.kind(), WireErrorKind::kWrongType);
+}
+
+// --- envelope, type and version ------------------------------------------------------------------
+
+TEST(WireEnvelope, MalformedEnvelopes) {
+  const std::vector<std::string> bad = {
+      envelope({{"version", int_value(1)}, {"body", empty_map()}}),  // no type
+      envelope({{"type", int_value(3)}, {"version", int_value(1)}, {"body", empty_map()}}),
+      envelope({{"type", str_value("heartbeat")}, {"body", empty_map()}}),  // no version
+      envelope(
+          {{"type", str_value("heartbeat")}, {"version", str_value("1")}, {"body", empty_map()}}),
+      envelope({{"type", str_value("heartbeat")},
+                {"version", [](Packer& pk) { pk.pack_uint64(~std::uint64_t{0}); }},
+                {"body", empty_map()}}),
+      envelope({{"type", str_value("heartbeat")}, {"version", int_value(1)}}),  // no body
+      envelope(
+          {{"type", str_value("heartbeat")}, {"version", int_value(1)}, {"body", int_value(0)}}),
+      envelope({{"type", str_value("a")},
+                {"type", str_value("b")},
+                {"version", int_value(1)},
+                {"body", empty_map()}}),
+  };
+  for (std::size_t i = 0; i < bad.size(); ++i) {
+    const WireError e = expect_wire_error([&] { Heartbeat::decode(bad[i]); });
+    EXPECT_EQ(e.kind(), WireErrorKind::kBadEnvelope) << "case " << i << ": " << e.what();
+  }
+  // Not a map at all.
+  msgpack::sbuffer buf;
+  Packer pk(buf);
+  pk.pack_array(3);
+  pack_str(pk, "heartbeat");
+  pk.pack_int(1);
+  pk.pack_map(0);
+  EXPECT_EQ(expect_wire_error([&] { peek_type(to_string(buf)); }).kind(),
+            WireErrorKind::kBadEnvelope);
+  // Unknown envelope keys are ignored.
+  const std::string extra =
+      envelope({{"type", str_value("heartbeat")},
+                {"version", int_value(1)},
+                {"trace_id", str_value("abc")},
+                {"body", [](Packer& p) {
+                   const std::string hb = sample_heartbeat().encode();
+                   auto h = msgpack::unpack(hb.data(), hb.size());
+                   for (std::uint32_t i = 0; i < h.get().via.map.size; ++i) {
+                     if (h.get().via.map.ptr[i].key.as<std::string>() == "body") {
+                       p.pack(h.get().via.map.ptr[i].val);
+                     }
+                   }
+                 }}});
+  EXPECT_EQ(Heartbeat::decode(extra), sample_heartbeat());
+}
+
+TEST(WireEnvelope, UnknownTypeUnexpectedTypeAndVersions) {
+  const std::string foo =
+      envelope({{"type", str_value("foo")}, {"version", int_value(1)}, {"body", empty_map()}});
+  WireError e = expect_wire_error([&] { SeedTask::decode(foo); });
+  EXPECT_EQ(e.kind(), WireErrorKind::kUnknownType);
+  EXPECT_EQ(std::string(e.what()), "wire: unknown type 'foo'");
+  EXPECT_EQ(e.type(), "foo");
+  EXPECT_EQ(peek_type(foo), (MessageHeader{"foo", 1}));  // peeking does not judge the type
+  EXPECT_FALSE(is_known_type("foo"));
+
+  e = expect_wire_error([&] { SeedTask::decode(sample_heartbeat().encode()); });
+  EXPECT_EQ(e.kind(), WireErrorKind::kUnexpectedType);
+  EXPECT_EQ(std::string(e.what()), "wire: expected message 'seed_task', got 'heartbeat'");
+
+  for (std::int64_t version : {std::int64_t{3}, std::int64_t{0}, std::int64_t{-1}}) {
+    msgpack::sbuffer buf;
+    Packer pk(buf);
+    const std::string task = sample_seed_task().encode();
+    // Same body, other version.
+    auto h = msgpack::unpack(task.data(), task.size());
+    pk.pack_map(3);
+    pack_str(pk, "type");
+    pack_str(pk, "seed_task");
+    pack_str(pk, "version");
+    pk.pack_int64(version);
+    pack_str(pk, "body");
+    for (std::uint32_t i = 0; i < h.get().via.map.size; ++i) {
+      if (h.get().via.map.ptr[i].key.as<std::string>() == "body")
+        pk.pack(h.get().via.map.ptr[i].val);
+    }
+    e = expect_wire_error([&] { SeedTask::decode(to_string(buf)); });
+    EXPECT_EQ(e.kind(), WireErrorKind::kUnsupportedVersion);
+    EXPECT_EQ(e.version(), version);
+    EXPECT_EQ(std::string(e.what()), "wire: message 'seed_task': unsupported version " +
+                                         std::to_string(version) + " (supported: 1)");
+    EXPECT_EQ(peek_type(to_string(buf)).version, version);
+  }
+}
+
+// --- not msgpack, limits -------------------------------------------------------------------------
+
+TEST(WireBytes, NotMsgpack) {
+  const std::string valid = sample_seed_task().encode();
+  struct Case {
+    std::string bytes;
+    std::string message_part;
+  };
+  const std::vector<Case> cases = {
+      {"", "not msgpack (empty)"},
+      {valid.substr(0, valid.size() - 1), "not msgpack (truncated)"},
+      {valid + "x", "not msgpack (1 trailing bytes after offset"},
+      {std::string("\xc1", 1), "not msgpack (invalid byte at offset"},
+      {"hello world", "not msgpack"},
+  };
+  for (const auto& c : cases) {
+    const WireError e = expect_wire_error([&] { SeedTask::decode(c.bytes); });
+    EXPECT_EQ(e.kind(), WireErrorKind::kNotMsgpack) << e.what();
+    EXPECT_NE(std::string(e.what()).find(c.message_part), std::string::npos) << e.what();
+  }
+}
+
+TEST(WireBytes, SizeLimit) {
+  const std::string bytes = sample_reward_request().encode();
+  DecodeOptions options;
+  options.max_bytes = bytes.size();
+  EXPECT_EQ(RewardRequest::decode(bytes, options), sample_reward_request());
+  options.max_bytes = bytes.size() - 1;
+  const WireError e = expect_wire_error([&] { RewardRequest::decode(bytes, options); });
+  EXPECT_EQ(e.kind(), WireErrorKind::kTooLarge);
+  EXPECT_EQ(std::string(e.what()), "wire: message larger than limit (" +
+                                       std::to_string(bytes.size()) + " bytes > " +
+                                       std::to_string(bytes.size() - 1) + ")");
+  EXPECT_EQ(expect_wire_error([&] { peek_type(bytes, options); }).kind(), WireErrorKind::kTooLarge);
+}
+
+TEST(WireBytes, SmallInputsCannotForceLargeAllocations) {
+  // An array/map header claiming 4G elements, alone and under an envelope key.
+  const std::vector<std::string> bombs = {
+      std::string("\xdd\xff\xff\xff\xff", 5), std::string("\xdf\xff\xff\xff\xff", 5),
+      std::string("\x81\xa4"
+                  "body\xdd\xff\xff\xff\xff",
+                  10),
+      std::string("\xc6\xff\xff\xff\xff", 5),  // bin32 of 4 GiB
+  };
+  for (const auto& b : bombs) {
+    EXPECT_EQ(expect_wire_error([&] { peek_type(b); }).kind(), WireErrorKind::kNotMsgpack);
+  }
+  // Complete but too many elements: 2M nils.
+  std::string many("\xdd\x00\x20\x00\x00", 5);
+  many.append(std::size_t{1} << 21, '\xc0');
+  WireError e = expect_wire_error([&] { peek_type(many); });
+  EXPECT_EQ(e.kind(), WireErrorKind::kNotMsgpack);
+  EXPECT_NE(std::string(e.what()).find("elements"), std::string::npos) << e.what();
+  // Deep nesting.
+  std::string deep(1000, '\x91');
+  deep.push_back('\xc0');
+  e = expect_wire_error([&] { peek_type(deep); });
+  EXPECT_NE(std::string(e.what()).find("nested deeper"), std::string::npos) << e.what();
+}
+
+// --- totality ------------------------------------------------------------------------------------
+
+Dispatcher everything_dispatcher() {
+  Dispatcher d;
+  d.on<SeedTask>([](SeedTask) {});
+  d.on<SeedResult>([](SeedResult) {});
+  d.on<InflightCommit>([](InflightCommit) {});
+  d.on<WeightsNotice>([](WeightsNotice) {});
+  d.on<IterationEvent>([](IterationEvent) {});
+  d.on<RewardRequest>([](RewardRequest) {});
+  d.on<RewardReply>([](RewardReply) {});
+  d.on<Heartbeat>([](Heartbeat) {});
+  return d;
+}
+
+// Feeds `bytes` to every decoder. Only WireError may come out (anything else fails the test, a
+// crash fails the binary). Returns the error kinds seen and how many decoders accepted it.
+int decode_everything(std::string_view bytes, const Dispatcher& dispatcher,
+                      std::set<WireErrorKind>& kinds) {
+  int accepted = 0;
+  auto attempt = [&](auto&& fn) {
+    try {
+      fn();
+      ++accepted;
+    } catch (const WireError& e) {
+      kinds.insert(e.kind());
+    }
+  };
+  attempt([&] { peek_type(bytes); });
+  attempt([&] { SeedTask::decode(bytes); });
+  attempt([&] { SeedResult::decode(bytes); });
+  attempt([&] { InflightCommit::decode(bytes); });
+  attempt([&] { WeightsNotice::decode(bytes); });
+  attempt([&] { IterationEvent::decode(bytes); });
+  attempt([&] { RewardRequest::decode(bytes); });
+  attempt([&] { RewardReply::decode(bytes); });
+  attempt([&] { Heartbeat::decode(bytes); });
+  attempt([&] { dispatcher.dispatch(bytes); });
+  return accepted;
+}
+
+TEST(WireTotality, EveryStrictPrefixIsRejectedAsNotMsgpack) {
+  for (const std::string& bytes : all_samples()) {
+    for (std::size_t n = 0; n < bytes.size(); ++n) {
+      const std::string_view prefix(bytes.data(), n);
+      const WireError e = expect_wire_error([&] { peek_type(prefix); });
+      ASSERT_EQ(e.kind(), WireErrorKind::kNotMsgpack) << "prefix " << n << ": " << e.what();
+    }
+  }
+}
+
+TEST(WireTotality, RandomBytesNeverCrash) {
+  const Dispatcher dispatcher = everything_dispatcher();
+  std::mt19937_64 rng(20240601);
+  std::set<WireErrorKind> kinds;
+  for (int i = 0; i < 10000; ++i) {
+    std::string bytes(rng() % 96, '\0');
+    for (char& c : bytes)
+      c = static_cast<char>(rng());
+    if (i % 4 == 0 && !bytes.empty()) bytes[0] = static_cast<char>(0x80 | (rng() % 16));  // fixmap
+    decode_everything(bytes, dispatcher, kinds);
+  }
+  EXPECT_TRUE(kinds.count(WireErrorKind::kNotMsgpack));
+}
+
+TEST(WireTotality, MutatedAndTruncatedMessagesNeverCrash) {
+  const Dispatcher dispatcher = everything_dispatcher();
+  const std::vector<std::string> samples = all_samples();
+  std::mt19937_64 rng(7);
+  std::set<WireErrorKind> kinds;
+  int accepted = 0;
+  for (int i = 0; i < 10000; ++i) {
+    std::string bytes = samples[rng() % samples.size()];
+    switch (rng() % 4) {
+      case 0:  // flip a few bytes
+        for (int k = 1 + static_cast<int>(rng() % 4); k > 0; --k) {
+          bytes[rng() % bytes.size()] = static_cast<char>(rng());
+        }
+        break;
+      case 1:  // truncate
+        bytes.resize(rng() % bytes.size());
+        break;
+      case 2:  // splice a random chunk in
+        bytes.insert(rng() % bytes.size(), std::string(1 + rng() % 8, static_cast<char>(rng())));
+        break;
+      default:  // flip one bit
+        bytes[rng() % bytes.size()] ^= static_cast<char>(1 << (rng() % 8));
+        break;
+    }
+    accepted += decode_everything(bytes, dispatcher, kinds);
+  }
+  // The mutations reached past the msgpack layer into envelope and field checks.
+  EXPECT_TRUE(kinds.count(WireErrorKind::kNotMsgpack));
+  EXPECT_GE(kinds.size(), 5u);
+  EXPECT_GT(accepted, 0);
+}
+
+// --- dispatcher ----------------------------------------------------------------------------------
+
+TEST(WireDispatcher, RoutesByTypeAndRejectsTheRest) {
+  std::vector<std::string> seen;
+  Dispatcher d;
+  d.on<WeightsNotice>([&](WeightsNotice n) {
+     seen.push_back("weights v" + std::to_string(n.version));
+   }).on<IterationEvent>([&](IterationEvent e) { seen.push_back(std::string(to_string(e.kind))); });
+  EXPECT_TRUE(d.handles("weights_notice"));
+  EXPECT_FALSE(d.handles("heartbeat"));
+
+  EXPECT_EQ(d.dispatch(sample_weights_notice().encode()), (MessageHeader{"weights_notice", 1}));
+  d.dispatch(sample_iteration_event().encode());
+  EXPECT_EQ(seen, (std::vector<std::string>{"weights v13", "trained"}));
+
+  EXPECT_EQ(expect_wire_error([&] { d.dispatch(sample_heartbeat().encode()); }).kind(),
+            WireErrorKind::kUnexpectedType);
+  const std::string foo =
+      envelope({{"type", str_value("foo")}, {"version", int_value(1)}, {"body", empty_map()}});
+  EXPECT_EQ(expect_wire_error([&] { d.dispatch(foo); }).kind(), WireErrorKind::kUnknownType);
+  const std::string broken = rewrite_body(sample_weights_notice().encode(), "checksum", nullptr);
+  const WireError e = expect_wire_error([&] { d.dispatch(broken); });
+  EXPECT_EQ(e.kind(), WireErrorKind::kMissingField);
+  EXPECT_EQ(e.field(), "checksum");
+  EXPECT_EQ(seen.size(), 2u);
+
+  Dispatcher throwing;
+  throwing.on<Heartbeat>([](Heartbeat) { throw std::runtime_error("handler failed"); });
+  EXPECT_THROW(throwing.dispatch(sample_heartbeat().encode()), std::runtime_error);
+}
+
+// --- writer --------------------------------------------------------------------------------------
+
+TEST(WireWriter, CustomMessagesUseTheSameFramework) {
+  const std::string bytes = Writer("custom_probe", 2)
+                                .str("name", "p")
+                                .i64_list("dims", std::vector<std::int64_t>{1, -2})
+                                .bin("blob", std::string("\x00\x01", 2))
+                                .bool_list("flags", {true, false})
+                                .finish();
+  Reader r = read_message(bytes);
+  EXPECT_EQ(r.type(), "custom_probe");
+  EXPECT_EQ(r.version(), 2);
+  EXPECT_NO_THROW(r.expect("custom_probe", 1, 2));
+  EXPECT_EQ(expect_wire_error([&] { r.expect("custom_probe", 3, 4); }).kind(),
+            WireErrorKind::kUnsupportedVersion);
+  EXPECT_TRUE(r.has("dims"));
+  EXPECT_FALSE(r.has("nope"));
+  EXPECT_EQ(r.str("name"), "p");
+  EXPECT_EQ(r.i64_list("dims"), (std::vector<std::int64_t>{1, -2}));
+  EXPECT_EQ(r.bin("blob"), std::string("\x00\x01", 2));
+  EXPECT_EQ(r.bool_list("flags"), (std::vector<bool>{true, false}));
+  EXPECT_EQ(expect_wire_error([&] { r.f32_bin("blob"); }).kind(), WireErrorKind::kBadValue);
+  EXPECT_EQ(expect_wire_error([&] { r.u64("dims"); }).kind(), WireErrorKind::kWrongType);
+
+  Writer w("x", 1);
+  w.i64("a", 1);
+  EXPECT_THROW(w.i64("a", 2), std::logic_error);
+}
+
+TEST(WireErrorKinds, NamesAreStable) {
+  EXPECT_EQ(to_string(WireErrorKind::kTooLarge), "too_large");
+  EXPECT_EQ(to_string(WireErrorKind::kMissingField), "missing_field");
+  EXPECT_EQ(to_string(WireErrorKind::kUnsupportedVersion), "unsupported_version");
+}
+
+}  // namespace
+}  // namespace spotlight::wire
