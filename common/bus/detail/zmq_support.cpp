@@ -1,0 +1,114 @@
+#include "common/bus/detail/zmq_support.hpp"
+
+#include <random>
+
+#include "common/bus/errors.hpp"
+#include "common/bus/options.hpp"
+
+namespace spotlight::bus::detail {
+
+zmq::context_t& context() {
+  // Intentionally leaked: see the header.
+  static zmq::context_t* const ctx = new zmq::context_t(1);
+  return *ctx;
+}
+
+void apply_curve(zmq::socket_t& socket, const CurveOptions& curve, const std::string& what) {
+  if (!curve.enabled()) return;
+  if (curve.server && curve.client) {
+    throw CurveError(what + ": set at most one of curve.server and curve.client");
+  }
+  require_curve();
+  if (curve.server) {
+    validate_curve_key(curve.server->public_key, what + ": curve.server.public_key");
+    validate_curve_key(curve.server->secret_key, what + ": curve.server.secret_key");
+    socket.set(zmq::sockopt::curve_server, true);
+    socket.set(zmq::sockopt::curve_secretkey, curve.server->secret_key);
+    socket.set(zmq::sockopt::curve_publickey, curve.server->public_key);
+  } else {
+    validate_curve_key(curve.client->own.public_key, what + ": curve.client.own.public_key");
+    validate_curve_key(curve.client->own.secret_key, what + ": curve.client.own.secret_key");
+    validate_curve_key(curve.client->server_public_key, what + ": curve.client.server_public_key");
+    socket.set(zmq::sockopt::curve_serverkey, curve.client->server_public_key);
+    socket.set(zmq::sockopt::curve_publickey, curve.client->own.public_key);
+    socket.set(zmq::sockopt::curve_secretkey, curve.client->own.secret_key);
+  }
+}
+
+void apply_max_message_size(zmq::socket_t& socket, std::int64_t limit, const std::string& what) {
+  if (limit >= 0 && limit < kMinMaxMessageSize) {
+    throw BusError(what + ": max_message_size " + std::to_string(limit) + " is below the minimum " +
+                   std::to_string(kMinMaxMessageSize) + " (negative means unlimited)");
+  }
+  socket.set(zmq::sockopt::maxmsgsize, limit < 0 ? std::int64_t{-1} : limit);
+}
+
+std::string bind(zmq::socket_t& socket, const std::string& endpoint, const std::string& what) {
+  if (endpoint.empty()) throw BusError(what + ": empty bind endpoint");
+  try {
+    socket.bind(endpoint);
+  } catch (const zmq::error_t& e) {
+    throw BusError(what + ": bind " + endpoint + ": " + e.what());
+  }
+  return socket.get(zmq::sockopt::last_endpoint);
+}
+
+void connect(zmq::socket_t& socket, const std::string& endpoint, const std::string& what) {
+  if (endpoint.empty()) throw BusError(what + ": empty connect endpoint");
+  try {
+    socket.connect(endpoint);
+  } catch (const zmq::error_t& e) {
+    throw BusError(what + ": connect " + endpoint + ": " + e.what());
+  }
+}
+
+void check_topic(std::string_view topic) {
+  if (topic.empty()) throw InvalidTopic("bus topic must not be empty");
+  if (static_cast<unsigned char>(topic.front()) == 0xff) {
+    throw InvalidTopic("bus topic must not start with byte 0xFF (reserved for control messages)");
+  }
+}
+
+std::string encode_u64(std::uint64_t value) {
+  std::string out(8, '\0');
+  for (int i = 7; i >= 0; --i) {
+    out[static_cast<std::size_t>(i)] = static_cast<char>(value & 0xff);
+    value >>= 8;
+  }
+  return out;
+}
+
+std::optional<std::uint64_t> decode_u64(std::string_view bytes) {
+  if (bytes.size() != 8) return std::nullopt;
+  std::uint64_t value = 0;
+  for (const char c : bytes)
+    value = (value << 8) | static_cast<std::uint8_t>(c);
+  return value;
+}
+
+std::uint64_t random_u64() {
+  thread_local std::mt19937_64 gen{std::random_device{}()};
+  return gen();
+}
+
+std::string random_hex(std::size_t bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes * 2);
+  std::uint64_t word = 0;
+  for (std::size_t i = 0; i < bytes; ++i) {
+    if (i % 8 == 0) word = random_u64();
+    const auto b = static_cast<std::uint8_t>(word & 0xff);
+    word >>= 8;
+    out.push_back(kDigits[b >> 4]);
+    out.push_back(kDigits[b & 0xf]);
+  }
+  return out;
+}
+
+std::chrono::milliseconds poll_timeout(std::chrono::steady_clock::duration remaining) {
+  if (remaining <= std::chrono::steady_clock::duration::zero()) return std::chrono::milliseconds(0);
+  return std::chrono::ceil<std::chrono::milliseconds>(remaining);
+}
+
+}  // namespace spotlight::bus::detail

@@ -1,0 +1,64 @@
+#pragma once
+// PRIVATE to the .cpp files of common/bus and common/rpc: this header includes <zmq.hpp> and must
+// never be included from a public header.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <zmq.hpp>
+
+#include "common/bus/curve.hpp"
+
+namespace spotlight::bus::detail {
+
+using namespace std::string_view_literals;
+
+// Notice frames on the wire: [topic][version: 8 bytes big-endian][payload].
+inline constexpr std::size_t kNoticeFrames = 3;
+
+// Subscription confirmations: a Subscriber subscribes to kAckTopicPrefix + a fresh token; every
+// publisher that processes that subscription answers with a notice on that topic whose payload is
+// its instance id. A publisher processes the subscriptions of one connection in the order they
+// are sent, so the answer proves that the subscriber's other subscriptions are live on it.
+// On a (re)connect libzmq resends all subscriptions in byte order of the topic; the prefix starts
+// with 0xFF, which user topics may not (and UTF-8 never contains), so the token always goes last.
+inline constexpr std::string_view kAckTopicPrefix = "\xffspotlight.ack/"sv;
+
+// Throws InvalidTopic for an empty topic or one that starts with the reserved byte 0xFF.
+void check_topic(std::string_view topic);
+
+// Bound on how long a caller waits for the publisher's I/O thread to take a command.
+inline constexpr std::chrono::milliseconds kCommandTimeout{10000};
+
+// The process-wide ZeroMQ context (one I/O thread). Created on first use and never terminated,
+// so closing a socket never blocks on linger and static destruction order does not matter.
+zmq::context_t& context();
+
+// Applies CURVE options; `what` names the owner in errors ("publisher", "rpc client", ...).
+// Throws CurveError when both roles are set, a key is invalid, or libzmq lacks CURVE.
+void apply_curve(zmq::socket_t& socket, const CurveOptions& curve, const std::string& what);
+
+// ZMQ_MAXMSGSIZE; a negative limit means unlimited. Throws BusError naming `what` for a limit
+// below kMinMaxMessageSize.
+void apply_max_message_size(zmq::socket_t& socket, std::int64_t limit, const std::string& what);
+
+// Binds and returns the resolved endpoint (a "*" port replaced by the real one). Binds exactly
+// the given address: there are no default or wildcard addresses. Throws BusError naming it.
+std::string bind(zmq::socket_t& socket, const std::string& endpoint, const std::string& what);
+void connect(zmq::socket_t& socket, const std::string& endpoint, const std::string& what);
+
+// Fixed-width big-endian encoding of version numbers and request ids.
+std::string encode_u64(std::uint64_t value);
+std::optional<std::uint64_t> decode_u64(std::string_view bytes);
+
+// `bytes` random bytes as lowercase hex (for instance ids, inproc names, tokens).
+std::string random_hex(std::size_t bytes);
+std::uint64_t random_u64();
+
+// poll() timeout in whole milliseconds, rounded up so a short remaining time still waits.
+std::chrono::milliseconds poll_timeout(std::chrono::steady_clock::duration remaining);
+
+}  // namespace spotlight::bus::detail

@@ -1,0 +1,46 @@
+#pragma once
+// Errors of the notice bus (and of the CURVE helpers the RPC layer shares). A receive that times
+// out is not an error: it returns std::nullopt.
+//
+//   BusError              base; a socket could not be set up or used (bind/connect failed, bad
+//   |                     endpoint, the publisher's I/O thread died). what() names the endpoint.
+//   +- CurveError         CURVE was requested but libzmq lacks it, or a key / key file is invalid.
+//   |                     what() names the file or the option.
+//   +- MessageTooLarge    a frame to publish exceeds the configured max_message_size.
+//   +- InvalidTopic       empty topic, or one starting with byte 0xFF (reserved for control;
+//                         UTF-8 never contains it).
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace spotlight::bus {
+
+class BusError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class CurveError : public BusError {
+ public:
+  using BusError::BusError;
+};
+
+class MessageTooLarge : public BusError {
+ public:
+  MessageTooLarge(const std::string& what, std::size_t size, std::size_t limit)
+      : BusError(what), size_(size), limit_(limit) {}
+  std::size_t size() const { return size_; }
+  std::size_t limit() const { return limit_; }
+
+ private:
+  std::size_t size_;
+  std::size_t limit_;
+};
+
+class InvalidTopic : public BusError {
+ public:
+  using BusError::BusError;
+};
+
+}  // namespace spotlight::bus

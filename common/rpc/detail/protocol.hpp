@@ -1,0 +1,33 @@
+#pragma once
+// PRIVATE to common/rpc: the frame layout shared by RpcServer and RpcClient.
+//
+//   request (DEALER -> ROUTER): [""][kVersion, id: u64 big-endian][payload]
+//   reply   (ROUTER -> DEALER): [""][kVersion, id: u64 big-endian, status: u8][body]
+//
+// The ROUTER sees the peer's routing id as an extra first frame. The empty delimiter keeps the
+// envelope REQ-compatible. `id` is chosen by the client, fresh for every attempt.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/rpc/errors.hpp"
+
+namespace spotlight::rpc::detail {
+
+inline constexpr std::uint8_t kProtocolVersion = 1;
+inline constexpr std::size_t kRequestFrames = 3;  // as sent by the client
+inline constexpr std::size_t kReplyFrames = 3;
+
+std::string encode_request_header(std::uint64_t id);
+std::optional<std::uint64_t> decode_request_header(std::string_view header);
+
+struct ReplyHeader {
+  std::uint64_t id = 0;
+  RpcStatus status = RpcStatus::kOk;
+};
+std::string encode_reply_header(std::uint64_t id, RpcStatus status);
+std::optional<ReplyHeader> decode_reply_header(std::string_view header);
+
+}  // namespace spotlight::rpc::detail

@@ -1,0 +1,229 @@
+#include "common/rpc/server.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <mutex>
+
+#include <zmq_addon.hpp>
+
+#include "common/bus/detail/zmq_support.hpp"
+#include "common/bus/errors.hpp"
+#include "common/bus/options.hpp"
+#include "common/rpc/detail/protocol.hpp"
+#include "common/rpc/errors.hpp"
+
+namespace spotlight::rpc {
+
+using Clock = std::chrono::steady_clock;
+
+struct RpcServer::Impl {
+  Impl(BatchHandler h, RpcServerOptions o);
+
+  // A well-formed request, or std::nullopt after answering the sender with an error.
+  std::optional<RpcRequest> parse(std::vector<zmq::message_t>& parts);
+  void reply(const std::string& peer, std::uint64_t id, RpcStatus status, std::string_view body);
+  void process(std::vector<RpcRequest>& batch);
+
+  BatchHandler handler;
+  RpcServerOptions options;
+  zmq::socket_t router;
+  zmq::socket_t wake_in;  // run() side of the stop signal
+  std::mutex wake_mutex;  // guards wake_out
+  zmq::socket_t wake_out;
+
+  std::atomic<bool> stop_requested{false};
+  std::atomic<bool> running{false};
+  std::atomic<std::uint64_t> requests{0};
+  std::atomic<std::uint64_t> batches{0};
+  std::atomic<std::uint64_t> errors{0};
+  std::atomic<std::uint64_t> malformed{0};
+};
+
+RpcServer::Impl::Impl(BatchHandler h, RpcServerOptions o)
+    : handler(std::move(h)),
+      options(std::move(o)),
+      router(bus::detail::context(), zmq::socket_type::router),
+      wake_in(bus::detail::context(), zmq::socket_type::pair),
+      wake_out(bus::detail::context(), zmq::socket_type::pair) {
+  if (!handler) throw RpcError("rpc server: handler is empty");
+  if (options.max_batch < 1) throw RpcError("rpc server: max_batch must be >= 1");
+  if (options.batch_window.count() < 0) throw RpcError("rpc server: batch_window must be >= 0");
+  if (options.max_message_size >= 0 && options.max_message_size < bus::kMinMaxMessageSize) {
+    throw RpcError("rpc server: max_message_size must be >= " +
+                   std::to_string(bus::kMinMaxMessageSize) + " or negative (unlimited)");
+  }
+  bus::detail::apply_curve(router, options.curve, "rpc server");
+  bus::detail::apply_max_message_size(router, options.max_message_size, "rpc server");
+  router.set(zmq::sockopt::sndhwm, options.high_water_mark);
+  router.set(zmq::sockopt::rcvhwm, options.high_water_mark);
+  router.set(zmq::sockopt::linger, 0);
+  const std::string inproc = "inproc://spotlight.rpc.server." + bus::detail::random_hex(8);
+  wake_in.bind(inproc);
+  wake_out.connect(inproc);
+  wake_out.set(zmq::sockopt::linger, 0);
+}
+
+void RpcServer::Impl::reply(const std::string& peer, std::uint64_t id, RpcStatus status,
+                            std::string_view body) {
+  const std::string header = detail::encode_reply_header(id, status);
+  try {
+    // ROUTER drops replies to peers that are gone or past their high-water mark.
+    router.send(zmq::buffer(peer), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+    router.send(zmq::message_t(), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+    router.send(zmq::buffer(header), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
+    router.send(zmq::buffer(body), zmq::send_flags::dontwait);
+  } catch (const zmq::error_t&) {
+    // Unroutable peer: nothing to answer.
+  }
+}
+
+std::optional<RpcRequest> RpcServer::Impl::parse(std::vector<zmq::message_t>& parts) {
+  // parts: [peer][""][header][payload]
+  if (parts.empty()) return std::nullopt;
+  std::string peer = parts[0].to_string();
+  std::optional<std::uint64_t> id;
+  if (parts.size() >= 3) id = detail::decode_request_header(parts[2].to_string_view());
+  const auto reject = [&](RpcStatus status, const std::string& why) {
+    ++malformed;
+    reply(peer, id.value_or(0), status, why);
+    return std::nullopt;
+  };
+  if (parts.size() != detail::kRequestFrames + 1) {
+    return reject(RpcStatus::kMalformed, "expected " + std::to_string(detail::kRequestFrames) +
+                                             " frames (empty delimiter, header, payload), got " +
+                                             std::to_string(parts.size() - 1));
+  }
+  if (parts[1].size() != 0) return reject(RpcStatus::kMalformed, "first frame must be empty");
+  if (!id) {
+    return reject(RpcStatus::kMalformed, "header frame must be 9 bytes: protocol version " +
+                                             std::to_string(detail::kProtocolVersion) +
+                                             " and a 64-bit request id");
+  }
+  if (parts[3].size() > options.max_request_bytes) {
+    return reject(RpcStatus::kTooLarge, "payload of " + std::to_string(parts[3].size()) +
+                                            " bytes exceeds max_request_bytes " +
+                                            std::to_string(options.max_request_bytes));
+  }
+  return RpcRequest{*id, std::move(peer), parts[3].to_string()};
+}
+
+void RpcServer::Impl::process(std::vector<RpcRequest>& batch) {
+  struct Route {
+    std::string peer;
+    std::uint64_t id;
+  };
+  std::vector<Route> routes;
+  routes.reserve(batch.size());
+  for (const auto& r : batch)
+    routes.push_back(Route{r.peer, r.id});
+  ++batches;
+  requests += batch.size();
+
+  std::vector<RpcReply> replies;
+  std::string failure;
+  try {
+    replies = handler(std::move(batch));
+    if (replies.size() != routes.size()) {
+      failure = "handler returned " + std::to_string(replies.size()) + " replies for " +
+                std::to_string(routes.size()) + " requests";
+    }
+  } catch (const std::exception& e) {
+    failure = std::string("handler failed: ") + e.what();
+  } catch (...) {
+    failure = "handler failed with a non-standard exception";
+  }
+  batch.clear();
+
+  for (std::size_t i = 0; i < routes.size(); ++i) {
+    if (!failure.empty()) {
+      ++errors;
+      reply(routes[i].peer, routes[i].id, RpcStatus::kHandlerError, failure);
+    } else if (!replies[i].ok) {
+      ++errors;
+      reply(routes[i].peer, routes[i].id, RpcStatus::kHandlerError, replies[i].body);
+    } else {
+      reply(routes[i].peer, routes[i].id, RpcStatus::kOk, replies[i].body);
+    }
+  }
+}
+
+RpcServer::RpcServer(BatchHandler handler, RpcServerOptions options)
+    : impl_(std::make_unique<Impl>(std::move(handler), std::move(options))) {}
+
+RpcServer::~RpcServer() = default;
+
+std::string RpcServer::bind(const std::string& endpoint) {
+  if (impl_->running) throw RpcError("rpc server: bind() while run() is serving");
+  try {
+    return bus::detail::bind(impl_->router, endpoint, "rpc server");
+  } catch (const bus::CurveError&) {
+    throw;
+  } catch (const bus::BusError& e) {
+    throw RpcError(e.what());
+  }
+}
+
+void RpcServer::stop() {
+  impl_->stop_requested = true;
+  std::lock_guard lock(impl_->wake_mutex);
+  try {
+    impl_->wake_out.send(zmq::message_t(), zmq::send_flags::dontwait);
+  } catch (const zmq::error_t&) {
+    // A wake-up is already queued.
+  }
+}
+
+void RpcServer::run(std::stop_token stop_token) {
+  Impl& s = *impl_;
+  if (s.running.exchange(true)) throw RpcError("rpc server: run() is already serving");
+  struct NotRunning {
+    std::atomic<bool>& running;
+    ~NotRunning() { running = false; }
+  } not_running{s.running};
+  std::stop_callback on_stop(stop_token, [this] { stop(); });
+
+  std::vector<RpcRequest> batch;
+  batch.reserve(s.options.max_batch);
+  Clock::time_point batch_deadline{};
+  zmq::pollitem_t items[] = {{s.router.handle(), 0, ZMQ_POLLIN, 0},
+                             {s.wake_in.handle(), 0, ZMQ_POLLIN, 0}};
+  while (!s.stop_requested) {
+    const auto timeout = batch.empty() ? std::chrono::milliseconds(-1)
+                                       : bus::detail::poll_timeout(batch_deadline - Clock::now());
+    try {
+      zmq::poll(items, 2, timeout);
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) continue;
+      throw RpcError(std::string("rpc server: poll: ") + e.what());
+    }
+    if (items[1].revents & ZMQ_POLLIN) {
+      zmq::message_t drop;
+      while (s.wake_in.recv(drop, zmq::recv_flags::dontwait)) {
+      }
+    }
+    if (s.stop_requested) break;
+    // Bounded, so a flood of malformed messages cannot keep a batch from being answered.
+    const std::size_t max_reads = 4 * s.options.max_batch + 64;
+    for (std::size_t reads = 0; reads < max_reads && batch.size() < s.options.max_batch; ++reads) {
+      std::vector<zmq::message_t> parts;
+      if (!zmq::recv_multipart(s.router, std::back_inserter(parts), zmq::recv_flags::dontwait)) {
+        break;
+      }
+      if (auto request = s.parse(parts)) {
+        if (batch.empty()) batch_deadline = Clock::now() + s.options.batch_window;
+        batch.push_back(std::move(*request));
+      }
+    }
+    if (!batch.empty() && (batch.size() >= s.options.max_batch || Clock::now() >= batch_deadline)) {
+      s.process(batch);
+    }
+  }
+  if (!batch.empty()) s.process(batch);
+}
+
+RpcServerCounters RpcServer::counters() const {
+  return RpcServerCounters{impl_->requests.load(), impl_->batches.load(), impl_->errors.load(),
+                           impl_->malformed.load()};
+}
+
+}  // namespace spotlight::rpc
