@@ -1,0 +1,175 @@
+#pragma once
+// The lease queue (DESIGN.md section 3): tasks are pulled under leases; only unacknowledged
+// leases are ever re-run; results are recorded idempotently before the acknowledgement.
+//
+// Life of a task:
+//   enqueue(task, payload)               waiting; enqueueing a known task id again is a no-op
+//   lease(consumer, n, block)            leased to `consumer` (delivery_count = 1)
+//   extend(lease)                        the holder keeps a long task from looking idle
+//   complete(lease, result)              result recorded (first writer wins), then acknowledged:
+//                                        gone from the queue, never delivered again
+//   fail(lease, error)                   error kept; re-deliverable at once (next reclaim), or
+//                                        dead-lettered if it already had max_deliveries
+//   release(lease)                       given back unfinished (preemption notice): re-deliverable
+//                                        at once, and this delivery does not count
+//   reclaim(consumer, min_idle, n)       leases idle >= min_idle (holder died or hung) move to
+//                                        `consumer` (delivery_count + 1); a task that would exceed
+//                                        max_deliveries goes to the dead-letter stream instead
+//   reclaim_from(dead, consumer, n)      the same for every lease of one dead consumer, now
+//
+// Guarantees: a task is acknowledged at most once and only after its result is recorded;
+// nothing acknowledged is delivered again; nothing unacknowledged is lost (it stays leased until
+// completed, reclaimed or dead-lettered). A task may *run* more than once (a lease can expire
+// while its holder still works): complete() tells the later runs they were duplicates.
+//
+// Errors: QueueUnavailable when the store cannot be reached, QueueError otherwise (see
+// common/queue/errors.hpp). Every operation is safe to retry after QueueUnavailable: enqueue and
+// complete are idempotent, and leases whose reply was lost stay pending until reclaimed.
+//
+// Thread-compatible: implementations hold one connection; use one queue object per thread.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/queue/errors.hpp"
+
+namespace spotlight::queue {
+
+inline constexpr std::chrono::milliseconds kDefaultLeaseTimeout{30000};
+inline constexpr std::chrono::milliseconds kDefaultBlockTimeout{1000};
+inline constexpr int kDefaultMaxDeliveries = 5;
+
+// Key layout (Redis): <key_prefix>:<stream> (tasks), <key_prefix>:<dead_letter_stream>,
+// <key_prefix>:<results> (hash task id -> result), plus <key_prefix>:{index,errors,stats}.
+struct LeaseQueueOptions {
+  std::string key_prefix =
+      "spotlight";  // one per run (and per queue), e.g. "spotlight:run-42:explore"
+  std::string stream = "tasks";
+  std::string group = "explorers";
+  std::string dead_letter_stream = "dead";
+  std::string results = "results";
+  std::chrono::milliseconds lease_timeout = kDefaultLeaseTimeout;  // reclaim()'s usual min_idle
+  std::chrono::milliseconds block_timeout = kDefaultBlockTimeout;  // lease()'s usual wait
+  int max_deliveries = kDefaultMaxDeliveries;  // deliveries before a task is dead-lettered
+
+  // Throws InvalidQueueOptions naming the first bad field.
+  void validate() const;
+};
+
+struct Task {
+  std::string task_id;
+  std::string payload;  // opaque bytes
+};
+
+struct Lease {
+  std::string entry_id;  // position in the queue (Redis stream id), unique per enqueue
+  std::string task_id;
+  std::string payload;
+  std::string consumer;             // the holder
+  std::int64_t delivery_count = 0;  // 1 on the first delivery, +1 per reclaim
+};
+
+struct EnqueueResult {
+  std::string entry_id;   // of the new entry, or of the existing one (empty if already completed)
+  bool enqueued = false;  // false: the task id was enqueued before (no-op)
+};
+
+struct Completion {
+  bool recorded = false;  // this call wrote the result; false: one existed already (duplicate)
+  bool acked = false;     // this call acknowledged the entry; false: it was already acknowledged
+  bool duplicate() const { return !recorded; }
+};
+
+enum class FailOutcome {
+  kRetry,  // error kept; the task is re-deliverable now (reclaim with min_idle <= lease_timeout)
+  kDeadLettered,  // it had max_deliveries: moved to the dead-letter stream with the error
+  kNotHeld,       // the lease is no longer held by lease.consumer (completed or reclaimed): ignored
+};
+
+struct DeadLetter {
+  std::string entry_id;  // id in the dead-letter stream
+  std::string task_id;
+  std::string payload;
+  std::string error;     // the last error passed to fail(), or why it was dead-lettered
+  std::string consumer;  // the last holder
+  std::int64_t deliveries = 0;
+};
+
+struct QueueStats {
+  std::int64_t length = 0;   // tasks not acknowledged: waiting + leased
+  std::int64_t leased = 0;   // tasks currently under a lease (pending)
+  std::int64_t waiting = 0;  // tasks never delivered (length - leased)
+  std::int64_t dead_letters = 0;
+  std::int64_t results = 0;
+  std::chrono::milliseconds oldest_lease_age{0};  // idle time of the stalest lease; 0 if none
+  // Cumulative counters for the queue's keys (monitoring; `leased_total` may undercount if a
+  // client dies between a *blocking* lease and counting it, the others are exact).
+  std::int64_t enqueued_total = 0;
+  std::int64_t leased_total = 0;  // deliveries, reclaims included
+  std::int64_t acked_total = 0;
+  std::int64_t reclaimed_total = 0;
+  std::int64_t failed_total = 0;
+  std::int64_t dead_lettered_total = 0;
+  std::int64_t duplicate_results_total = 0;
+};
+
+class LeaseQueue {
+ public:
+  virtual ~LeaseQueue() = default;
+
+  // Adds a task unless its id was ever enqueued under this queue's keys (idempotent).
+  virtual EnqueueResult enqueue(std::string_view task_id, std::string_view payload) = 0;
+  // enqueue() for many tasks in few round trips; returns how many were new.
+  virtual std::int64_t enqueue_many(std::span<const Task> tasks) = 0;
+
+  // Up to max_count waiting tasks, leased to `consumer`; waits up to block_timeout (0: no wait)
+  // for the first one. Empty when none arrived in time. Consumer names must be unique per worker.
+  virtual std::vector<Lease> lease(std::string_view consumer, int max_count,
+                                   std::chrono::milliseconds block_timeout) = 0;
+
+  // Records `result` for lease.task_id unless one exists, then acknowledges the lease's entry,
+  // atomically. Returns after both are durable in the store (as durable as its persistence).
+  virtual Completion complete(const Lease& lease, std::string_view result) = 0;
+
+  // Keeps the error and releases the lease for re-delivery, or dead-letters the task (above).
+  virtual FailOutcome fail(const Lease& lease, std::string_view error) = 0;
+
+  // Gives an unfinished lease back (e.g. on a preemption notice, after committing in-flight state
+  // elsewhere): re-deliverable by the next reclaim() at once, and the delivery is not counted
+  // towards max_deliveries. False: `lease.consumer` no longer held it (nothing changed).
+  virtual bool release(const Lease& lease) = 0;
+
+  // Resets the lease's idle time if `lease.consumer` still holds it. False: the lease was lost
+  // (reclaimed by another consumer, completed, or dead-lettered); stop working on it.
+  virtual bool extend(const Lease& lease) = 0;
+
+  // Moves up to max_count leases idle for at least min_idle to `consumer` and returns them.
+  virtual std::vector<Lease> reclaim(std::string_view consumer, std::chrono::milliseconds min_idle,
+                                     int max_count) = 0;
+  // Moves up to max_count leases held by `dead_consumer` to `consumer`, whatever their idle time
+  // (its heartbeats stopped). `consumer` may equal `dead_consumer` (a restarted worker).
+  virtual std::vector<Lease> reclaim_from(std::string_view dead_consumer, std::string_view consumer,
+                                          int max_count) = 0;
+
+  // The recorded result of a task, if any.
+  virtual std::optional<std::string> result(std::string_view task_id) = 0;
+  virtual std::int64_t result_count() = 0;
+  // Calls fn(task_id, result) for every recorded result (in no particular order; results
+  // recorded during the walk may or may not be seen).
+  virtual void for_each_result(
+      const std::function<void(std::string_view task_id, std::string_view result)>& fn) = 0;
+  // The last error passed to fail() for a task, if any.
+  virtual std::optional<std::string> last_error(std::string_view task_id) = 0;
+  // Up to max_count dead letters, oldest first.
+  virtual std::vector<DeadLetter> dead_letters(int max_count) = 0;
+
+  virtual QueueStats stats() = 0;
+};
+
+}  // namespace spotlight::queue

@@ -1,0 +1,555 @@
+#include "common/queue/redis_lease_queue.hpp"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+namespace spotlight::queue {
+namespace {
+
+using redis::Reply;
+using redis::Script;
+
+// Shared by the scripts that dead-letter. KEYS[1] stream, KEYS[2] dead letters, KEYS[3] errors,
+// KEYS[4] counters.
+constexpr const char* kPrelude = R"lua(
+local function field(fields, name)
+  for i = 1, #fields, 2 do
+    if fields[i] == name then return fields[i + 1] end
+  end
+  return ''
+end
+local function entry_fields(id)
+  local e = redis.call('XRANGE', KEYS[1], id, id)
+  if e[1] then return e[1][2] end
+  return nil
+end
+local function dead_letter(group, id, fields, deliveries, consumer, fallback_error)
+  local task = field(fields, 'task')
+  local err = redis.call('HGET', KEYS[3], task)
+  if not err then err = fallback_error end
+  redis.call('XADD', KEYS[2], '*', 'task', task, 'payload', field(fields, 'payload'),
+             'error', err, 'deliveries', deliveries, 'consumer', consumer, 'entry', id)
+  redis.call('XACK', KEYS[1], group, id)
+  redis.call('XDEL', KEYS[1], id)
+  redis.call('HINCRBY', KEYS[4], 'dead_lettered', 1)
+end
+-- Re-delivers pending entry p ({id, owner, idle, count}) to `consumer`, or dead-letters it when
+-- it already had max_deliveries. Appends a re-delivered lease to `out`; returns 1 if it was.
+local function redeliver(group, p, consumer, min_idle, max_deliveries, out)
+  local id, owner, count = p[1], p[2], p[4]
+  if count >= max_deliveries then
+    local fields = entry_fields(id)
+    if fields then
+      dead_letter(group, id, fields, count, owner,
+                  'lease expired after ' .. count .. ' deliveries (last holder ' .. owner .. ')')
+    else
+      redis.call('XACK', KEYS[1], group, id)
+    end
+    return 0
+  end
+  local c = redis.call('XCLAIM', KEYS[1], group, consumer, min_idle, id)
+  if c[1] and c[1][2] then
+    out[#out + 1] = {id, field(c[1][2], 'task'), field(c[1][2], 'payload'), count + 1}
+    return 1
+  end
+  return 0
+end
+)lua";
+
+// KEYS: stream, index, counters. ARGV: task_1, payload_1, task_2, payload_2, ...
+// Returns {{entry_id, 1 if new else 0}, ...}.
+constexpr const char* kEnqueueLua = R"lua(
+local out, added = {}, 0
+for i = 1, #ARGV, 2 do
+  local existing = redis.call('HGET', KEYS[2], ARGV[i])
+  if existing then
+    out[#out + 1] = {existing, 0}
+  else
+    local id = redis.call('XADD', KEYS[1], '*', 'task', ARGV[i], 'payload', ARGV[i + 1])
+    redis.call('HSET', KEYS[2], ARGV[i], id)
+    out[#out + 1] = {id, 1}
+    added = added + 1
+  end
+end
+if added > 0 then redis.call('HINCRBY', KEYS[3], 'enqueued', added) end
+return out
+)lua";
+
+// KEYS: stream, counters. ARGV: group, consumer, count. A non-blocking XREADGROUP that counts
+// its deliveries in the same step (the busy path of lease(): one round trip, exact counter).
+constexpr const char* kLeaseNowLua = R"lua(
+local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', ARGV[3],
+                     'STREAMS', KEYS[1], '>')
+if not r then return {} end
+local n = #r[1][2]
+if n > 0 then redis.call('HINCRBY', KEYS[2], 'leased', n) end
+return r[1][2]
+)lua";
+
+// KEYS: stream, results, counters. ARGV: group, entry id, task id, result.
+// The result is written (first writer wins) before the entry is acknowledged and deleted.
+constexpr const char* kCompleteLua = R"lua(
+local recorded = redis.call('HSETNX', KEYS[2], ARGV[3], ARGV[4])
+local acked = redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+if acked == 1 then
+  redis.call('XDEL', KEYS[1], ARGV[2])
+  redis.call('HINCRBY', KEYS[3], 'acked', 1)
+end
+if recorded == 1 then
+  redis.call('HINCRBY', KEYS[3], 'completed', 1)
+else
+  redis.call('HINCRBY', KEYS[3], 'duplicate_results', 1)
+end
+return {recorded, acked}
+)lua";
+
+// KEYS: stream, dead, errors, counters. ARGV: group, entry id, task id, consumer, error,
+// max deliveries, lease timeout (ms), parking consumer.
+constexpr const char* kFailLua = R"lua(
+local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
+if #p == 0 or p[1][2] ~= ARGV[4] then return 'not_held' end
+redis.call('HSET', KEYS[3], ARGV[3], ARGV[5])
+redis.call('HINCRBY', KEYS[4], 'failed', 1)
+local count = p[1][4]
+if count >= tonumber(ARGV[6]) then
+  dead_letter(ARGV[1], ARGV[2], entry_fields(ARGV[2]) or {'task', ARGV[3]}, count, ARGV[4], ARGV[5])
+  return 'dead'
+end
+-- Parked and looking expired: the next reclaim (min_idle <= lease timeout) re-delivers it.
+redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[8], 0, ARGV[2], 'IDLE', ARGV[7], 'JUSTID')
+return 'retry'
+)lua";
+
+// KEYS: stream. ARGV: group, entry id, consumer, lease timeout (ms), parking consumer. 1 if the
+// consumer held it: it now belongs to the parking consumer and looks expired, with a delivery
+// count one lower (the re-delivery adds it back).
+constexpr const char* kReleaseLua = R"lua(
+local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
+if #p == 0 or p[1][2] ~= ARGV[3] then return 0 end
+local count = math.max(p[1][4] - 1, 0)
+redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[5], 0, ARGV[2], 'IDLE', ARGV[4], 'RETRYCOUNT', count,
+           'JUSTID')
+return 1
+)lua";
+
+// KEYS: stream. ARGV: group, entry id, consumer. 1 if the consumer still held it (idle reset).
+constexpr const char* kExtendLua = R"lua(
+local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
+if #p == 0 or p[1][2] ~= ARGV[3] then return 0 end
+redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[3], 0, ARGV[2], 'JUSTID')
+return 1
+)lua";
+
+// KEYS: stream, dead, errors, counters. ARGV: group, consumer, min idle (ms), max count,
+// max deliveries. XAUTOCLAIM's semantics, as XPENDING IDLE + XCLAIM so that each entry's delivery
+// count and last holder are known before choosing between re-delivery and dead-letter.
+constexpr const char* kReclaimLua = R"lua(
+local group, consumer, min_idle = ARGV[1], ARGV[2], ARGV[3]
+local budget, max_deliveries = tonumber(ARGV[4]), tonumber(ARGV[5])
+local out, start = {}, '-'
+while budget > 0 do
+  local asked = budget
+  local page = redis.call('XPENDING', KEYS[1], group, 'IDLE', min_idle, start, '+', asked)
+  for _, p in ipairs(page) do
+    if budget > 0 then
+      budget = budget - redeliver(group, p, consumer, min_idle, max_deliveries, out)
+    end
+    start = '(' .. p[1]
+  end
+  if #page < asked then break end
+end
+if #out > 0 then
+  redis.call('HINCRBY', KEYS[4], 'reclaimed', #out)
+  redis.call('HINCRBY', KEYS[4], 'leased', #out)
+end
+return out
+)lua";
+
+// KEYS: stream, dead, errors, counters. ARGV: group, dead consumer, consumer, max count,
+// max deliveries.
+constexpr const char* kReclaimFromLua = R"lua(
+local group, dead, consumer = ARGV[1], ARGV[2], ARGV[3]
+local max_deliveries = tonumber(ARGV[5])
+local out = {}
+local page = redis.call('XPENDING', KEYS[1], group, '-', '+', ARGV[4], dead)
+for _, p in ipairs(page) do
+  redeliver(group, p, consumer, 0, max_deliveries, out)
+end
+if dead ~= consumer and #redis.call('XPENDING', KEYS[1], group, '-', '+', 1, dead) == 0 then
+  redis.call('XGROUP', 'DELCONSUMER', KEYS[1], group, dead)
+end
+if #out > 0 then
+  redis.call('HINCRBY', KEYS[4], 'reclaimed', #out)
+  redis.call('HINCRBY', KEYS[4], 'leased', #out)
+end
+return out
+)lua";
+
+// KEYS: stream, dead, results, counters. ARGV: group.
+// Returns {length, pending, oldest idle ms, dead letters, results, {counter, value, ...}}.
+constexpr const char* kStatsLua = R"lua(
+local len = redis.call('XLEN', KEYS[1])
+local pending = redis.call('XPENDING', KEYS[1], ARGV[1])[1]
+local oldest, start = 0, '-'
+while pending > 0 do
+  local page = redis.call('XPENDING', KEYS[1], ARGV[1], start, '+', 256)
+  for _, p in ipairs(page) do
+    if p[3] > oldest then oldest = p[3] end
+    start = '(' .. p[1]
+  end
+  if #page < 256 then break end
+end
+return {len, pending, oldest, redis.call('XLEN', KEYS[2]), redis.call('HLEN', KEYS[3]),
+        redis.call('HGETALL', KEYS[4])}
+)lua";
+
+// The scripts, each loaded once per connection (see redis::Script).
+struct Scripts {
+  Script enqueue{kEnqueueLua};
+  Script lease_now{kLeaseNowLua};
+  Script complete{kCompleteLua};
+  Script fail{std::string(kPrelude) + kFailLua};
+  Script release{kReleaseLua};
+  Script extend{kExtendLua};
+  Script reclaim{std::string(kPrelude) + kReclaimLua};
+  Script reclaim_from{std::string(kPrelude) + kReclaimFromLua};
+  Script stats{kStatsLua};
+};
+
+const Scripts& scripts() {
+  static const Scripts all;
+  return all;
+}
+
+// Owner of leases given back by fail() or release() until the next reclaim() re-delivers them, so
+// that their former holder no longer holds them (extend() and release() by it return false).
+constexpr std::string_view kParkingConsumer = "~released";
+constexpr std::size_t kEnqueueBatch = 256;  // tasks per enqueue script call
+constexpr int kScanCount = 256;
+
+std::string field(const Reply::Array& fields, std::string_view name) {
+  for (std::size_t i = 0; i + 1 < fields.size(); i += 2) {
+    if (fields[i].as_string() == name) return fields[i + 1].as_string();
+  }
+  return {};
+}
+
+// Script replies {{id, task, payload, count}, ...} -> leases held by `consumer`.
+std::vector<Lease> parse_script_leases(const Reply& reply, std::string_view consumer) {
+  std::vector<Lease> leases;
+  for (const Reply& item : reply.as_array()) {
+    const auto& a = item.as_array();
+    leases.push_back(Lease{a.at(0).as_string(), a.at(1).as_string(), a.at(2).as_string(),
+                           std::string(consumer), a.at(3).as_integer()});
+  }
+  return leases;
+}
+
+void check_count(int max_count, const char* operation) {
+  if (max_count < 1) {
+    throw QueueError(std::string("lease queue ") + operation + ": max_count must be >= 1, got " +
+                     std::to_string(max_count));
+  }
+}
+
+}  // namespace
+
+void LeaseQueueOptions::validate() const {
+  if (key_prefix.empty()) throw InvalidQueueOptions("key_prefix", "must not be empty");
+  const std::pair<const char*, const std::string*> names[] = {
+      {"stream", &stream},
+      {"group", &group},
+      {"dead_letter_stream", &dead_letter_stream},
+      {"results", &results}};
+  for (const auto& [name, value] : names) {
+    if (value->empty()) throw InvalidQueueOptions(name, "must not be empty");
+    if (*value == "index" || *value == "errors" || *value == "stats") {
+      throw InvalidQueueOptions(name, "'" + *value + "' is reserved");
+    }
+  }
+  if (stream == dead_letter_stream || stream == results || dead_letter_stream == results) {
+    throw InvalidQueueOptions("stream", "stream, dead_letter_stream and results must differ");
+  }
+  if (lease_timeout.count() <= 0) throw InvalidQueueOptions("lease_timeout", "must be > 0");
+  if (block_timeout.count() < 0) throw InvalidQueueOptions("block_timeout", "must be >= 0");
+  if (max_deliveries < 1) throw InvalidQueueOptions("max_deliveries", "must be >= 1");
+}
+
+RedisLeaseQueue::RedisLeaseQueue(redis::RedisOptions redis, LeaseQueueOptions options)
+    : RedisLeaseQueue(redis::RedisClient(std::move(redis)), std::move(options)) {}
+
+RedisLeaseQueue::RedisLeaseQueue(redis::RedisClient client, LeaseQueueOptions options)
+    : options_(std::move(options)), client_(std::move(client)) {
+  options_.validate();
+  const std::string& p = options_.key_prefix;
+  keys_ = Keys{p + ":" + options_.stream,
+               p + ":" + options_.dead_letter_stream,
+               p + ":" + options_.results,
+               p + ":index",
+               p + ":errors",
+               p + ":stats"};
+}
+
+RedisLeaseQueue::~RedisLeaseQueue() = default;
+
+void RedisLeaseQueue::ensure_group() {
+  if (group_ready_) return;
+  try {
+    client_.command({"XGROUP", "CREATE", keys_.stream, options_.group, "0", "MKSTREAM"});
+  } catch (const redis::RedisCommandError& e) {
+    if (e.code() != "BUSYGROUP") throw;
+  }
+  group_ready_ = true;
+}
+
+template <typename Fn>
+auto RedisLeaseQueue::call(Fn&& fn) -> decltype(fn()) {
+  try {
+    ensure_group();
+    try {
+      return fn();
+    } catch (const redis::RedisCommandError& e) {
+      // The group vanished (keys deleted, a Redis without persistence restarted): every
+      // operation is safe to run again once it exists.
+      if (e.message().find("NOGROUP") == std::string::npos) throw;
+      group_ready_ = false;
+      ensure_group();
+      return fn();
+    }
+  } catch (const redis::RedisUnavailable& e) {
+    group_ready_ = false;  // maybe a different server when we reconnect: check again
+    throw QueueUnavailable("lease queue " + keys_.stream + ": " + e.what(), e.is_timeout());
+  } catch (const redis::RedisError& e) {
+    throw QueueError("lease queue " + keys_.stream + ": " + e.what());
+  }
+}
+
+EnqueueResult RedisLeaseQueue::enqueue(std::string_view task_id, std::string_view payload) {
+  return call([&] {
+    const Reply r = client_.eval(scripts().enqueue, {keys_.stream, keys_.index, keys_.stats},
+                                 {task_id, payload});
+    const auto& item = r.as_array().at(0).as_array();
+    return EnqueueResult{item.at(0).as_string(), item.at(1).as_integer() == 1};
+  });
+}
+
+std::int64_t RedisLeaseQueue::enqueue_many(std::span<const Task> tasks) {
+  return call([&] {
+    std::int64_t added = 0;
+    const std::string_view keys[] = {keys_.stream, keys_.index, keys_.stats};
+    std::vector<std::string_view> args;
+    for (std::size_t begin = 0; begin < tasks.size(); begin += kEnqueueBatch) {
+      const std::size_t end = std::min(tasks.size(), begin + kEnqueueBatch);
+      args.clear();
+      for (std::size_t i = begin; i < end; ++i) {
+        args.push_back(tasks[i].task_id);
+        args.push_back(tasks[i].payload);
+      }
+      const Reply r = client_.eval(scripts().enqueue, keys, args);
+      for (const Reply& item : r.as_array())
+        added += item.as_array().at(1).as_integer();
+    }
+    return added;
+  });
+}
+
+std::vector<Lease> RedisLeaseQueue::lease(std::string_view consumer, int max_count,
+                                          std::chrono::milliseconds block_timeout) {
+  check_count(max_count, "lease");
+  return call([&] {
+    const std::string count = std::to_string(max_count);
+    const auto to_leases = [&](const Reply::Array& entries) {
+      std::vector<Lease> leases;
+      for (const Reply& entry : entries) {
+        const auto& e = entry.as_array();
+        if (e.size() < 2 || !e[1].is_array()) continue;
+        const auto& fields = e[1].as_array();
+        leases.push_back(Lease{e[0].as_string(), field(fields, "task"), field(fields, "payload"),
+                               std::string(consumer), 1});
+      }
+      return leases;
+    };
+    // Busy path: whatever is waiting now, counted atomically.
+    std::vector<Lease> leases =
+        to_leases(client_
+                      .eval(scripts().lease_now, {keys_.stream, keys_.stats},
+                            {options_.group, consumer, count})
+                      .as_array());
+    if (!leases.empty() || block_timeout.count() <= 0) return leases;
+
+    // Idle path: block for the first arrival (the socket timeout outlasts the BLOCK).
+    const std::string block = std::to_string(block_timeout.count());
+    const std::string_view argv[] = {"XREADGROUP", "GROUP", options_.group, consumer,  "COUNT",
+                                     count,        "BLOCK", block,          "STREAMS", keys_.stream,
+                                     ">"};
+    const Reply r =
+        client_.command_with_timeout(argv, block_timeout + client_.options().command_timeout);
+    for (const Reply& stream : r.as_array_or_empty()) {
+      leases = to_leases(stream.as_array().at(1).as_array());
+    }
+    if (!leases.empty()) {
+      client_.command({"HINCRBY", keys_.stats, "leased", std::to_string(leases.size())});
+    }
+    return leases;
+  });
+}
+
+Completion RedisLeaseQueue::complete(const Lease& lease, std::string_view result) {
+  return call([&] {
+    const Reply r = client_.eval(scripts().complete, {keys_.stream, keys_.results, keys_.stats},
+                                 {options_.group, lease.entry_id, lease.task_id, result});
+    const auto& a = r.as_array();
+    return Completion{a.at(0).as_integer() == 1, a.at(1).as_integer() == 1};
+  });
+}
+
+FailOutcome RedisLeaseQueue::fail(const Lease& lease, std::string_view error) {
+  return call([&] {
+    const std::string max = std::to_string(options_.max_deliveries);
+    const std::string idle = std::to_string(options_.lease_timeout.count());
+    const Reply r =
+        client_.eval(scripts().fail, {keys_.stream, keys_.dead, keys_.errors, keys_.stats},
+                     {options_.group, lease.entry_id, lease.task_id, lease.consumer, error, max,
+                      idle, kParkingConsumer});
+    const std::string& outcome = r.as_text();
+    if (outcome == "retry") return FailOutcome::kRetry;
+    if (outcome == "dead") return FailOutcome::kDeadLettered;
+    return FailOutcome::kNotHeld;
+  });
+}
+
+bool RedisLeaseQueue::release(const Lease& lease) {
+  return call([&] {
+    const std::string idle = std::to_string(options_.lease_timeout.count());
+    return client_
+               .eval(scripts().release, {keys_.stream},
+                     {options_.group, lease.entry_id, lease.consumer, idle, kParkingConsumer})
+               .as_integer() == 1;
+  });
+}
+
+bool RedisLeaseQueue::extend(const Lease& lease) {
+  return call([&] {
+    return client_
+               .eval(scripts().extend, {keys_.stream},
+                     {options_.group, lease.entry_id, lease.consumer})
+               .as_integer() == 1;
+  });
+}
+
+std::vector<Lease> RedisLeaseQueue::reclaim(std::string_view consumer,
+                                            std::chrono::milliseconds min_idle, int max_count) {
+  check_count(max_count, "reclaim");
+  return call([&] {
+    const std::string idle = std::to_string(std::max<std::int64_t>(min_idle.count(), 0));
+    const std::string count = std::to_string(max_count);
+    const std::string max = std::to_string(options_.max_deliveries);
+    const Reply r =
+        client_.eval(scripts().reclaim, {keys_.stream, keys_.dead, keys_.errors, keys_.stats},
+                     {options_.group, consumer, idle, count, max});
+    return parse_script_leases(r, consumer);
+  });
+}
+
+std::vector<Lease> RedisLeaseQueue::reclaim_from(std::string_view dead_consumer,
+                                                 std::string_view consumer, int max_count) {
+  check_count(max_count, "reclaim_from");
+  return call([&] {
+    const std::string count = std::to_string(max_count);
+    const std::string max = std::to_string(options_.max_deliveries);
+    const Reply r =
+        client_.eval(scripts().reclaim_from, {keys_.stream, keys_.dead, keys_.errors, keys_.stats},
+                     {options_.group, dead_consumer, consumer, count, max});
+    return parse_script_leases(r, consumer);
+  });
+}
+
+std::optional<std::string> RedisLeaseQueue::result(std::string_view task_id) {
+  return call([&] {
+    return client_.command({"HGET", keys_.results, task_id}).as_optional_string();
+  });
+}
+
+std::int64_t RedisLeaseQueue::result_count() {
+  return call([&] { return client_.command({"HLEN", keys_.results}).as_integer(); });
+}
+
+void RedisLeaseQueue::for_each_result(
+    const std::function<void(std::string_view, std::string_view)>& fn) {
+  call([&] {
+    std::string cursor = "0";
+    const std::string count = std::to_string(kScanCount);
+    do {
+      const Reply r = client_.command({"HSCAN", keys_.results, cursor, "COUNT", count});
+      const auto& a = r.as_array();
+      cursor = a.at(0).as_string();
+      const auto& items = a.at(1).as_array();
+      for (std::size_t i = 0; i + 1 < items.size(); i += 2) {
+        fn(items[i].as_string(), items[i + 1].as_string());
+      }
+    } while (cursor != "0");
+  });
+}
+
+std::optional<std::string> RedisLeaseQueue::last_error(std::string_view task_id) {
+  return call([&] {
+    return client_.command({"HGET", keys_.errors, task_id}).as_optional_string();
+  });
+}
+
+std::vector<DeadLetter> RedisLeaseQueue::dead_letters(int max_count) {
+  check_count(max_count, "dead_letters");
+  return call([&] {
+    const Reply r =
+        client_.command({"XRANGE", keys_.dead, "-", "+", "COUNT", std::to_string(max_count)});
+    std::vector<DeadLetter> out;
+    for (const Reply& entry : r.as_array()) {
+      const auto& e = entry.as_array();
+      const auto& fields = e.at(1).as_array();
+      const std::string deliveries = field(fields, "deliveries");
+      out.push_back(DeadLetter{e.at(0).as_string(), field(fields, "task"), field(fields, "payload"),
+                               field(fields, "error"), field(fields, "consumer"),
+                               deliveries.empty() ? 0 : std::stoll(deliveries)});
+    }
+    return out;
+  });
+}
+
+QueueStats RedisLeaseQueue::stats() {
+  return call([&] {
+    const Reply r = client_.eval(
+        scripts().stats, {keys_.stream, keys_.dead, keys_.results, keys_.stats}, {options_.group});
+    const auto& a = r.as_array();
+    QueueStats s;
+    s.length = a.at(0).as_integer();
+    s.leased = a.at(1).as_integer();
+    s.waiting = std::max<std::int64_t>(s.length - s.leased, 0);
+    s.oldest_lease_age = std::chrono::milliseconds(a.at(2).as_integer());
+    s.dead_letters = a.at(3).as_integer();
+    s.results = a.at(4).as_integer();
+    const auto& counters = a.at(5).as_array();
+    for (std::size_t i = 0; i + 1 < counters.size(); i += 2) {
+      const std::string& name = counters[i].as_string();
+      const std::int64_t value = std::stoll(counters[i + 1].as_string());
+      if (name == "enqueued") s.enqueued_total = value;
+      if (name == "leased") s.leased_total = value;
+      if (name == "acked") s.acked_total = value;
+      if (name == "reclaimed") s.reclaimed_total = value;
+      if (name == "failed") s.failed_total = value;
+      if (name == "dead_lettered") s.dead_lettered_total = value;
+      if (name == "duplicate_results") s.duplicate_results_total = value;
+    }
+    return s;
+  });
+}
+
+void RedisLeaseQueue::destroy() {
+  call([&] {
+    client_.command(
+        {"DEL", keys_.stream, keys_.dead, keys_.results, keys_.index, keys_.errors, keys_.stats});
+    group_ready_ = false;
+  });
+}
+
+}  // namespace spotlight::queue

@@ -1,0 +1,56 @@
+#pragma once
+// Errors of the Redis client. Every failure of a command is one of these; absence (a nil reply)
+// is not an error.
+//
+//   RedisError                 base; catch this to handle "anything went wrong talking to Redis"
+//   +- RedisUnavailable        no usable connection: refused, reset, closed, timed out. The
+//   |                          connection is dropped; the next command reconnects. A command that
+//   |                          failed this way may or may not have been executed by the server.
+//   +- RedisCommandError       the server answered with an error reply (-ERR, -NOGROUP, -NOAUTH).
+//   +- RedisReplyError         the reply had another shape than the caller expected.
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace spotlight::redis {
+
+class RedisError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class RedisUnavailable : public RedisError {
+ public:
+  RedisUnavailable(const std::string& what, bool timeout) : RedisError(what), timeout_(timeout) {}
+  // True when the connect or the command ran past its timeout (the server may be alive but slow).
+  bool is_timeout() const { return timeout_; }
+
+ private:
+  bool timeout_;
+};
+
+class RedisCommandError : public RedisError {
+ public:
+  RedisCommandError(std::string command, std::string message)
+      : RedisError("redis " + command + ": " + message),
+        command_(std::move(command)),
+        message_(std::move(message)) {}
+  // The command name (first argv element), e.g. "XREADGROUP".
+  const std::string& command() const { return command_; }
+  // The server's error text, e.g. "NOGROUP No such key 'q:tasks' or consumer group ...".
+  const std::string& message() const { return message_; }
+  // The error code: the first word of the message ("ERR", "NOGROUP", "NOSCRIPT", ...).
+  std::string code() const { return message_.substr(0, message_.find(' ')); }
+
+ private:
+  std::string command_;
+  std::string message_;
+};
+
+class RedisReplyError : public RedisError {
+ public:
+  using RedisError::RedisError;
+};
+
+}  // namespace spotlight::redis

@@ -1,0 +1,469 @@
+// RedisLeaseQueue against a real redis-server: the lease / ack / reclaim / dead-letter contract of
+// DESIGN.md section 3, idempotent results, durability across a Redis restart, typed errors.
+
+#include <chrono>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "common/queue/redis_lease_queue.hpp"
+#include "common/redis/client.hpp"
+#include "tests/common/redis/redis_server.hpp"
+#include "tests/common/redis/wait_for.hpp"
+
+namespace spotlight::queue {
+namespace {
+
+using std::chrono::milliseconds;
+using testing::RedisServer;
+using testing::wait_for;
+
+constexpr milliseconds kLeaseTimeout{200};
+constexpr milliseconds kPatience{10000};  // upper bound for conditions that should hold quickly
+
+class LeaseQueueTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (RedisServer::find_executable()) server_ = std::make_unique<RedisServer>();
+  }
+  static void TearDownTestSuite() { server_.reset(); }
+  void SetUp() override { SPOTLIGHT_REQUIRE_REDIS_SERVER(); }
+
+  // Options under a key prefix unique to the running test.
+  static LeaseQueueOptions options() {
+    LeaseQueueOptions o;
+    o.key_prefix =
+        std::string("test:") + ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    o.lease_timeout = kLeaseTimeout;
+    o.block_timeout = milliseconds(0);
+    o.max_deliveries = 3;
+    return o;
+  }
+  static RedisLeaseQueue make_queue(LeaseQueueOptions o = options()) {
+    return RedisLeaseQueue(server().client_options(), std::move(o));
+  }
+
+  static RedisServer& server() { return *server_; }
+
+ private:
+  static std::unique_ptr<RedisServer> server_;
+};
+
+std::unique_ptr<RedisServer> LeaseQueueTest::server_;
+
+TEST_F(LeaseQueueTest, LeaseCompleteAndNothingAcknowledgedComesBack) {
+  auto q = make_queue();
+  const std::string binary("pay\0load\r\n", 10);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_TRUE(q.enqueue("t" + std::to_string(i), binary).enqueued);
+
+  auto leases = q.lease("a", 10, milliseconds(0));
+  ASSERT_EQ(leases.size(), 3u);
+  std::set<std::string> seen;
+  for (const auto& l : leases) {
+    EXPECT_EQ(l.payload, binary);
+    EXPECT_EQ(l.delivery_count, 1);
+    EXPECT_EQ(l.consumer, "a");
+    seen.insert(l.task_id);
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"t0", "t1", "t2"}));
+
+  QueueStats s = q.stats();
+  EXPECT_EQ(s.length, 3);
+  EXPECT_EQ(s.leased, 3);
+  EXPECT_EQ(s.waiting, 0);
+
+  for (const auto& l : leases) {
+    const Completion c = q.complete(l, "result-of-" + l.task_id + std::string("\0!", 2));
+    EXPECT_TRUE(c.recorded);
+    EXPECT_TRUE(c.acked);
+  }
+  EXPECT_EQ(q.result("t1"), "result-of-t1" + std::string("\0!", 2));
+  EXPECT_EQ(q.result("nope"), std::nullopt);
+  EXPECT_EQ(q.result_count(), 3);
+
+  // Acknowledged work is never delivered again, however it is asked for.
+  EXPECT_TRUE(q.lease("a", 10, milliseconds(0)).empty());
+  EXPECT_TRUE(q.reclaim("b", milliseconds(0), 10).empty());
+  EXPECT_TRUE(q.reclaim_from("a", "b", 10).empty());
+
+  s = q.stats();
+  EXPECT_EQ(s.length, 0);
+  EXPECT_EQ(s.leased, 0);
+  EXPECT_EQ(s.results, 3);
+  EXPECT_EQ(s.enqueued_total, 3);
+  EXPECT_EQ(s.leased_total, 3);
+  EXPECT_EQ(s.acked_total, 3);
+  EXPECT_EQ(s.duplicate_results_total, 0);
+
+  std::set<std::string> walked;
+  q.for_each_result([&](std::string_view task, std::string_view result) {
+    walked.insert(std::string(task));
+    EXPECT_EQ(result.substr(0, 10), "result-of-");
+  });
+  EXPECT_EQ(walked, seen);
+}
+
+TEST_F(LeaseQueueTest, EnqueueIsIdempotentPerTaskId) {
+  auto q = make_queue();
+  const EnqueueResult first = q.enqueue("t", "p1");
+  const EnqueueResult again = q.enqueue("t", "p2");
+  EXPECT_TRUE(first.enqueued);
+  EXPECT_FALSE(again.enqueued);
+  EXPECT_EQ(again.entry_id, first.entry_id);
+  const std::vector<Task> batch = {{"t", "x"}, {"u", "x"}, {"v", "x"}, {"u", "y"}};
+  EXPECT_EQ(q.enqueue_many(batch), 2);
+  EXPECT_EQ(q.stats().length, 3);
+
+  auto leases = q.lease("a", 10, milliseconds(0));
+  ASSERT_EQ(leases.size(), 3u);
+  for (const auto& l : leases) {
+    if (l.task_id == "t") {
+      EXPECT_EQ(l.payload, "p1");
+    }
+    q.complete(l, "r");
+  }
+  EXPECT_FALSE(q.enqueue("t", "p3").enqueued);  // completed tasks stay known
+  EXPECT_TRUE(q.lease("a", 10, milliseconds(0)).empty());
+  EXPECT_EQ(q.stats().enqueued_total, 3);
+}
+
+TEST_F(LeaseQueueTest, LeaseWaitsForWorkUpToItsBlockTimeout) {
+  redis::RedisOptions ro = server().client_options();
+  ro.command_timeout = milliseconds(200);  // shorter than the block: lease must extend it
+  RedisLeaseQueue q(ro, options());
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(q.lease("a", 1, milliseconds(600)).empty());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, milliseconds(550));
+
+  std::thread producer([&] {
+    auto p = make_queue();
+    p.enqueue("late", "x");
+  });
+  const auto leases = q.lease("a", 1, kPatience);
+  producer.join();
+  ASSERT_EQ(leases.size(), 1u);
+  EXPECT_EQ(leases[0].task_id, "late");
+}
+
+TEST_F(LeaseQueueTest, ExpiredLeaseIsReclaimedAndTheSlowHolderIsADuplicate) {
+  auto q = make_queue();
+  q.enqueue("t", "p");
+  const auto a = q.lease("a", 1, milliseconds(0));
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_TRUE(q.reclaim("b", kLeaseTimeout, 10).empty()) << "a fresh lease must not be reclaimed";
+
+  std::vector<Lease> b;
+  ASSERT_TRUE(
+      wait_for([&] { return !(b = q.reclaim("b", kLeaseTimeout, 10)).empty(); }, kPatience));
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].task_id, "t");
+  EXPECT_EQ(b[0].entry_id, a[0].entry_id);
+  EXPECT_EQ(b[0].delivery_count, 2);
+  EXPECT_EQ(b[0].consumer, "b");
+  EXPECT_FALSE(q.extend(a[0])) << "a lost its lease";
+  EXPECT_TRUE(q.extend(b[0]));
+
+  const Completion by_b = q.complete(b[0], "from-b");
+  const Completion by_a = q.complete(a[0], "from-a");
+  EXPECT_TRUE(by_b.recorded && by_b.acked);
+  EXPECT_TRUE(by_a.duplicate());
+  EXPECT_FALSE(by_a.acked);
+  EXPECT_EQ(q.result("t"), "from-b");
+  const QueueStats s = q.stats();
+  EXPECT_EQ(s.results, 1);
+  EXPECT_EQ(s.acked_total, 1);
+  EXPECT_EQ(s.duplicate_results_total, 1);
+  EXPECT_EQ(s.reclaimed_total, 1);
+  EXPECT_EQ(s.length, 0);
+}
+
+TEST_F(LeaseQueueTest, StaleHolderFinishingFirstWinsAndTheReclaimerIsTheDuplicate) {
+  auto q = make_queue();
+  q.enqueue("t", "p");
+  const auto a = q.lease("a", 1, milliseconds(0));
+  const auto b = q.reclaim_from("a", "b", 10);
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_TRUE(q.complete(a[0], "from-a").recorded);
+  const Completion late = q.complete(b[0], "from-b");
+  EXPECT_TRUE(late.duplicate());
+  EXPECT_FALSE(late.acked);
+  EXPECT_EQ(q.result("t"), "from-a");
+  EXPECT_EQ(q.stats().acked_total, 1);
+}
+
+TEST_F(LeaseQueueTest, ExtendKeepsALongTaskLeased) {
+  LeaseQueueOptions o = options();
+  o.lease_timeout = 2 * kLeaseTimeout;  // heartbeats at 1/8 of it: robust on a loaded machine
+  auto q = make_queue(o);
+  q.enqueue("long", "p");
+  const auto a = q.lease("a", 1, milliseconds(0));
+  ASSERT_EQ(a.size(), 1u);
+  // Hold it for three lease timeouts.
+  const auto until = std::chrono::steady_clock::now() + 3 * o.lease_timeout;
+  while (std::chrono::steady_clock::now() < until) {
+    ASSERT_TRUE(q.extend(a[0]));
+    ASSERT_TRUE(q.reclaim("b", o.lease_timeout, 10).empty());
+    std::this_thread::sleep_for(o.lease_timeout / 8);  // pacing the heartbeat, not synchronising
+  }
+  EXPECT_EQ(q.stats().leased_total, 1) << "extend must not count as a delivery";
+  // Heartbeats stop: the lease expires and moves on.
+  std::vector<Lease> b;
+  ASSERT_TRUE(
+      wait_for([&] { return !(b = q.reclaim("b", o.lease_timeout, 10)).empty(); }, kPatience));
+  EXPECT_EQ(b[0].delivery_count, 2);
+}
+
+TEST_F(LeaseQueueTest, FailedTaskIsRetriedThenDeadLetteredWithItsLastError) {
+  auto q = make_queue();  // max_deliveries = 3
+  q.enqueue("bad", std::string("p\0", 2));
+  auto leases = q.lease("a", 1, milliseconds(0));
+  for (int delivery = 1; delivery <= 3; ++delivery) {
+    ASSERT_EQ(leases.size(), 1u) << "delivery " << delivery;
+    EXPECT_EQ(leases[0].delivery_count, delivery);
+    const FailOutcome outcome = q.fail(leases[0], "boom " + std::to_string(delivery));
+    EXPECT_EQ(q.last_error("bad"), "boom " + std::to_string(delivery));
+    if (delivery < 3) {
+      EXPECT_EQ(outcome, FailOutcome::kRetry);
+      leases = q.reclaim("w" + std::to_string(delivery), kLeaseTimeout, 10);  // at once, no wait
+    } else {
+      EXPECT_EQ(outcome, FailOutcome::kDeadLettered);
+    }
+  }
+  EXPECT_TRUE(q.reclaim("z", milliseconds(0), 10).empty());
+  EXPECT_TRUE(q.lease("z", 10, milliseconds(0)).empty());
+  const auto dead = q.dead_letters(10);
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].task_id, "bad");
+  EXPECT_EQ(dead[0].payload, std::string("p\0", 2));
+  EXPECT_EQ(dead[0].error, "boom 3");
+  EXPECT_EQ(dead[0].deliveries, 3);
+  EXPECT_EQ(dead[0].consumer, "w2");
+  const QueueStats s = q.stats();
+  EXPECT_EQ(s.length, 0);
+  EXPECT_EQ(s.leased, 0);
+  EXPECT_EQ(s.dead_letters, 1);
+  EXPECT_EQ(s.dead_lettered_total, 1);
+  EXPECT_EQ(s.failed_total, 3);
+  EXPECT_EQ(s.results, 0);
+}
+
+TEST_F(LeaseQueueTest, ReleasedLeaseIsRedeliveredAtOnceWithoutCountingTheDelivery) {
+  LeaseQueueOptions o = options();
+  o.max_deliveries = 2;
+  auto q = make_queue(o);
+  q.enqueue("preempted", "p");
+  auto leases = q.lease("a", 1, milliseconds(0));
+  // Preempted more often than max_deliveries: never dead-lettered, always handed on.
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(leases.size(), 1u) << "round " << i;
+    EXPECT_EQ(leases[0].delivery_count, 1);
+    EXPECT_TRUE(q.release(leases[0]));
+    EXPECT_FALSE(q.release(leases[0])) << "a released lease is no longer held";
+    EXPECT_FALSE(q.extend(leases[0]));
+    leases = q.reclaim("w" + std::to_string(i), kLeaseTimeout, 10);
+  }
+  ASSERT_EQ(leases.size(), 1u);
+  EXPECT_FALSE(q.release(Lease{leases[0].entry_id, "preempted", "p", "stranger", 1}));
+  EXPECT_TRUE(q.complete(leases[0], "done").acked);
+  EXPECT_FALSE(q.release(leases[0]));
+  EXPECT_EQ(q.stats().dead_letters, 0);
+}
+
+TEST_F(LeaseQueueTest, TaskWhoseLeasesKeepExpiringIsDeadLettered) {
+  LeaseQueueOptions o = options();
+  o.max_deliveries = 2;
+  auto q = make_queue(o);
+  q.enqueue("crashy", "p");
+  q.enqueue("fine", "p");
+  ASSERT_EQ(q.lease("a", 1, milliseconds(0)).size(), 1u);  // "crashy" (first in)
+  std::vector<Lease> b;
+  ASSERT_TRUE(
+      wait_for([&] { return !(b = q.reclaim("b", kLeaseTimeout, 10)).empty(); }, kPatience));
+  EXPECT_EQ(b[0].task_id, "crashy");
+  EXPECT_EQ(b[0].delivery_count, 2);
+  // b dies too: the third delivery would exceed max_deliveries, so the reclaim that finds it
+  // expired dead-letters it instead of handing it out.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        EXPECT_TRUE(q.reclaim("c", kLeaseTimeout, 10).empty());
+        return q.stats().dead_letters == 1;
+      },
+      kPatience));
+  const auto dead = q.dead_letters(10);
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].task_id, "crashy");
+  EXPECT_EQ(dead[0].deliveries, 2);
+  EXPECT_EQ(dead[0].consumer, "b");
+  EXPECT_NE(dead[0].error.find("lease expired"), std::string::npos) << dead[0].error;
+  // The other task is untouched.
+  const auto rest = q.lease("c", 10, milliseconds(0));
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].task_id, "fine");
+}
+
+TEST_F(LeaseQueueTest, ReclaimFromDeadConsumerTakesAllItsLeasesAtOnce) {
+  auto q = make_queue();
+  for (int i = 0; i < 7; ++i)
+    q.enqueue("t" + std::to_string(i), "p");
+  const auto a = q.lease("dead", 5, milliseconds(0));
+  const auto b = q.lease("alive", 2, milliseconds(0));
+  ASSERT_EQ(a.size(), 5u);
+  ASSERT_EQ(b.size(), 2u);
+
+  const auto c = q.reclaim_from("dead", "c", 100);  // no waiting for the lease timeout
+  ASSERT_EQ(c.size(), 5u);
+  std::set<std::string> from_dead, reclaimed;
+  for (const auto& l : a)
+    from_dead.insert(l.task_id);
+  for (const auto& l : c) {
+    reclaimed.insert(l.task_id);
+    EXPECT_EQ(l.delivery_count, 2);
+    EXPECT_EQ(l.consumer, "c");
+  }
+  EXPECT_EQ(reclaimed, from_dead);
+  for (const auto& l : b)
+    EXPECT_TRUE(q.extend(l)) << "other consumers keep their leases";
+  for (const auto& l : a)
+    EXPECT_EQ(q.fail(l, "late"), FailOutcome::kNotHeld);
+
+  redis::RedisClient raw(server().client_options());
+  const auto consumers =
+      raw.command({"XINFO", "CONSUMERS", options().key_prefix + ":tasks", options().group});
+  for (const auto& info : consumers.as_array()) {
+    EXPECT_NE(info.as_array().at(1).as_string(), "dead") << "the dead consumer is forgotten";
+  }
+  for (const auto& l : c)
+    EXPECT_TRUE(q.complete(l, "r").recorded);
+  EXPECT_EQ(q.stats().leased, 2);
+}
+
+TEST_F(LeaseQueueTest, StatsReportOldestLeaseAge) {
+  auto q = make_queue();
+  EXPECT_EQ(q.stats().oldest_lease_age, milliseconds(0));
+  q.enqueue("t", "p");
+  q.enqueue("u", "p");
+  const auto leases = q.lease("a", 1, milliseconds(0));
+  ASSERT_TRUE(wait_for([&] { return q.stats().oldest_lease_age >= milliseconds(50); }, kPatience));
+  const QueueStats s = q.stats();
+  EXPECT_EQ(s.length, 2);
+  EXPECT_EQ(s.leased, 1);
+  EXPECT_EQ(s.waiting, 1);
+  q.complete(leases[0], "r");
+  EXPECT_EQ(q.stats().oldest_lease_age, milliseconds(0));
+}
+
+TEST_F(LeaseQueueTest, GroupIsRecreatedWhenItsKeysVanish) {
+  auto q = make_queue();
+  q.enqueue("t", "p");
+  ASSERT_EQ(q.lease("a", 1, milliseconds(0)).size(), 1u);
+  q.destroy();
+  EXPECT_TRUE(q.lease("a", 1, milliseconds(0)).empty());
+  redis::RedisClient raw(server().client_options());
+  raw.command({"DEL", options().key_prefix + ":tasks"});  // behind the queue's back
+  q.enqueue("u", "p");
+  const auto leases = q.lease("a", 1, milliseconds(0));
+  ASSERT_EQ(leases.size(), 1u);
+  EXPECT_EQ(leases[0].task_id, "u");
+}
+
+TEST_F(LeaseQueueTest, InvalidOptionsNameTheField) {
+  auto expect_field = [](LeaseQueueOptions o, const std::string& field) {
+    try {
+      o.validate();
+      ADD_FAILURE() << "expected InvalidQueueOptions for " << field;
+    } catch (const InvalidQueueOptions& e) {
+      EXPECT_EQ(e.field(), field) << e.what();
+    }
+  };
+  LeaseQueueOptions o;
+  o.key_prefix = "";
+  expect_field(o, "key_prefix");
+  o = {};
+  o.max_deliveries = 0;
+  expect_field(o, "max_deliveries");
+  o = {};
+  o.lease_timeout = milliseconds(0);
+  expect_field(o, "lease_timeout");
+  o = {};
+  o.results = "stats";
+  expect_field(o, "results");
+  EXPECT_THROW(RedisLeaseQueue(redis::RedisOptions{}, o), InvalidQueueOptions);
+  EXPECT_NO_THROW(LeaseQueueOptions{}.validate());
+  auto q = make_queue();
+  EXPECT_THROW(q.lease("a", 0, milliseconds(0)), QueueError);
+}
+
+// Own servers: these tests kill Redis.
+
+TEST(LeaseQueueDurabilityTest, RestartWithAofKeepsAcknowledgedResultsAndPendingLeases) {
+  SPOTLIGHT_REQUIRE_REDIS_SERVER();
+  RedisServer server;  // appendonly yes, appendfsync always
+  LeaseQueueOptions o;
+  o.key_prefix = "durable";
+  o.lease_timeout = kLeaseTimeout;
+  RedisLeaseQueue q(server.client_options(), o);
+  std::vector<Task> tasks;
+  for (int i = 0; i < 50; ++i)
+    tasks.push_back({"t" + std::to_string(i), "p" + std::to_string(i)});
+  ASSERT_EQ(q.enqueue_many(tasks), 50);
+  std::set<std::string> completed;
+  for (const auto& l : q.lease("a", 30, milliseconds(0))) {
+    ASSERT_TRUE(q.complete(l, "r-" + l.task_id).acked);
+    completed.insert(l.task_id);
+  }
+  const auto in_flight = q.lease("a", 5, milliseconds(0));  // leased, never acknowledged
+  ASSERT_EQ(in_flight.size(), 5u);
+
+  server.kill();  // SIGKILL: no shutdown, no final fsync
+  EXPECT_THROW(q.stats(), QueueUnavailable);
+  server.start();
+
+  const QueueStats s = q.stats();  // the same object reconnects
+  EXPECT_EQ(s.results, 30);
+  EXPECT_EQ(s.length, 20);
+  EXPECT_EQ(s.leased, 5);
+  EXPECT_EQ(s.acked_total, 30);
+  for (const auto& t : completed)
+    EXPECT_EQ(q.result(t), "r-" + t);
+
+  // The unacknowledged are all still there; the acknowledged are never handed out again.
+  std::set<std::string> remaining;
+  for (const auto& l : q.reclaim_from("a", "b", 100))
+    remaining.insert(l.task_id);
+  for (const auto& l : q.lease("b", 100, milliseconds(0)))
+    remaining.insert(l.task_id);
+  EXPECT_EQ(remaining.size(), 20u);
+  for (const auto& t : remaining)
+    EXPECT_EQ(completed.count(t), 0u) << t;
+}
+
+TEST(LeaseQueueDurabilityTest, DeadRedisIsATypedErrorAndTheQueueRecovers) {
+  SPOTLIGHT_REQUIRE_REDIS_SERVER();
+  RedisServer server;
+  LeaseQueueOptions o;
+  o.key_prefix = "outage";
+  RedisLeaseQueue q(server.client_options(), o);
+  q.enqueue("before", "p");
+  server.kill();
+  try {
+    q.enqueue("during", "p");
+    FAIL() << "expected QueueUnavailable";
+  } catch (const QueueUnavailable& e) {
+    EXPECT_FALSE(e.is_timeout()) << e.what();
+  }
+  EXPECT_THROW(q.lease("a", 1, milliseconds(0)), QueueUnavailable);
+  server.start();
+  EXPECT_TRUE(q.enqueue("after", "p").enqueued);
+  std::set<std::string> ids;
+  for (const auto& l : q.lease("a", 10, milliseconds(0)))
+    ids.insert(l.task_id);
+  EXPECT_EQ(ids, (std::set<std::string>{"before", "after"}));
+}
+
+}  // namespace
+}  // namespace spotlight::queue

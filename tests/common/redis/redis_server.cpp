@@ -1,0 +1,357 @@
+#include "tests/common/redis/redis_server.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace spotlight::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// Thrown inside start() when the process exited before answering PING.
+class ExitedDuringStart : public RedisServerError {
+ public:
+  ExitedDuringStart(const std::string& what, bool address_in_use)
+      : RedisServerError(what), address_in_use_(address_in_use) {}
+  bool address_in_use() const { return address_in_use_; }
+
+ private:
+  bool address_in_use_;
+};
+
+bool is_executable(const std::string& path) {
+  return ::access(path.c_str(), X_OK) == 0;
+}
+
+std::optional<std::string> search_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) {
+    return is_executable(name) ? std::optional<std::string>(name) : std::nullopt;
+  }
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (dir.empty()) continue;
+    const std::string candidate = dir + "/" + name;
+    if (is_executable(candidate)) return candidate;
+  }
+  return std::nullopt;
+}
+
+// A loopback TCP port that was free a moment ago (bind to port 0 and read it back).
+int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw RedisServerError(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    throw RedisServerError("bind 127.0.0.1:0: " + why);
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::filesystem::path make_temp_dir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = (std::filesystem::path(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") /
+                         "spotlight-redis-XXXXXX")
+                            .string();
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    throw RedisServerError("mkdtemp " + pattern + ": " + std::strerror(errno));
+  }
+  return pattern;
+}
+
+std::uintmax_t file_size_or_zero(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  return ec ? 0 : size;
+}
+
+std::string read_from(const std::filesystem::path& path, std::uintmax_t offset) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  in.seekg(static_cast<std::streamoff>(offset));
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+}  // namespace
+
+std::optional<std::string> RedisServer::find_executable(const std::string& preferred) {
+  if (!preferred.empty()) return search_path(preferred);
+  if (const char* env = std::getenv(kRedisServerEnvVar); env != nullptr && *env != '\0') {
+    return search_path(env);
+  }
+  if (auto found = search_path("redis-server")) return found;
+  for (const char* path : {"/usr/bin/redis-server", "/usr/local/bin/redis-server"}) {
+    if (is_executable(path)) return std::string(path);
+  }
+  return std::nullopt;
+}
+
+RedisServer::RedisServer(RedisServerOptions options) : options_(std::move(options)) {
+  auto executable = find_executable(options_.executable);
+  if (!executable) {
+    throw RedisServerError("redis-server executable not found (set $" +
+                           std::string(kRedisServerEnvVar) + " or PATH)");
+  }
+  executable_ = *executable;
+  dir_ = make_temp_dir();
+  try {
+    constexpr int kPortAttempts = 8;
+    for (int attempt = 1;; ++attempt) {
+      port_ = free_loopback_port();
+      try {
+        launch();
+        wait_ready();
+        return;
+      } catch (const ExitedDuringStart& e) {
+        if (!e.address_in_use() || attempt == kPortAttempts) throw;
+      }
+    }
+  } catch (...) {
+    if (running()) kill();
+    if (!options_.keep_dir) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);
+    }
+    throw;
+  }
+}
+
+RedisServer::~RedisServer() {
+  if (running()) {
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+  }
+  if (!options_.keep_dir) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+}
+
+redis::RedisOptions RedisServer::client_options() const {
+  redis::RedisOptions o;
+  o.host = host_;
+  o.port = port_;
+  o.password = options_.password;
+  o.connect_timeout = milliseconds(1000);
+  return o;
+}
+
+void RedisServer::launch() {
+  std::vector<std::string> args = {executable_,
+                                   "--port",
+                                   std::to_string(port_),
+                                   "--bind",
+                                   host_,
+                                   "--dir",
+                                   dir_.string(),
+                                   "--daemonize",
+                                   "no",
+                                   "--logfile",
+                                   (dir_ / "redis.log").string(),
+                                   "--appendonly",
+                                   options_.appendonly ? "yes" : "no",
+                                   "--appendfsync",
+                                   options_.appendfsync,
+                                   "--save",
+                                   ""};
+  if (options_.password) {
+    args.push_back("--requirepass");
+    args.push_back(*options_.password);
+  }
+  args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
+  std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
+  for (auto& a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  const std::string out_path = (dir_ / "redis.stdout").string();
+  const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (out < 0 || in < 0) {
+    const std::string why = std::strerror(errno);
+    if (out >= 0) ::close(out);
+    if (in >= 0) ::close(in);
+    throw RedisServerError("open " + out_path + ": " + why);
+  }
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    // Child: only async-signal-safe calls until exec.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(126);
+    ::dup2(in, STDIN_FILENO);
+    ::dup2(out, STDOUT_FILENO);
+    ::dup2(out, STDERR_FILENO);
+#ifdef SYS_close_range
+    ::syscall(SYS_close_range, 3U, ~0U, 0U);  // keep the test's other sockets out of redis
+#endif
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  const int fork_errno = errno;
+  ::close(out);
+  ::close(in);
+  if (pid < 0) throw RedisServerError(std::string("fork: ") + std::strerror(fork_errno));
+  pid_ = pid;
+}
+
+void RedisServer::wait_ready() {
+  const auto log_path = dir_ / "redis.log";
+  const auto log_offset = file_size_or_zero(log_path);
+  const auto deadline = Clock::now() + options_.start_timeout;
+  redis::RedisOptions probe = client_options();
+  probe.connect_timeout = milliseconds(250);
+  probe.command_timeout = milliseconds(1000);
+  auto delay = milliseconds(1);
+  for (;;) {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      // The log may be written just before exit; the stdout file has exec failures.
+      const std::string log = read_from(log_path, log_offset);
+      const std::string out = read_from(dir_ / "redis.stdout", 0);
+      const bool in_use = log.find("Address already in use") != std::string::npos ||
+                          out.find("Address already in use") != std::string::npos;
+      std::string tail = log.size() > 2000 ? log.substr(log.size() - 2000) : log;
+      throw ExitedDuringStart("redis-server on port " + std::to_string(port_) +
+                                  " exited during start (status " + std::to_string(status) +
+                                  "):\n" + tail + out.substr(0, 2000),
+                              in_use);
+    }
+    try {
+      redis::RedisClient client(probe);
+      client.ping();  // -LOADING while the AOF replays: not ready yet
+      return;
+    } catch (const redis::RedisError&) {
+    }
+    if (Clock::now() >= deadline) {
+      const std::string tail = log_tail();
+      kill();
+      throw RedisServerError("redis-server on port " + std::to_string(port_) +
+                             " did not answer PING within " +
+                             std::to_string(options_.start_timeout.count()) + " ms:\n" + tail);
+    }
+    std::this_thread::sleep_for(delay);  // back-off between readiness probes
+    delay = std::min(delay * 2, milliseconds(50));
+  }
+}
+
+bool RedisServer::wait_exit(milliseconds timeout) {
+  if (!running()) return true;
+  const auto deadline = Clock::now() + timeout;
+  int status = 0;
+#ifdef SYS_pidfd_open
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+  if (pidfd >= 0) {
+    pollfd p{pidfd, POLLIN, 0};
+    int rc = 0;
+    do {
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      rc = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0)));
+    } while (rc < 0 && errno == EINTR);
+    ::close(pidfd);
+    if (rc > 0 && ::waitpid(pid_, &status, 0) == pid_) {
+      pid_ = -1;
+      return true;
+    }
+    return false;
+  }
+#endif
+  auto delay = milliseconds(1);  // no pidfd: poll waitpid with a back-off
+  for (;;) {
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return true;
+    }
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(delay);
+    delay = std::min(delay * 2, milliseconds(20));
+  }
+}
+
+void RedisServer::start() {
+  if (running()) return;
+  const auto deadline = Clock::now() + options_.start_timeout;
+  for (;;) {
+    launch();
+    try {
+      wait_ready();
+      return;
+    } catch (const ExitedDuringStart& e) {
+      // The port is ours to keep: wait for whoever holds it to let go, until the deadline.
+      if (!e.address_in_use() || Clock::now() >= deadline) throw;
+    }
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
+void RedisServer::stop() {
+  if (!running()) return;
+  ::kill(pid_, SIGTERM);
+  ::kill(pid_, SIGCONT);  // a paused server must run to shut down
+  if (!wait_exit(options_.stop_timeout)) kill();
+}
+
+void RedisServer::kill() {
+  if (!running()) return;
+  ::kill(pid_, SIGKILL);
+  if (!wait_exit(options_.stop_timeout)) {
+    throw RedisServerError("redis-server pid " + std::to_string(pid_) + " survived SIGKILL");
+  }
+}
+
+void RedisServer::restart() {
+  stop();
+  start();
+}
+
+void RedisServer::pause() {
+  if (running()) ::kill(pid_, SIGSTOP);
+}
+
+void RedisServer::resume() {
+  if (running()) ::kill(pid_, SIGCONT);
+}
+
+std::string RedisServer::log_tail(std::size_t bytes) const {
+  const auto path = dir_ / "redis.log";
+  const auto size = file_size_or_zero(path);
+  return read_from(path, size > bytes ? size - bytes : 0);
+}
+
+}  // namespace spotlight::testing
