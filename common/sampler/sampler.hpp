@@ -1,0 +1,49 @@
+#pragma once
+// Seeded sampling of the MMDiT: the ODE sampler (evaluation) and the Flow-GRPO SDE sampler
+// (rollouts, with per-step log-probabilities). Sample b's noise is the Philox stream of seeds[b]:
+// step 0 is the initial latent, step k+1 the eps of the step leaving grid point k. Same seed +
+// same weights + same steps => the same trajectory bit for bit, whatever else is in the batch
+// only when the batch composition is the same (BLAS results may depend on batch size).
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "common/model/mmdit.hpp"
+
+namespace spotlight::sampler {
+
+struct SamplerOptions {
+  int steps = 10;
+  double noise_level = 0.7;  // SDE `a`; 0 makes the SDE sampler an ODE sampler
+  double shift = 1.0;
+  bool sde = true;
+  bool keep_trajectory = false;  // keep every latent (rollouts) or only the final one
+};
+
+struct Trajectory {
+  at::Tensor latents;    // [B, steps+1, C, H, W] when keep_trajectory, else [B, 1, C, H, W] (final)
+  at::Tensor log_probs;  // [B, steps] (SDE only; undefined for ODE)
+  at::Tensor final() const;  // [B, C, H, W]
+};
+
+// Where a sample starts: a fresh one (step 0 from its seed) or a committed in-flight state.
+struct ResumePoint {
+  at::Tensor latent;  // [B, C, H, W] at grid index `step`
+  int step = 0;
+};
+
+// Runs the sampler under NoGradGuard. `tokens` is [B, text_len] on the model's device.
+Trajectory sample(model::MMDiT& model, const at::Tensor& tokens, const std::vector<uint64_t>& seeds,
+                  const SamplerOptions& options, const std::optional<ResumePoint>& resume = std::nullopt);
+
+// Initial latents of the given seeds: [B, C, H, W].
+at::Tensor initial_latents(const model::MMDiTOptions& model, const std::vector<uint64_t>& seeds,
+                           const at::TensorOptions& options);
+
+// Latents [-1, 1] -> image values [0, 1], HWC float per sample on the CPU.
+std::vector<std::vector<float>> to_images(const at::Tensor& latents);
+
+}  // namespace spotlight::sampler
