@@ -1,0 +1,98 @@
+#include "common/policy/policy.hpp"
+
+#include <torch/torch.h>
+
+#include "common/model/safetensors.hpp"
+
+namespace spotlight::policy {
+namespace {
+
+at::ScalarType parse_dtype(const std::string& name) {
+  if (name == "float32") return at::kFloat;
+  if (name == "bfloat16") return at::kBFloat16;
+  throw std::invalid_argument("policy: unknown dtype '" + name + "' (float32 or bfloat16)");
+}
+
+}  // namespace
+
+task::TaskOptions task_options_for(const model::MMDiTOptions& model, task::TaskOptions base) {
+  base.image_size = static_cast<int>(model.image_size());
+  return base;
+}
+
+Policy::Policy(const PolicyOptions& options, const task::TaskOptions& task) : options_(options) {
+  auto model_options = model::mmdit_preset(options.preset);
+  model_options.vocab_size(vocabulary_.size())
+      .text_len(task::Vocabulary::kMaxPromptTokens);
+  task_ = task_options_for(model_options, task);
+  task_.validate();
+  torch::manual_seed(options.init_seed);
+  model_ = model::MMDiT(model_options);
+  model_->to(torch::Device(options.device), parse_dtype(options.dtype));
+}
+
+at::TensorOptions Policy::tensor_options() const {
+  return at::TensorOptions().device(torch::Device(options_.device)).dtype(parse_dtype(options_.dtype));
+}
+
+at::Tensor Policy::tokens(const std::vector<task::Prompt>& prompts) const {
+  const int len = static_cast<int>(model_->options().text_len());
+  std::vector<int64_t> ids;
+  ids.reserve(prompts.size() * len);
+  for (const auto& p : prompts) {
+    const auto row = vocabulary_.encode(p.text(), len);
+    ids.insert(ids.end(), row.begin(), row.end());
+  }
+  return torch::tensor(ids, torch::kLong)
+      .view({static_cast<int64_t>(prompts.size()), len})
+      .to(torch::Device(options_.device));
+}
+
+at::Tensor Policy::images_to_latents(const std::vector<task::Image>& images) const {
+  const int64_t size = model_->options().image_size();
+  auto out = torch::empty({static_cast<int64_t>(images.size()), size, size, 3});
+  float* data = out.data_ptr<float>();
+  for (size_t i = 0; i < images.size(); ++i) {
+    std::copy(images[i].rgb.begin(), images[i].rgb.end(), data + i * size * size * 3);
+  }
+  return (out.permute({0, 3, 1, 2}) * 2.0 - 1.0).contiguous().to(tensor_options());
+}
+
+std::vector<task::Image> Policy::latents_to_images(const at::Tensor& latents) const {
+  const int size = static_cast<int>(model_->options().image_size());
+  auto raw = sampler::to_images(latents);
+  std::vector<task::Image> images;
+  images.reserve(raw.size());
+  for (auto& r : raw) images.push_back(task::Image{size, size, std::move(r)});
+  return images;
+}
+
+std::vector<sampler::Trajectory> Policy::sample(const std::vector<task::Prompt>& prompts,
+                                                const std::vector<uint64_t>& seeds,
+                                                const sampler::SamplerOptions& options, int chunk) {
+  if (prompts.size() != seeds.size()) throw std::invalid_argument("policy: one seed per prompt");
+  std::vector<sampler::Trajectory> out;
+  for (size_t begin = 0; begin < prompts.size(); begin += chunk) {
+    const size_t end = std::min(prompts.size(), begin + chunk);
+    std::vector<task::Prompt> p(prompts.begin() + begin, prompts.begin() + end);
+    std::vector<uint64_t> s(seeds.begin() + begin, seeds.begin() + end);
+    out.push_back(sampler::sample(model_, tokens(p), s, options));
+  }
+  return out;
+}
+
+std::string Policy::weights_bytes() const {
+  auto state = model::module_state(*model_);
+  state.metadata["preset"] = options_.preset;
+  return model::encode_safetensors(state);
+}
+
+void Policy::load_weights_bytes(const std::string& bytes) {
+  model::load_module_state(*model_, model::decode_safetensors(bytes));
+}
+
+void Policy::copy_weights_from(const Policy& other) {
+  model::load_module_state(*model_, model::module_state(*other.model_));
+}
+
+}  // namespace spotlight::policy

@@ -1,0 +1,45 @@
+#pragma once
+// One configuration schema for a run, shared by the trainer, planner and explorers, so a single
+// YAML file describes the whole job (sections run, model, task, sampler, exploration, trainer,
+// validation, audit, redis, bus, reward, explorer, planner, metrics). Every binary validates the
+// whole file at start: an unknown key anywhere is an error naming it. The reward service, which
+// needs none of the training keys, has its own schema (services/reward).
+
+#include <chrono>
+#include <string>
+
+#include "common/config/config.hpp"
+#include "common/config/schema.hpp"
+#include "common/policy/policy.hpp"
+#include "common/queue/lease_queue.hpp"
+#include "common/redis/client.hpp"
+#include "common/sampler/sampler.hpp"
+#include "common/task/options.hpp"
+
+namespace spotlight::run {
+
+const config::Schema& run_schema();
+
+policy::PolicyOptions policy_options(const config::Config& config);
+task::TaskOptions task_options(const config::Config& config);
+// The rollout sampler (SDE) of the run.
+sampler::SamplerOptions sampler_options(const config::Config& config);
+// Host, port and db from the config; user and password from SPOTLIGHT_REDIS_USER/PASSWORD.
+redis::RedisOptions redis_options(const config::Config& config);
+
+// Redis key layout of one run: everything durable lives under "spotlight:<run.id>".
+struct RunKeys {
+  explicit RunKeys(const std::string& run_id);
+  std::string prefix;             // spotlight:<run id>
+  std::string explore_queue;      // lease queue of seed tasks (LeaseQueueOptions::key_prefix)
+  std::string weights;            // weights store prefix
+  std::string trainer_iteration;  // the iteration the trainer works on (integer)
+  std::string trainer_timing;     // msgpack-free JSON of the last iteration's time split
+  std::string planner_state;      // highest iteration whose exploration was enqueued
+  std::string explorer_heartbeat(const std::string& explorer_id) const;
+  std::string explorers_set;      // set of explorer ids ever seen
+};
+
+queue::LeaseQueueOptions explore_queue_options(const config::Config& config);
+
+}  // namespace spotlight::run

@@ -1,0 +1,371 @@
+#include "services/trainer/grpo_trainer.hpp"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <sstream>
+
+#include "common/model/safetensors.hpp"
+#include "common/rl/kendall.hpp"
+#include "common/rl/selection.hpp"
+#include "common/run/schedule.hpp"
+#include "common/sampler/flow_step.hpp"
+#include "common/seeds/seeds.hpp"
+#include "common/task/generator.hpp"
+#include "common/task/score.hpp"
+
+namespace spotlight::trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::json;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+Json to_json(const ValidationReport& v) {
+  Json j{{"geneval_score", v.geneval_score}, {"mean_reward", v.mean_reward}, {"seconds", v.seconds}};
+  for (const auto& [name, score] : v.per_category) j["per_category"][name] = score;
+  return j;
+}
+
+Json to_json(const IterationReport& r) {
+  Json j{{"iteration", r.iteration},
+         {"reward_mean", r.reward_mean},
+         {"reward_std", r.reward_std},
+         {"zero_std_ratio", r.zero_std_ratio},
+         {"selected_variance", r.selected_variance},
+         {"explore_seconds", r.explore_seconds},
+         {"rollout_seconds", r.rollout_seconds},
+         {"reward_seconds", r.reward_seconds},
+         {"train_seconds", r.train_seconds},
+         {"iteration_seconds", r.iteration_seconds},
+         {"wall_seconds", r.wall_seconds},
+         {"clip_fraction", r.clip_fraction},
+         {"kl", r.kl},
+         {"fallback_prompts", r.fallback_prompts},
+         {"optimizer_steps", r.optimizer_steps},
+         {"first_ratio_max_deviation", r.first_ratio_max_deviation}};
+  if (r.kendall_tau) j["kendall_tau"] = *r.kendall_tau;
+  if (r.validation) j["validation"] = to_json(*r.validation);
+  return j;
+}
+
+}  // namespace
+
+struct GrpoTrainer::State {
+  State(policy::Policy& policy, const GrpoOptions& o)
+      : optimizer(policy.model()->parameters(),
+                  torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay)),
+        generator(policy.task_options()),
+        validation_prompts(task::validation_prompts(policy.task_options(), o.validation_prompts)) {}
+
+  torch::optim::AdamW optimizer;
+  task::PromptGenerator generator;
+  std::vector<task::Prompt> validation_prompts;
+  double wall_seconds = 0.0;  // training wall time of completed iterations (validation excluded)
+};
+
+GrpoTrainer::GrpoTrainer(GrpoOptions options, policy::Policy& policy, reward::RewardFunction& reward,
+                         std::unique_ptr<SeedSource> seeds, policy::Policy* reference)
+    : o_(std::move(options)),
+      policy_(policy),
+      reward_(reward),
+      seeds_(std::move(seeds)),
+      reference_(reference),
+      state_(std::make_unique<State>(policy, o_)) {
+  if (o_.loss.kl_beta > 0 && reference_ == nullptr) {
+    throw std::invalid_argument("trainer: kl_beta > 0 needs a reference policy");
+  }
+}
+
+GrpoTrainer::~GrpoTrainer() = default;
+
+std::vector<task::Prompt> GrpoTrainer::prompts_for(int64_t iteration) const {
+  return run::iteration_prompts(state_->generator, o_.seed, iteration, o_.prompts_per_iteration);
+}
+
+ValidationReport GrpoTrainer::validate() {
+  const auto start = Clock::now();
+  const auto& prompts = state_->validation_prompts;
+  std::vector<uint64_t> seeds;
+  for (size_t i = 0; i < prompts.size(); ++i) seeds.push_back(seeds::derive(0, {seeds::kValidation, i}));
+  sampler::SamplerOptions ode;
+  ode.sde = false;
+  ode.steps = o_.validation_steps;
+  ode.shift = o_.sampler.shift;
+  std::vector<task::Image> images;
+  for (const auto& trajectory : policy_.sample(prompts, seeds, ode, 32)) {
+    auto part = policy_.latents_to_images(trajectory.final());
+    images.insert(images.end(), part.begin(), part.end());
+  }
+  const auto evaluation = task::evaluate(prompts, images, policy_.task_options());
+  ValidationReport report;
+  report.geneval_score = evaluation.geneval_score;
+  report.mean_reward = evaluation.mean_reward;
+  for (const auto& [category, score] : evaluation.per_category) {
+    report.per_category.emplace_back(std::string(task::name(category)), score);
+  }
+  report.seconds = seconds_since(start);
+  return report;
+}
+
+IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
+  const auto start = Clock::now();
+  IterationReport report;
+  report.iteration = iteration;
+  auto& model = policy_.model();
+  const int g = o_.group_size;
+
+  // 1. Seeds for this iteration's prompts.
+  const auto prompts = prompts_for(iteration);
+  SeedSelection selection = seeds_->select(iteration, prompts);
+  report.explore_seconds = selection.explore_seconds;
+  report.selected_variance = selection.selected_variance;
+  report.fallback_prompts = selection.fallback_prompts;
+
+  // 2. On-policy SDE rollouts, one group of G per prompt, in micro-batch chunks.
+  auto rollout_start = Clock::now();
+  std::vector<task::Prompt> flat_prompts;
+  std::vector<uint64_t> flat_seeds;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    for (uint64_t s : selection.seeds[i]) {
+      flat_prompts.push_back(prompts[i]);
+      flat_seeds.push_back(s);
+    }
+  }
+  auto rollout_options = o_.sampler;
+  rollout_options.sde = true;
+  rollout_options.keep_trajectory = true;
+  model->eval();
+  auto chunks = policy_.sample(flat_prompts, flat_seeds, rollout_options, o_.micro_batch);
+  report.rollout_seconds = seconds_since(rollout_start);
+
+  // 3. Rewards and advantages.
+  auto reward_start = Clock::now();
+  std::vector<task::Image> images;
+  for (const auto& c : chunks) {
+    auto part = policy_.latents_to_images(c.final());
+    images.insert(images.end(), part.begin(), part.end());
+  }
+  const auto scores = reward_.score(flat_prompts, images);
+  std::vector<double> rewards;
+  for (const auto& s : scores) rewards.push_back(s.reward);
+  auto advantage_options = o_.advantages;
+  advantage_options.group_size = g;
+  const auto advantages = rl::group_advantages(rewards, advantage_options);
+  report.reward_mean = std::accumulate(rewards.begin(), rewards.end(), 0.0) / rewards.size();
+  report.reward_std = std::sqrt(rl::variance(rewards));
+  report.zero_std_ratio = rl::zero_std_group_ratio(rewards, g);
+  if (selection.candidate_rewards.empty()) {  // no exploration: report the rollout groups' variance
+    double v = 0;
+    for (size_t i = 0; i < rewards.size(); i += g) {
+      v += rl::variance(std::vector<double>(rewards.begin() + i, rewards.begin() + i + g));
+    }
+    report.selected_variance = v / static_cast<double>(prompts.size());
+  }
+  report.reward_seconds = seconds_since(reward_start);
+
+  // 4. Clipped-ratio updates over the trained step window, same chunks as the rollout.
+  auto train_start = Clock::now();
+  const auto grid = sampler::time_grid(o_.sampler.steps, o_.sampler.shift);
+  const int steps = o_.sampler.steps;
+  const int begin = std::clamp(o_.train_step_begin, 0, steps);
+  const int end = std::clamp(o_.train_step_end <= 0 ? steps + o_.train_step_end : o_.train_step_end, begin, steps);
+  const int window = std::max(1, end - begin);
+  model->train();
+  auto& optimizer = state_->optimizer;
+  optimizer.zero_grad();
+  int accumulated = 0, updates = 0;
+  double clip_sum = 0, kl_sum = 0;
+  int loss_terms = 0;
+  bool first = true;
+  for (int epoch = 0; epoch < o_.inner_epochs; ++epoch) {
+    size_t offset = 0;
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      const auto& trajectory = chunks[c];
+      const int64_t b = trajectory.latents.size(0);
+      std::vector<double> chunk_adv(advantages.begin() + offset, advantages.begin() + offset + b);
+      std::vector<task::Prompt> chunk_prompts(flat_prompts.begin() + offset, flat_prompts.begin() + offset + b);
+      offset += b;
+      if (std::all_of(chunk_adv.begin(), chunk_adv.end(), [](double a) { return a == 0.0; })) continue;
+      auto adv = torch::tensor(chunk_adv, torch::kDouble).to(policy_.tensor_options());
+      auto tokens = policy_.tokens(chunk_prompts);
+      for (int j = begin; j < end; ++j) {
+        auto x = trajectory.latents.select(1, j);
+        auto x_next = trajectory.latents.select(1, j + 1);
+        const auto coefficients = sampler::sde_coefficients(grid[j], grid[j + 1], o_.sampler.noise_level, grid[1]);
+        auto t = torch::full({b}, grid[j], policy_.tensor_options());
+        auto mean = sampler::sde_mean(x, model->forward(x, t, tokens), coefficients);
+        auto logp = sampler::sde_log_prob(x_next, mean, coefficients);
+        at::Tensor mean_ref;
+        if (o_.loss.kl_beta > 0) {
+          torch::NoGradGuard no_grad;
+          mean_ref = sampler::sde_mean(x, reference_->model()->forward(x, t, tokens), coefficients);
+        }
+        auto terms = rl::grpo_loss(logp, trajectory.log_probs.select(1, j), adv, mean, mean_ref,
+                                   coefficients.std_dev, o_.loss);
+        (terms.loss / (window * o_.micro_batches_per_update)).backward();
+        if (first && updates == 0) {
+          report.first_ratio_max_deviation = std::max(
+              report.first_ratio_max_deviation, (terms.ratio - 1).abs().max().item<double>());
+        }
+        clip_sum += terms.clipped.to(torch::kDouble).mean().item<double>();
+        kl_sum += terms.kl.item<double>();
+        ++loss_terms;
+      }
+      first = false;
+      if (++accumulated == o_.micro_batches_per_update) {
+        if (o_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), o_.grad_clip);
+        optimizer.step();
+        optimizer.zero_grad();
+        accumulated = 0;
+        ++updates;
+      }
+    }
+  }
+  if (accumulated > 0) {
+    if (o_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), o_.grad_clip);
+    optimizer.step();
+    optimizer.zero_grad();
+    ++updates;
+  }
+  report.optimizer_steps = updates;
+  model->eval();
+  report.clip_fraction = loss_terms ? clip_sum / loss_terms : 0.0;
+  report.kl = loss_terms ? kl_sum / loss_terms : 0.0;
+  report.train_seconds = seconds_since(train_start);
+  report.iteration_seconds = seconds_since(start);
+
+  // 5. Staleness audit: the same seeds under v_k (before this update) and v_{k+1} (after).
+  if (o_.audit_every > 0 && (iteration + 1) % o_.audit_every == 0) {
+    const bool explored = !selection.candidate_rewards.empty();
+    const int audited = std::min<int>(o_.audit_prompts, static_cast<int>(prompts.size()));
+    std::vector<task::Prompt> audit_prompts;
+    std::vector<uint64_t> audit_seeds;
+    std::vector<std::vector<double>> stale(audited);
+    for (int i = 0; i < audited; ++i) {
+      const auto& seeds = explored ? selection.candidate_seeds[i] : selection.seeds[i];
+      for (size_t j = 0; j < seeds.size(); ++j) {
+        audit_prompts.push_back(prompts[i]);
+        audit_seeds.push_back(seeds[j]);
+        stale[i].push_back(explored ? selection.candidate_rewards[i][j] : rewards[i * g + j]);
+      }
+    }
+    auto audit_options = o_.sampler;
+    audit_options.keep_trajectory = false;
+    if (explored && o_.exploration_steps > 0) audit_options.steps = o_.exploration_steps;
+    std::vector<task::Image> audit_images;
+    for (const auto& c : policy_.sample(audit_prompts, audit_seeds, audit_options, o_.micro_batch)) {
+      auto part = policy_.latents_to_images(c.final());
+      audit_images.insert(audit_images.end(), part.begin(), part.end());
+    }
+    const auto fresh = reward_.score(audit_prompts, audit_images);
+    double tau_sum = 0;
+    int tau_count = 0;
+    size_t k = 0;
+    for (int i = 0; i < audited; ++i) {
+      std::vector<double> fresh_rewards;
+      for (size_t j = 0; j < stale[i].size(); ++j) fresh_rewards.push_back(fresh[k++].reward);
+      if (auto tau = rl::kendall_tau_b(stale[i], fresh_rewards)) {
+        tau_sum += *tau;
+        ++tau_count;
+      }
+    }
+    if (tau_count > 0) report.kendall_tau = tau_sum / tau_count;
+  }
+  state_->wall_seconds += report.iteration_seconds;
+  report.wall_seconds = state_->wall_seconds;
+  return report;
+}
+
+void GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iteration) {
+  if (!o_.run_dir.empty()) std::filesystem::create_directories(o_.run_dir);
+  auto write_metrics = [&](const IterationReport& r) {
+    if (o_.run_dir.empty()) return;
+    std::ofstream out(o_.run_dir / "metrics.jsonl", std::ios::app);
+    out << to_json(r).dump() << "\n";
+  };
+  if (next_iteration_ == 0) {
+    IterationReport base;
+    base.iteration = -1;
+    base.validation = validate();
+    write_metrics(base);
+    if (on_iteration) on_iteration(base);
+  }
+  for (int64_t k = next_iteration_; k < o_.iterations; ++k) {
+    auto report = run_iteration(k);
+    if ((k + 1) % o_.validate_every == 0 || k + 1 == o_.iterations) report.validation = validate();
+    write_metrics(report);
+    save_checkpoint(k);
+    next_iteration_ = k + 1;
+    if (on_iteration) on_iteration(report);
+  }
+}
+
+void GrpoTrainer::save_checkpoint(int64_t completed_iteration) {
+  if (o_.run_dir.empty()) return;
+  const auto root = o_.run_dir / "checkpoints";
+  std::filesystem::create_directories(root);
+  const std::string name = "iter-" + std::to_string(completed_iteration);
+  const auto tmp = root / (name + ".tmp");
+  std::filesystem::remove_all(tmp);
+  std::filesystem::create_directories(tmp);
+  model::save_safetensors(tmp / "model.safetensors", model::module_state(*policy_.model()));
+  torch::save(state_->optimizer, (tmp / "optimizer.pt").string());
+  Json state{{"completed_iteration", completed_iteration},
+             {"wall_seconds", state_->wall_seconds},
+             {"seed", o_.seed},
+             {"mode", o_.mode}};
+  std::ofstream(tmp / "state.json") << state.dump(2);
+  std::filesystem::remove_all(root / name);
+  std::filesystem::rename(tmp, root / name);
+  {
+    std::ofstream(root / "latest.tmp") << name;
+  }
+  std::filesystem::rename(root / "latest.tmp", root / "latest");
+  // keep the two newest
+  for (const auto& entry : std::filesystem::directory_iterator(root)) {
+    const auto n = entry.path().filename().string();
+    if (n.rfind("iter-", 0) != 0 || n.ends_with(".tmp")) continue;
+    if (std::stoll(n.substr(5)) < completed_iteration - 1) std::filesystem::remove_all(entry.path());
+  }
+}
+
+int64_t GrpoTrainer::resume() {
+  const auto root = o_.run_dir / "checkpoints";
+  if (o_.run_dir.empty() || !std::filesystem::exists(root / "latest")) return next_iteration_;
+  std::string name;
+  std::ifstream(root / "latest") >> name;
+  const auto dir = root / name;
+  model::load_module_state(*policy_.model(), model::load_safetensors(dir / "model.safetensors"));
+  torch::load(state_->optimizer, (dir / "optimizer.pt").string());
+  const Json state = Json::parse(std::ifstream(dir / "state.json"));
+  next_iteration_ = state.at("completed_iteration").get<int64_t>() + 1;
+  state_->wall_seconds = state.at("wall_seconds").get<double>();
+  // Metrics of iterations after the checkpoint were never checkpointed: drop them, so the
+  // resumed run's metrics form one unbroken sequence.
+  const auto metrics = o_.run_dir / "metrics.jsonl";
+  if (std::filesystem::exists(metrics)) {
+    std::ifstream in(metrics);
+    std::ostringstream kept;
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty()) continue;
+      try {
+        if (Json::parse(line).at("iteration").get<int64_t>() < next_iteration_) kept << line << "\n";
+      } catch (const Json::exception&) {
+        // a torn last line from a crash
+      }
+    }
+    in.close();
+    std::ofstream(metrics, std::ios::trunc) << kept.str();
+  }
+  return next_iteration_;
+}
+
+}  // namespace spotlight::trainer

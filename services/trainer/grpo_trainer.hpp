@@ -1,0 +1,106 @@
+#pragma once
+// The GRPO trainer loop (DESIGN.md sections 2 and 3). One iteration k:
+//   prompts_k -> seeds (SeedSource) -> SDE rollouts with weights v_k, log-probs kept
+//   -> rewards -> group advantages -> clipped-ratio updates on the trained step window -> v_{k+1}
+// plus validation every `validate_every` iterations (ODE, fixed held-out prompts and seeds), a
+// staleness audit (Kendall tau between rewards of the same seeds under v_k and v_{k+1}) and a
+// checkpoint after every iteration, from which a restarted trainer resumes.
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/policy/policy.hpp"
+#include "common/reward/reward_function.hpp"
+#include "common/rl/advantages.hpp"
+#include "common/rl/grpo_loss.hpp"
+#include "common/sampler/sampler.hpp"
+#include "services/trainer/seed_source.hpp"
+
+namespace spotlight::trainer {
+
+struct GrpoOptions {
+  std::string mode = "sync";  // none | sync | async
+  int iterations = 30;
+  int prompts_per_iteration = 8;
+  int group_size = 8;
+  int candidates = 24;
+  int exploration_steps = 0;          // 0: the rollout step count
+  sampler::SamplerOptions sampler;    // rollout sampler (SDE)
+  int train_step_begin = 0;           // trained SDE steps: [begin, end), end <= 0 counts from
+  int train_step_end = -1;            //   the last step (-1: all but the last, as Flow-GRPO)
+  double lr = 3e-5;
+  double weight_decay = 0.0;
+  double grad_clip = 1.0;
+  int micro_batch = 16;               // samples per forward/backward (and per rollout chunk)
+  int micro_batches_per_update = 2;   // optimizer step every this many micro-batches
+  int inner_epochs = 1;
+  rl::AdvantageOptions advantages;
+  rl::GrpoLossOptions loss;
+  int validate_every = 5;
+  int validation_prompts = 64;
+  int validation_steps = 10;
+  int audit_every = 5;                // 0 disables the staleness audit
+  int audit_prompts = 4;
+  uint64_t seed = 0;                  // run seed: prompts, seeds and validation are functions of it
+  std::filesystem::path run_dir;      // checkpoints and metrics; empty: nothing written
+};
+
+struct ValidationReport {
+  double geneval_score = 0.0;
+  double mean_reward = 0.0;
+  std::vector<std::pair<std::string, double>> per_category;
+  double seconds = 0.0;
+};
+
+struct IterationReport {
+  int64_t iteration = 0;
+  double reward_mean = 0.0, reward_std = 0.0;
+  double zero_std_ratio = 0.0;
+  double selected_variance = 0.0;
+  double explore_seconds = 0.0, rollout_seconds = 0.0, reward_seconds = 0.0, train_seconds = 0.0;
+  double iteration_seconds = 0.0;
+  double wall_seconds = 0.0;  // since the run started (excluding validation)
+  double first_ratio_max_deviation = 0.0;  // |ratio - 1| max over the first micro-batch
+  double clip_fraction = 0.0, kl = 0.0;
+  int optimizer_steps = 0;
+  int fallback_prompts = 0;
+  std::optional<double> kendall_tau;        // staleness audit, when run
+  std::optional<ValidationReport> validation;
+};
+
+class GrpoTrainer {
+ public:
+  // `reference` is the frozen base for the KL term (may be null when loss.kl_beta == 0).
+  GrpoTrainer(GrpoOptions options, policy::Policy& policy, reward::RewardFunction& reward,
+              std::unique_ptr<SeedSource> seeds, policy::Policy* reference = nullptr);
+  ~GrpoTrainer();
+
+  // Restores the newest checkpoint under run_dir, if any; returns the iteration to run next.
+  int64_t resume();
+  // Runs iterations [next, options.iterations); `on_iteration` sees each report.
+  void run(const std::function<void(const IterationReport&)>& on_iteration = {});
+  IterationReport run_iteration(int64_t iteration);
+  ValidationReport validate();
+
+  // Prompts of an iteration: a pure function of the run seed.
+  std::vector<task::Prompt> prompts_for(int64_t iteration) const;
+  int64_t next_iteration() const { return next_iteration_; }
+
+  void save_checkpoint(int64_t completed_iteration);
+
+ private:
+  struct State;
+  GrpoOptions o_;
+  policy::Policy& policy_;
+  reward::RewardFunction& reward_;
+  std::unique_ptr<SeedSource> seeds_;
+  policy::Policy* reference_;
+  std::unique_ptr<State> state_;
+  int64_t next_iteration_ = 0;
+};
+
+}  // namespace spotlight::trainer

@@ -1,0 +1,59 @@
+#include "services/trainer/trainer_config.hpp"
+
+#include "common/run/run_config.hpp"
+
+namespace spotlight::trainer {
+
+const config::Schema& trainer_schema() {
+  return run::run_schema();
+}
+
+PretrainOptions pretrain_options(const config::Config& c) {
+  PretrainOptions o;
+  o.steps = c.get<int>("pretrain.steps");
+  o.batch = c.get<int>("pretrain.batch");
+  o.lr = c.get_double("pretrain.lr");
+  o.warmup = c.get<int>("pretrain.warmup");
+  o.seed = c.get<uint64_t>("pretrain.seed");
+  o.max_seconds = c.get_double("pretrain.max_seconds");
+  return o;
+}
+
+GrpoOptions grpo_options(const config::Config& c) {
+  GrpoOptions o;
+  o.mode = c.get_string("exploration.mode");
+  o.candidates = c.get<int>("exploration.candidates");
+  o.exploration_steps = c.get<int>("exploration.steps");
+  o.iterations = c.get<int>("trainer.iterations");
+  o.prompts_per_iteration = c.get<int>("trainer.prompts_per_iteration");
+  o.group_size = c.get<int>("trainer.group_size");
+  o.sampler = run::sampler_options(c);
+  o.train_step_begin = c.get<int>("trainer.train_step_begin");
+  o.train_step_end = c.get<int>("trainer.train_step_end");
+  o.lr = c.get_double("trainer.lr");
+  o.weight_decay = c.get_double("trainer.weight_decay");
+  o.grad_clip = c.get_double("trainer.grad_clip");
+  o.micro_batch = c.get<int>("trainer.micro_batch");
+  o.micro_batches_per_update = c.get<int>("trainer.micro_batches_per_update");
+  o.inner_epochs = c.get<int>("trainer.inner_epochs");
+  o.advantages.group_size = o.group_size;
+  o.advantages.global_std = c.get_bool("trainer.global_std");
+  o.advantages.clip = c.get_double("trainer.advantage_clip");
+  o.loss.clip_range = c.get_double("trainer.clip_range");
+  o.loss.kl_beta = c.get_double("trainer.kl_beta");
+  o.validate_every = c.get<int>("validation.every");
+  o.validation_prompts = c.get<int>("validation.prompts");
+  o.validation_steps = c.get<int>("validation.steps");
+  o.audit_every = c.get<int>("audit.every");
+  o.audit_prompts = c.get<int>("audit.prompts");
+  o.seed = c.get<uint64_t>("run.seed");
+  o.run_dir = c.get_string("run.dir");
+  if (o.candidates < o.group_size && o.mode != "none") {
+    throw config::ConfigError("exploration.candidates",
+                              "config: 'exploration.candidates' must be >= trainer.group_size (" +
+                                  std::to_string(o.group_size) + "), got " + std::to_string(o.candidates));
+  }
+  return o;
+}
+
+}  // namespace spotlight::trainer

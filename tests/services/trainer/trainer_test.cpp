@@ -1,0 +1,170 @@
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/config/config.hpp"
+#include "common/config/error.hpp"
+#include "common/model/safetensors.hpp"
+#include "services/trainer/grpo_trainer.hpp"
+#include "services/trainer/trainer_config.hpp"
+
+namespace spotlight::trainer {
+namespace {
+
+// A dense reward for logic tests: brightness of the red channel, so every group has spread.
+class RedReward final : public reward::RewardFunction {
+ public:
+  std::vector<reward::Scored> score(const std::vector<task::Prompt>&,
+                                    const std::vector<task::Image>& images) override {
+    std::vector<reward::Scored> out;
+    for (const auto& image : images) {
+      double sum = 0;
+      for (size_t i = 0; i < image.rgb.size(); i += 3) sum += image.rgb[i];
+      out.push_back({sum / (image.rgb.size() / 3), false});
+    }
+    return out;
+  }
+  std::string name() const override { return "red"; }
+};
+
+std::filesystem::path temp_dir() {
+  char tmpl[] = "/tmp/spotlight-trainer-XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+void perturb(policy::Policy& p, uint64_t seed) {
+  torch::manual_seed(seed);
+  torch::NoGradGuard no_grad;
+  for (auto& w : p.model()->parameters()) w.add_(torch::randn_like(w) * 0.02);
+}
+
+GrpoOptions small_options(const std::string& mode) {
+  GrpoOptions o;
+  o.mode = mode;
+  o.iterations = 2;
+  o.prompts_per_iteration = 2;
+  o.group_size = 4;
+  o.candidates = 6;
+  o.sampler.steps = 4;
+  o.micro_batch = 4;
+  o.micro_batches_per_update = 1;
+  o.lr = 1e-3;
+  o.loss.clip_range = 0.2;
+  o.validation_prompts = 5;
+  o.validation_steps = 3;
+  o.validate_every = 100;
+  o.audit_every = 1;
+  o.audit_prompts = 2;
+  o.seed = 9;
+  return o;
+}
+
+struct Fixture {
+  explicit Fixture(const GrpoOptions& o, policy::Policy* reference = nullptr)
+      : policy(policy::PolicyOptions{"micro", "cpu", "float32", 1}) {
+    perturb(policy, 4);
+    ExplorationOptions e;
+    e.group_size = o.group_size;
+    e.candidates = o.candidates;
+    e.sampler = o.sampler;
+    e.chunk = 8;
+    e.run_seed = o.seed;
+    auto seeds = o.mode == "sync" ? make_sync_seed_source(e, policy, reward) : make_random_seed_source(e);
+    trainer = std::make_unique<GrpoTrainer>(o, policy, reward, std::move(seeds), reference);
+  }
+  RedReward reward;
+  policy::Policy policy;
+  std::unique_ptr<GrpoTrainer> trainer;
+};
+
+TEST(GrpoTrainer, FirstPpoRatioIsExactlyOneAndTheUpdateChangesTheWeights) {
+  for (const std::string mode : {"none", "sync"}) {
+    Fixture f(small_options(mode));
+    const auto before = f.policy.weights_bytes();
+    const auto report = f.trainer->run_iteration(0);
+    EXPECT_GT(report.optimizer_steps, 0) << mode;
+    EXPECT_EQ(report.first_ratio_max_deviation, 0.0) << mode;
+    EXPECT_NE(f.policy.weights_bytes(), before) << mode;
+    EXPECT_GT(report.reward_std, 0.0) << mode;
+    ASSERT_TRUE(report.kendall_tau.has_value()) << mode;
+    EXPECT_GE(*report.kendall_tau, -1.0);
+    EXPECT_LE(*report.kendall_tau, 1.0);
+  }
+}
+
+TEST(GrpoTrainer, SyncSelectionHasAtLeastTheVarianceOfRandomSeeds) {
+  Fixture sync(small_options("sync"));
+  Fixture none(small_options("none"));
+  const auto prompts = sync.trainer->prompts_for(0);
+  // Candidates 0..G-1 of sync are exactly the random seeds of none: selection can only add spread.
+  EXPECT_GE(sync.trainer->run_iteration(0).selected_variance + 1e-12,
+            none.trainer->run_iteration(0).selected_variance);
+}
+
+TEST(GrpoTrainer, ResumingFromACheckpointGivesTheSameWeightsAsAnUnbrokenRun) {
+  auto o = small_options("sync");
+  o.audit_every = 0;
+  o.run_dir = temp_dir() / "unbroken";
+  Fixture unbroken(o);
+  unbroken.trainer->run();
+
+  o.run_dir = temp_dir() / "broken";
+  o.iterations = 1;
+  Fixture first_half(o);
+  first_half.trainer->run();
+  o.iterations = 2;
+  Fixture second_half(o);
+  EXPECT_EQ(second_half.trainer->resume(), 1);
+  second_half.trainer->run();
+  EXPECT_EQ(second_half.policy.weights_bytes(), unbroken.policy.weights_bytes());
+
+  // metrics: base validation, then iterations 0 and 1, once each
+  std::ifstream in(o.run_dir / "metrics.jsonl");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_NE(lines[1].find("\"iteration\":0"), std::string::npos);
+  EXPECT_NE(lines[2].find("\"iteration\":1"), std::string::npos);
+}
+
+TEST(GrpoTrainer, KlToTheReferenceIsZeroBeforeTheFirstUpdate) {
+  auto o = small_options("none");
+  o.loss.kl_beta = 0.1;
+  o.micro_batches_per_update = 100;  // a single update at the end: every KL term sees v_0
+  o.audit_every = 0;
+  policy::Policy reference(policy::PolicyOptions{"micro", "cpu", "float32", 1});
+  Fixture f(o, &reference);
+  reference.copy_weights_from(f.policy);
+  EXPECT_EQ(f.trainer->run_iteration(0).kl, 0.0);
+}
+
+TEST(TrainerConfig, ErrorsNameTheBadKey) {
+  auto expect_key = [](std::vector<std::string> overrides, const std::string& key) {
+    config::ConfigSources s;
+    s.overrides = std::move(overrides);
+    try {
+      grpo_options(config::Config::load(trainer_schema(), s));
+      ADD_FAILURE() << "expected a ConfigError for " << key;
+    } catch (const config::ConfigError& e) {
+      EXPECT_EQ(e.key(), key) << e.what();
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  };
+  expect_key({"trainer.lrr=1"}, "trainer.lrr");
+  expect_key({"exploration.mode=fast"}, "exploration.mode");
+  expect_key({"sampler.steps=0"}, "sampler.steps");
+  expect_key({"exploration.candidates=4"}, "exploration.candidates");
+  config::ConfigSources yaml;
+  yaml.yaml = "trainer:\n  lr: 1e-4\n  groupsize: 3\n";
+  try {
+    config::Config::load(trainer_schema(), yaml);
+    ADD_FAILURE() << "expected a ConfigError";
+  } catch (const config::ConfigError& e) {
+    EXPECT_EQ(e.key(), "trainer.groupsize") << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace spotlight::trainer
