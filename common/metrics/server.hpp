@@ -1,0 +1,77 @@
+#pragma once
+// The HTTP endpoint Prometheus scrapes (GET /metrics), and the `metrics.*` config fragment every
+// service adds to its schema.
+//
+//   config::Schema schema{...};
+//   schema.add(metrics::metrics_schema());
+//   ...
+//   auto registry = std::make_shared<metrics::Registry>("reward");
+//   auto server = metrics::MetricsServer::start(*registry, metrics::metrics_server_options(cfg));
+//   if (server) log::info("metrics on {}", server->url());
+//
+// Contract: the server answers scrapes on its own threads from construction until destruction;
+// it keeps the registry's metrics alive while it runs. Thread-safe accessors. Destruction takes
+// up to about 2 s: CivetWeb 1.15 (under prometheus-cpp's Exposer) notices a stop only when its
+// listener's 2 s poll returns.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "common/config/config.hpp"
+#include "common/config/schema.hpp"
+#include "common/metrics/metrics.hpp"
+
+namespace spotlight::metrics {
+
+// Loopback, on a free port (logged at start): safe anywhere, never collides. Deployments set a
+// fixed, reachable address such as "0.0.0.0:9100".
+inline constexpr const char* kDefaultMetricsBind = "127.0.0.1:0";
+inline constexpr std::size_t kDefaultMetricsThreads = 2;
+
+// The endpoint cannot be served (address in use, unknown host, ...).
+class MetricsError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct MetricsServerOptions {
+  // "HOST:PORT" (IPv6 as "[::1]:PORT"); port 0 picks a free port. Empty: metrics not served.
+  std::string bind = kDefaultMetricsBind;
+  std::size_t threads = kDefaultMetricsThreads;  // HTTP worker threads, >= 1
+};
+
+// std::nullopt when `bind` is empty or HOST:PORT with PORT in [0, 65535]; else the reason.
+std::optional<std::string> bind_problem(const std::string& bind);
+
+class MetricsServer {
+ public:
+  // Listens on options.bind (which must not be empty) and serves `registry`. Throws
+  // std::invalid_argument for a malformed bind or threads == 0, MetricsError naming the address
+  // when it cannot listen.
+  MetricsServer(const Registry& registry, const MetricsServerOptions& options);
+  ~MetricsServer();
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
+
+  // nullptr when options.bind is empty (metrics disabled); else a serving MetricsServer.
+  static std::unique_ptr<MetricsServer> start(const Registry& registry,
+                                              const MetricsServerOptions& options);
+
+  std::uint16_t port() const;   // the port listened on (the picked one for port 0)
+  std::string address() const;  // "HOST:PORT" with that port
+  std::string url() const;      // "http://HOST:PORT/metrics"
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The `metrics.bind` key (default `default_bind`), to add to a service's schema.
+config::Schema metrics_schema(std::string default_bind = kDefaultMetricsBind);
+MetricsServerOptions metrics_server_options(const config::Config& config);
+
+}  // namespace spotlight::metrics

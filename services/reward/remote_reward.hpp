@@ -1,0 +1,85 @@
+#pragma once
+// RemoteReward: a reward::RewardFunction that scores through the reward service, so explorers
+// and the trainer can swap it in for the in-process reward.
+//
+//   auto reward = std::make_unique<reward::RemoteReward>(reward::remote_reward_options(cfg));
+//   std::vector<reward::Scored> s = reward->score(prompts, images);
+//
+// score() is equivalent to:
+//
+//   for each run of consecutive images of one size, in pieces of max_images_per_request:
+//     reply = rpc call(RewardRequest{fresh request_id, prompt texts, images})  // retried on
+//                                                                             // timeout
+//     reply.error non-empty or reply not for this request -> throw RemoteRewardError
+//   return the rewards in image order
+//
+// Contract: thread-compatible like every RewardFunction (one caller at a time per instance; use
+// one instance per thread for parallel calls). Requests are idempotent, so retries are safe.
+// The service does not have to be up when a RemoteReward is created.
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/config/config.hpp"
+#include "common/config/schema.hpp"
+#include "common/reward/reward_function.hpp"
+#include "common/rpc/client.hpp"
+
+namespace spotlight::reward {
+
+inline constexpr const char* kDefaultRewardEndpoint = "tcp://127.0.0.1:5557";
+inline constexpr std::size_t kDefaultMaxImagesPerRequest = 256;
+
+struct RemoteRewardOptions {
+  std::string endpoint = kDefaultRewardEndpoint;
+  rpc::RpcClientOptions rpc;  // per-attempt timeout, retries, CURVE
+  std::size_t max_images_per_request = kDefaultMaxImagesPerRequest;  // >= 1
+};
+
+// The service answered, but not with scores for this request: it rejected it (the message is
+// the service's reason), or its reply is malformed or for another request.
+class RemoteRewardError : public std::runtime_error {
+ public:
+  RemoteRewardError(const std::string& message, std::string request_id)
+      : std::runtime_error(message), request_id_(std::move(request_id)) {}
+  const std::string& request_id() const { return request_id_; }
+
+ private:
+  std::string request_id_;
+};
+
+class RemoteReward final : public RewardFunction {
+ public:
+  // Does not connect yet. Throws std::invalid_argument for max_images_per_request == 0,
+  // rpc::RpcError for bad RPC options.
+  explicit RemoteReward(RemoteRewardOptions options = {});
+  ~RemoteReward() override;
+  RemoteReward(RemoteReward&&) noexcept;
+  RemoteReward& operator=(RemoteReward&&) noexcept;
+
+  // One Scored per image, in order. Throws std::invalid_argument when the counts differ or an
+  // image's pixel count does not match its size, task::TaskError for an invalid prompt,
+  // RemoteRewardError (see above), rpc::RpcTimeout when the service does not answer after every
+  // retry, rpc::RpcRemoteError when its RPC layer refuses the request (e.g. larger than its
+  // max_request_bytes).
+  std::vector<Scored> score(const std::vector<task::Prompt>& prompts,
+                            const std::vector<task::Image>& images) override;
+  std::string name() const override;  // "remote(<endpoint>)"
+
+  rpc::RpcClientCounters counters() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Client keys for services that call the reward service: reward.endpoint, reward.timeout_ms,
+// reward.retries, reward.max_images_per_request. Add to the caller's schema.
+config::Schema remote_reward_schema();
+RemoteRewardOptions remote_reward_options(const config::Config& config);
+
+}  // namespace spotlight::reward

@@ -1,0 +1,118 @@
+#include "services/reward/reward_config.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "common/config/error.hpp"
+#include "common/metrics/server.hpp"
+
+namespace spotlight::reward {
+
+using config::Entry;
+
+const std::vector<std::string>& reward_function_names() {
+  static const std::vector<std::string> names = {"task"};
+  return names;
+}
+
+const config::Schema& reward_schema() {
+  static const config::Schema schema = [] {
+    config::Schema s{
+        Entry::string("reward.bind", kDefaultRewardBind,
+                      "ZeroMQ endpoint to listen on (\"tcp://127.0.0.1:*\": a free port, logged).")
+            .non_empty(),
+        Entry::string_list("reward.functions", {"task"},
+                           "Reward functions, summed with reward.weights. task: the embedded "
+                           "task's rule-based scorer.")
+            .non_empty()
+            .one_of(reward_function_names()),
+        Entry::double_list("reward.weights", {1.0}, "One weight per entry of reward.functions.")
+            .non_empty()
+            .check("must be finite",
+                   [](const config::Value& v) {
+                     const auto& w = std::get<std::vector<double>>(v);
+                     return std::all_of(w.begin(), w.end(),
+                                        [](double x) { return std::isfinite(x); });
+                   }),
+        Entry::integer("reward.max_batch", static_cast<std::int64_t>(rpc::kDefaultMaxBatch),
+                       "Most requests scored together in one batch.")
+            .range(1, 65536),
+        Entry::integer(
+            "reward.batch_window_ms",
+            std::chrono::duration_cast<std::chrono::milliseconds>(rpc::kDefaultBatchWindow).count(),
+            "How long a batch waits for more requests after its first, in ms.")
+            .range(0, 60000),
+        Entry::integer("reward.max_request_bytes",
+                       static_cast<std::int64_t>(rpc::kDefaultMaxRequestBytes),
+                       "Larger requests get an error reply.")
+            .range(1024, std::int64_t{1} << 31),
+        Entry::integer("task.image_size", task::TaskOptions{}.image_size,
+                       "Side of the square RGB images scored; requests of another size are "
+                       "rejected.")
+            .range(32, 256),
+    };
+    s.add(metrics::metrics_schema());
+    return s;
+  }();
+  return schema;
+}
+
+task::TaskOptions task_options(const config::Config& config) {
+  task::TaskOptions options;
+  options.image_size = config.get<int>("task.image_size");
+  return options;
+}
+
+RewardServiceOptions reward_service_options(const config::Config& config) {
+  RewardServiceOptions options;
+  options.bind = config.get_string("reward.bind");
+  options.max_batch = config.get<std::size_t>("reward.max_batch");
+  options.batch_window = std::chrono::milliseconds(config.get_int("reward.batch_window_ms"));
+  options.max_request_bytes = config.get<std::size_t>("reward.max_request_bytes");
+  options.task = task_options(config);
+  return options;
+}
+
+std::unique_ptr<RewardFunction> make_reward_function(const std::vector<std::string>& functions,
+                                                     const std::vector<double>& weights,
+                                                     const task::TaskOptions& task) {
+  if (functions.empty()) throw std::invalid_argument("reward: no reward functions");
+  if (functions.size() != weights.size()) {
+    throw std::invalid_argument("reward: " + std::to_string(weights.size()) + " weights for " +
+                                std::to_string(functions.size()) + " reward functions");
+  }
+  std::vector<std::pair<double, std::unique_ptr<RewardFunction>>> parts;
+  for (std::size_t i = 0; i < functions.size(); ++i) {
+    if (!std::isfinite(weights[i])) {
+      throw std::invalid_argument("reward: weight of '" + functions[i] + "' is not finite");
+    }
+    if (functions[i] == "task") {
+      parts.emplace_back(weights[i], make_task_reward(task));
+    } else {
+      throw std::invalid_argument("reward: unknown reward function '" + functions[i] +
+                                  "' (known: task)");
+    }
+  }
+  return make_weighted_reward(std::move(parts));
+}
+
+std::unique_ptr<RewardFunction> make_reward_function(const config::Config& config) {
+  const auto& functions = config.get_string_list("reward.functions");
+  const auto& weights = config.get_double_list("reward.weights");
+  if (functions.size() != weights.size()) {
+    throw config::ConfigError("reward.weights",
+                              "config: 'reward.weights' must have one weight per entry of "
+                              "'reward.functions' (" +
+                                  std::to_string(functions.size()) + "), got " +
+                                  std::to_string(weights.size()) + " (" +
+                                  config.origin("reward.weights") + ")");
+  }
+  try {
+    return make_reward_function(functions, weights, task_options(config));
+  } catch (const std::invalid_argument& e) {
+    throw config::ConfigError("reward.functions", std::string("config: ") + e.what());
+  }
+}
+
+}  // namespace spotlight::reward

@@ -1,0 +1,212 @@
+#include "common/metrics/metrics.hpp"
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/config/config.hpp"
+#include "common/metrics/server.hpp"
+#include "tests/common/metrics/http_get.hpp"
+
+namespace spotlight::metrics {
+namespace {
+
+TEST(MetricsNames, AcceptsTheHousePattern) {
+  Registry r("reward");
+  EXPECT_NO_THROW(r.counter("spotlight_reward_requests_total", "h"));
+  EXPECT_NO_THROW(r.counter("spotlight_reward_images_scored_total", "h"));
+  EXPECT_NO_THROW(r.counter("spotlight_reward_busy_seconds_total", "h"));
+  EXPECT_NO_THROW(r.gauge("spotlight_reward_reward_mean", "h"));
+  EXPECT_NO_THROW(r.gauge("spotlight_reward_queue2_depth", "h"));
+  EXPECT_NO_THROW(r.histogram("spotlight_reward_score_seconds", "h", {0.1, 1.0}));
+}
+
+TEST(MetricsNames, RejectsEverythingElseNamingTheMetric) {
+  Registry r("reward");
+  const std::vector<std::string> bad_counters = {
+      "spotlight_reward_total",            // no <what>
+      "spotlight_trainer_requests_total",  // another service
+      "reward_requests_total",             // no prefix
+      "spotlight_reward_requests",         // counter without _total
+      "spotlight_reward_Requests_total",   // upper case
+      "spotlight_reward__requests_total",  // empty segment
+      "spotlight_reward_requests_total_",  // trailing '_'
+      "spotlight_reward_1st_total",        // <what> starts with a digit
+      "spotlight_reward_req-s_total",      // bad character
+      "",
+  };
+  for (const auto& name : bad_counters) {
+    try {
+      r.counter(name, "h");
+      ADD_FAILURE() << "accepted counter name '" << name << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("'" + name + "'"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(r.gauge("spotlight_reward_requests_total", "h"), std::invalid_argument);
+  EXPECT_THROW(r.gauge("spotlight_reward_mean", "h"), std::invalid_argument);  // no unit
+  EXPECT_THROW(r.histogram("spotlight_reward_latency_total", "h", {1.0}), std::invalid_argument);
+  EXPECT_THROW(r.counter("spotlight_reward_errors_total", "h", {{"__kind", "x"}}),
+               std::invalid_argument);
+  EXPECT_THROW(r.counter("spotlight_reward_errors_total", "h", {{"bad-label", "x"}}),
+               std::invalid_argument);
+}
+
+TEST(MetricsNames, ServiceMustBeOneLowerCaseSegment) {
+  EXPECT_THROW(Registry(""), std::invalid_argument);
+  EXPECT_THROW(Registry("Reward"), std::invalid_argument);
+  EXPECT_THROW(Registry("re_ward"), std::invalid_argument);
+  EXPECT_THROW(Registry("9reward"), std::invalid_argument);
+  EXPECT_EQ(Registry("explorer2").service(), "explorer2");
+}
+
+TEST(MetricsRegistry, SameNameAndLabelsIsTheSameMetric) {
+  Registry r("reward");
+  Counter a = r.counter("spotlight_reward_errors_total", "Errors.", {{"kind", "a"}});
+  Counter a2 = r.counter("spotlight_reward_errors_total", "Errors.", {{"kind", "a"}});
+  Counter b = r.counter("spotlight_reward_errors_total", "Errors.", {{"kind", "b"}});
+  a.inc();
+  a2.inc(2);
+  b.inc(5);
+  EXPECT_EQ(a.value(), 3.0);
+  EXPECT_EQ(a2.value(), 3.0);
+  EXPECT_EQ(b.value(), 5.0);
+  a.inc(-1);  // counters never go down
+  EXPECT_EQ(a.value(), 3.0);
+  EXPECT_THROW(r.gauge("spotlight_reward_errors_total", "x"), std::invalid_argument);
+}
+
+TEST(MetricsRegistry, HandlesUpdateAndDetachedHandlesDoNothing) {
+  Registry r("reward");
+  Gauge g = r.gauge("spotlight_reward_reward_mean", "h");
+  g.set(0.25);
+  g.inc(1);
+  g.dec(0.5);
+  EXPECT_DOUBLE_EQ(g.value(), 0.75);
+  Histogram h =
+      r.histogram("spotlight_reward_score_seconds", "h", exponential_buckets(1e-3, 10, 4));
+  h.observe(0.5);
+  h.observe(2.0);
+  EXPECT_EQ(h.count(), 2u);
+  EXPECT_DOUBLE_EQ(h.sum(), 2.5);
+
+  Counter c;
+  Gauge dg;
+  Histogram dh;
+  c.inc();
+  dg.set(3);
+  dh.observe(1);
+  EXPECT_EQ(c.value(), 0.0);
+  EXPECT_EQ(dg.value(), 0.0);
+  EXPECT_EQ(dh.count(), 0u);
+}
+
+TEST(MetricsRegistry, ConcurrentUpdatesAreNotLost) {
+  Registry r("reward");
+  Counter c = r.counter("spotlight_reward_requests_total", "h");
+  std::vector<std::jthread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&r] {
+      // Creating handles concurrently is safe too.
+      Counter mine = r.counter("spotlight_reward_requests_total", "h");
+      for (int i = 0; i < 1000; ++i)
+        mine.inc();
+    });
+  }
+  threads.clear();
+  EXPECT_EQ(c.value(), 4000.0);
+}
+
+TEST(MetricsRegistry, BucketsAreValidated) {
+  Registry r("reward");
+  EXPECT_THROW(r.histogram("spotlight_reward_a_seconds", "h", {}), std::invalid_argument);
+  EXPECT_THROW(r.histogram("spotlight_reward_a_seconds", "h", {1.0, 1.0}), std::invalid_argument);
+  EXPECT_THROW(exponential_buckets(0, 2, 3), std::invalid_argument);
+  EXPECT_THROW(linear_buckets(0, 0, 3), std::invalid_argument);
+  EXPECT_EQ(exponential_buckets(1, 2, 4), (std::vector<double>{1, 2, 4, 8}));
+  EXPECT_EQ(linear_buckets(1, 2, 3), (std::vector<double>{1, 3, 5}));
+}
+
+TEST(MetricsRegistry, TextExpositionHasNamesLabelsAndValues) {
+  Registry r("reward");
+  r.counter("spotlight_reward_errors_total", "Error replies.", {{"kind", "bad_prompt"}}).inc(7);
+  r.histogram("spotlight_reward_batch_size_requests", "Batch sizes.", {1, 2, 4}).observe(3);
+  const std::string text = r.text();
+  EXPECT_NE(text.find("# TYPE spotlight_reward_errors_total counter"), std::string::npos) << text;
+  EXPECT_NE(text.find("spotlight_reward_errors_total{kind=\"bad_prompt\"} 7"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("spotlight_reward_batch_size_requests_bucket{le=\"4\"} 1"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("spotlight_reward_batch_size_requests_bucket{le=\"2\"} 0"), std::string::npos)
+      << text;
+}
+
+TEST(MetricsServer, ServesTheRegistryOverHttpOnAPickedPort) {
+  Registry r("reward");
+  Counter c = r.counter("spotlight_reward_requests_total", "Requests.");
+  auto server = MetricsServer::start(r, MetricsServerOptions{"127.0.0.1:0"});
+  ASSERT_NE(server, nullptr);
+  ASSERT_GT(server->port(), 0);
+  EXPECT_EQ(server->address(), "127.0.0.1:" + std::to_string(server->port()));
+  EXPECT_EQ(server->url(), "http://" + server->address() + "/metrics");
+
+  c.inc(42);
+  const auto response = testing::http_get("127.0.0.1", server->port(), "/metrics");
+  EXPECT_EQ(response.status, 200);
+  EXPECT_NE(response.body.find("spotlight_reward_requests_total 42"), std::string::npos)
+      << response.body;
+  // Metrics created after the server started are served too.
+  r.gauge("spotlight_reward_reward_mean", "Mean.").set(0.5);
+  EXPECT_NE(testing::http_get("127.0.0.1", server->port(), "/metrics")
+                .body.find("spotlight_reward_reward_mean 0.5"),
+            std::string::npos);
+}
+
+TEST(MetricsServer, BindProblemsAreReported) {
+  Registry r("reward");
+  EXPECT_EQ(MetricsServer::start(r, MetricsServerOptions{""}), nullptr);  // disabled
+  auto first = MetricsServer::start(r, MetricsServerOptions{"127.0.0.1:0"});
+  auto second = MetricsServer::start(r, MetricsServerOptions{"127.0.0.1:0"});
+  EXPECT_NE(first->port(), second->port());
+  try {
+    MetricsServer taken(r, MetricsServerOptions{first->address()});
+    ADD_FAILURE() << "listened twice on " << first->address();
+  } catch (const MetricsError& e) {
+    EXPECT_NE(std::string(e.what()).find(first->address()), std::string::npos) << e.what();
+  }
+  for (const std::string bad : {"9100", "127.0.0.1:", ":9100", "127.0.0.1:65536",
+                                "127.0.0.1:9100,127.0.0.1:9101", "127.0.0.1:91s", "::1:0"}) {
+    EXPECT_TRUE(bind_problem(bad).has_value()) << bad;
+    EXPECT_THROW(MetricsServer(r, MetricsServerOptions{bad}), std::invalid_argument) << bad;
+  }
+  EXPECT_FALSE(bind_problem("").has_value());
+  EXPECT_FALSE(bind_problem("0.0.0.0:9100").has_value());
+  EXPECT_FALSE(bind_problem("[::1]:0").has_value());
+  EXPECT_FALSE(bind_problem("metrics-host:9100").has_value());
+}
+
+TEST(MetricsSchema, ValidatesTheBindKey) {
+  const config::Schema schema = metrics_schema();
+  const auto defaults = config::Config::load(schema);
+  EXPECT_EQ(metrics_server_options(defaults).bind, kDefaultMetricsBind);
+  EXPECT_EQ(config::Config::load(metrics_schema("0.0.0.0:9100")).get_string("metrics.bind"),
+            "0.0.0.0:9100");
+  config::ConfigSources disabled;
+  disabled.overrides = {"metrics.bind="};
+  EXPECT_EQ(metrics_server_options(config::Config::load(schema, disabled)).bind, "");
+  config::ConfigSources bad;
+  bad.overrides = {"metrics.bind=localhost"};
+  try {
+    config::Config::load(schema, bad);
+    ADD_FAILURE() << "accepted metrics.bind=localhost";
+  } catch (const config::ConfigError& e) {
+    EXPECT_EQ(e.key(), "metrics.bind");
+  }
+}
+
+}  // namespace
+}  // namespace spotlight::metrics
