@@ -116,16 +116,10 @@ redis::RedisOptions redis_options(const config::Config& c) {
 }
 
 RunKeys::RunKeys(const std::string& run_id)
-    : prefix("spotlight:" + run_id),
-      explore_queue(prefix + ":explore"),
-      weights(prefix + ":weights"),
-      trainer_iteration(prefix + ":trainer:iteration"),
-      trainer_timing(prefix + ":trainer:timing"),
-      planner_state(prefix + ":planner:enqueued"),
-      explorers_set(prefix + ":explorers") {}
+    : prefix("spotlight:" + run_id), explore_queue(prefix + ":explore") {}
 
 std::string RunKeys::explorer_heartbeat(const std::string& explorer_id) const {
-  return prefix + ":explorer:" + explorer_id + ":heartbeat";
+  return "explorer:" + explorer_id + ":heartbeat";
 }
 
 queue::LeaseQueueOptions explore_queue_options(const config::Config& c) {

@@ -27,17 +27,19 @@ sampler::SamplerOptions sampler_options(const config::Config& config);
 // Host, port and db from the config; user and password from SPOTLIGHT_REDIS_USER/PASSWORD.
 redis::RedisOptions redis_options(const config::Config& config);
 
-// Redis key layout of one run: everything durable lives under "spotlight:<run.id>".
+// Redis key layout of one run: everything durable lives under `prefix` = "spotlight:<run.id>".
+// Construct the stores with it: RedisKeyValueStore(redis, keys.prefix) and the keys below are
+// relative to it (the store adds "<prefix>:"); RedisWeightStore with key_prefix = keys.prefix
+// (it adds ":weights:"); the lease queue with key_prefix = keys.explore_queue.
 struct RunKeys {
   explicit RunKeys(const std::string& run_id);
-  std::string prefix;             // spotlight:<run id>
-  std::string explore_queue;      // lease queue of seed tasks (LeaseQueueOptions::key_prefix)
-  std::string weights;            // weights store prefix
-  std::string trainer_iteration;  // the iteration the trainer works on (integer)
-  std::string trainer_timing;     // msgpack-free JSON of the last iteration's time split
-  std::string planner_state;      // highest iteration whose exploration was enqueued
-  std::string explorer_heartbeat(const std::string& explorer_id) const;
-  std::string explorers_set;      // set of explorer ids ever seen
+  std::string prefix;         // spotlight:<run id>
+  std::string explore_queue;  // absolute: <prefix>:explore (LeaseQueueOptions::key_prefix)
+  // Relative keys (KeyValueStore constructed with `prefix`):
+  std::string trainer_iteration = "trainer:iteration";  // iteration the trainer works on (integer)
+  std::string trainer_timing = "trainer:timing";        // JSON time split of the last iteration
+  std::string planner_state = "planner:enqueued";       // highest iteration enqueued (integer)
+  std::string explorer_heartbeat(const std::string& explorer_id) const;  // "explorer:<id>:heartbeat"
 };
 
 queue::LeaseQueueOptions explore_queue_options(const config::Config& config);

@@ -15,6 +15,10 @@
 #include "common/model/safetensors.hpp"
 #include "common/reward/reward_function.hpp"
 #include "common/task/generator.hpp"
+#include "common/queue/redis_lease_queue.hpp"
+#include "common/store/redis_key_value_store.hpp"
+#include "common/store/redis_weight_store.hpp"
+#include "services/trainer/async_exploration.hpp"
 #include "services/trainer/trainer_config.hpp"
 
 namespace spotlight::trainer {
@@ -114,18 +118,42 @@ int run_train(const config::Config& c) {
     seeds = make_random_seed_source(exploration);
   } else if (options.mode == "sync") {
     seeds = make_sync_seed_source(exploration, policy, *reward);
-  } else {
-    SPOTLIGHT_LOG(error) << "exploration.mode=async runs in the services (spotlight-planner, "
-                            "spotlight-explorer); the standalone trainer supports none and sync";
-    return 2;
+  }
+  // async: explorers (spot) explore with the previous weights; the trainer reads their results
+  // and publishes its weights and progress for them and the planner.
+  std::unique_ptr<queue::LeaseQueue> queue;
+  std::unique_ptr<store::WeightStore> weight_store;
+  std::unique_ptr<store::KeyValueStore> state;
+  std::unique_ptr<bus::Publisher> bus;
+  std::unique_ptr<RunPublisher> publisher;
+  if (options.mode == "async") {
+    const run::RunKeys keys(c.get_string("run.id"));
+    const auto redis = run::redis_options(c);
+    queue = std::make_unique<queue::RedisLeaseQueue>(redis, run::explore_queue_options(c));
+    weight_store = std::make_unique<store::RedisWeightStore>(redis, store::WeightStoreOptions{keys.prefix});
+    state = std::make_unique<store::RedisKeyValueStore>(redis, keys.prefix);
+    if (const auto& endpoint = c.get_string("bus.trainer_endpoint"); !endpoint.empty()) {
+      bus = std::make_unique<bus::Publisher>();
+      SPOTLIGHT_LOG(info) << "publishing notices on " << bus->bind(endpoint);
+    }
+    AsyncSeedOptions async;
+    async.group_size = options.group_size;
+    async.candidates = options.candidates;
+    async.run_seed = options.seed;
+    async.max_wait = std::chrono::duration<double>(c.get_double("exploration.max_wait_seconds"));
+    seeds = std::make_unique<AsyncSeedSource>(async, *queue);
+    publisher = std::make_unique<RunPublisher>(c.get_string("run.id"), *weight_store, *state, bus.get());
   }
   GrpoTrainer trainer(options, policy, *reward, std::move(seeds), reference.get());
+  trainer.set_observer(publisher.get());
   if (const auto next = trainer.resume(); next > 0) {
     SPOTLIGHT_LOG(info) << "resumed from checkpoint: next iteration " << next;
   }
   std::optional<ValidationReport> first_validation, last_validation;
   double last_wall = 0;
   std::vector<double> taus;
+  double explore_seconds = 0, iteration_seconds = 0;
+  int fallback_prompts = 0, iterations_run = 0;
   trainer.run([&](const IterationReport& r) {
     if (r.iteration < 0) {
       first_validation = r.validation;
@@ -133,6 +161,10 @@ int run_train(const config::Config& c) {
       return;
     }
     last_wall = r.wall_seconds;
+    explore_seconds += r.explore_seconds;
+    iteration_seconds += r.iteration_seconds;
+    fallback_prompts += r.fallback_prompts;
+    ++iterations_run;
     if (r.kendall_tau) taus.push_back(*r.kendall_tau);
     std::ostringstream line;
     line << std::fixed << std::setprecision(3) << "iter " << r.iteration + 1 << "/" << options.iterations
@@ -153,6 +185,20 @@ int run_train(const config::Config& c) {
   if (last_validation) summary["final_geneval_score"] = last_validation->geneval_score;
   if (last_validation) summary["final_mean_reward"] = last_validation->mean_reward;
   if (!taus.empty()) summary["kendall_tau"] = taus;
+  if (iterations_run > 0) {
+    // explore_seconds is exploration on the critical path: sync explores, async waits for seeds.
+    summary["mean_explore_seconds_on_critical_path"] = explore_seconds / iterations_run;
+    summary["mean_iteration_seconds"] = iteration_seconds / iterations_run;
+    summary["fallback_prompts"] = fallback_prompts;
+  }
+  if (queue) {
+    const auto q = queue->stats();
+    summary["queue"] = {{"results", q.results},           {"waiting", q.waiting},
+                        {"leased", q.leased},             {"dead_letters", q.dead_letters},
+                        {"enqueued_total", q.enqueued_total}, {"acked_total", q.acked_total},
+                        {"reclaimed_total", q.reclaimed_total},
+                        {"duplicate_results_total", q.duplicate_results_total}};
+  }
   std::ofstream(options.run_dir / "summary.json") << summary.dump(2) << "\n";
   if (first_validation && last_validation) {
     SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(3) << "done: validation geneval "

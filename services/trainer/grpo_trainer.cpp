@@ -45,6 +45,7 @@ Json to_json(const IterationReport& r) {
          {"reward_seconds", r.reward_seconds},
          {"train_seconds", r.train_seconds},
          {"iteration_seconds", r.iteration_seconds},
+         {"audit_seconds", r.audit_seconds},
          {"wall_seconds", r.wall_seconds},
          {"clip_fraction", r.clip_fraction},
          {"kl", r.kl},
@@ -171,6 +172,14 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   }
   report.reward_seconds = seconds_since(reward_start);
 
+  // The staleness audit of async runs compares the explorers' v_{k-1} rewards with v_k, now.
+  const bool audit_due = o_.audit_every > 0 && (iteration + 1) % o_.audit_every == 0;
+  if (audit_due && o_.mode == "async") {
+    const auto audit_start = Clock::now();
+    report.kendall_tau = staleness_audit(prompts, selection, rewards);
+    report.audit_seconds = seconds_since(audit_start);
+  }
+
   // 4. Clipped-ratio updates over the trained step window, same chunks as the rollout.
   auto train_start = Clock::now();
   const auto grid = sampler::time_grid(o_.sampler.steps, o_.sampler.shift);
@@ -240,48 +249,59 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   report.clip_fraction = loss_terms ? clip_sum / loss_terms : 0.0;
   report.kl = loss_terms ? kl_sum / loss_terms : 0.0;
   report.train_seconds = seconds_since(train_start);
-  report.iteration_seconds = seconds_since(start);
 
-  // 5. Staleness audit: the same seeds under v_k (before this update) and v_{k+1} (after).
-  if (o_.audit_every > 0 && (iteration + 1) % o_.audit_every == 0) {
-    const bool explored = !selection.candidate_rewards.empty();
-    const int audited = std::min<int>(o_.audit_prompts, static_cast<int>(prompts.size()));
-    std::vector<task::Prompt> audit_prompts;
-    std::vector<uint64_t> audit_seeds;
-    std::vector<std::vector<double>> stale(audited);
-    for (int i = 0; i < audited; ++i) {
-      const auto& seeds = explored ? selection.candidate_seeds[i] : selection.seeds[i];
-      for (size_t j = 0; j < seeds.size(); ++j) {
-        audit_prompts.push_back(prompts[i]);
-        audit_seeds.push_back(seeds[j]);
-        stale[i].push_back(explored ? selection.candidate_rewards[i][j] : rewards[i * g + j]);
-      }
-    }
-    auto audit_options = o_.sampler;
-    audit_options.keep_trajectory = false;
-    if (explored && o_.exploration_steps > 0) audit_options.steps = o_.exploration_steps;
-    std::vector<task::Image> audit_images;
-    for (const auto& c : policy_.sample(audit_prompts, audit_seeds, audit_options, o_.micro_batch)) {
-      auto part = policy_.latents_to_images(c.final());
-      audit_images.insert(audit_images.end(), part.begin(), part.end());
-    }
-    const auto fresh = reward_.score(audit_prompts, audit_images);
-    double tau_sum = 0;
-    int tau_count = 0;
-    size_t k = 0;
-    for (int i = 0; i < audited; ++i) {
-      std::vector<double> fresh_rewards;
-      for (size_t j = 0; j < stale[i].size(); ++j) fresh_rewards.push_back(fresh[k++].reward);
-      if (auto tau = rl::kendall_tau_b(stale[i], fresh_rewards)) {
-        tau_sum += *tau;
-        ++tau_count;
-      }
-    }
-    if (tau_count > 0) report.kendall_tau = tau_sum / tau_count;
+  // 5. Staleness audit after the update (v_k explored vs v_{k+1}); async audits before it.
+  if (audit_due && o_.mode != "async") {
+    const auto audit_start = Clock::now();
+    report.kendall_tau = staleness_audit(prompts, selection, rewards);
+    report.audit_seconds = seconds_since(audit_start);
   }
+  // The audit is a measurement, not training work: it is kept out of the iteration's time.
+  report.iteration_seconds = seconds_since(start) - report.audit_seconds;
   state_->wall_seconds += report.iteration_seconds;
   report.wall_seconds = state_->wall_seconds;
   return report;
+}
+
+std::optional<double> GrpoTrainer::staleness_audit(const std::vector<task::Prompt>& prompts,
+                                                   const SeedSelection& selection,
+                                                   const std::vector<double>& rewards) {
+  const int g = o_.group_size;
+  const bool explored = !selection.candidate_rewards.empty();
+  const int audited = std::min<int>(o_.audit_prompts, static_cast<int>(prompts.size()));
+  std::vector<task::Prompt> audit_prompts;
+  std::vector<uint64_t> audit_seeds;
+  std::vector<std::vector<double>> stale(audited);
+  for (int i = 0; i < audited; ++i) {
+    const auto& seeds = explored ? selection.candidate_seeds[i] : selection.seeds[i];
+    for (size_t j = 0; j < seeds.size(); ++j) {
+      audit_prompts.push_back(prompts[i]);
+      audit_seeds.push_back(seeds[j]);
+      stale[i].push_back(explored ? selection.candidate_rewards[i][j] : rewards[i * g + j]);
+    }
+  }
+  auto audit_options = o_.sampler;
+  audit_options.keep_trajectory = false;
+  if (explored && o_.exploration_steps > 0) audit_options.steps = o_.exploration_steps;
+  std::vector<task::Image> audit_images;
+  for (const auto& c : policy_.sample(audit_prompts, audit_seeds, audit_options, o_.micro_batch)) {
+    auto part = policy_.latents_to_images(c.final());
+    audit_images.insert(audit_images.end(), part.begin(), part.end());
+  }
+  const auto fresh = reward_.score(audit_prompts, audit_images);
+  double tau_sum = 0;
+  int tau_count = 0;
+  size_t k = 0;
+  for (int i = 0; i < audited; ++i) {
+    std::vector<double> fresh_rewards;
+    for (size_t j = 0; j < stale[i].size(); ++j) fresh_rewards.push_back(fresh[k++].reward);
+    if (auto tau = rl::kendall_tau_b(stale[i], fresh_rewards)) {
+      tau_sum += *tau;
+      ++tau_count;
+    }
+  }
+  if (tau_count == 0) return std::nullopt;
+  return tau_sum / tau_count;
 }
 
 void GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iteration) {
@@ -298,14 +318,18 @@ void GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iter
     write_metrics(base);
     if (on_iteration) on_iteration(base);
   }
+  if (observer_) observer_->weights_ready(next_iteration_, policy_, nullptr);
   for (int64_t k = next_iteration_; k < o_.iterations; ++k) {
     auto report = run_iteration(k);
     if ((k + 1) % o_.validate_every == 0 || k + 1 == o_.iterations) report.validation = validate();
     write_metrics(report);
     save_checkpoint(k);
     next_iteration_ = k + 1;
+    // Published only after the checkpoint: a restarted trainer republishes identical weights.
+    if (observer_) observer_->weights_ready(next_iteration_, policy_, &report);
     if (on_iteration) on_iteration(report);
   }
+  if (observer_) observer_->finished(o_.iterations);
 }
 
 void GrpoTrainer::save_checkpoint(int64_t completed_iteration) {

@@ -62,7 +62,8 @@ struct IterationReport {
   double zero_std_ratio = 0.0;
   double selected_variance = 0.0;
   double explore_seconds = 0.0, rollout_seconds = 0.0, reward_seconds = 0.0, train_seconds = 0.0;
-  double iteration_seconds = 0.0;
+  double iteration_seconds = 0.0;  // excluding the staleness audit (a measurement)
+  double audit_seconds = 0.0;
   double wall_seconds = 0.0;  // since the run started (excluding validation)
   double first_ratio_max_deviation = 0.0;  // |ratio - 1| max over the first micro-batch
   double clip_fraction = 0.0, kl = 0.0;
@@ -70,6 +71,18 @@ struct IterationReport {
   int fallback_prompts = 0;
   std::optional<double> kendall_tau;        // staleness audit, when run
   std::optional<ValidationReport> validation;
+};
+
+// Sees the trainer's progress; the async mode publishes weights and the iteration through it.
+class TrainerObserver {
+ public:
+  virtual ~TrainerObserver() = default;
+  // Weights version `version` (= iterations completed) is checkpointed and about to be used for
+  // iteration `version`; `last` is the report of the iteration that produced it (null for the
+  // starting weights). Called once at the start of run() and after every iteration.
+  virtual void weights_ready(int64_t version, policy::Policy& policy, const IterationReport* last) = 0;
+  // Every iteration is done.
+  virtual void finished(int64_t iterations) = 0;
 };
 
 class GrpoTrainer {
@@ -91,8 +104,14 @@ class GrpoTrainer {
   int64_t next_iteration() const { return next_iteration_; }
 
   void save_checkpoint(int64_t completed_iteration);
+  void set_observer(TrainerObserver* observer) { observer_ = observer; }
 
  private:
+  // Re-scores explored (or rolled-out) seeds with the current weights: mean within-prompt tau.
+  std::optional<double> staleness_audit(const std::vector<task::Prompt>& prompts,
+                                        const SeedSelection& selection,
+                                        const std::vector<double>& rollout_rewards);
+
   struct State;
   GrpoOptions o_;
   policy::Policy& policy_;
@@ -101,6 +120,7 @@ class GrpoTrainer {
   policy::Policy* reference_;
   std::unique_ptr<State> state_;
   int64_t next_iteration_ = 0;
+  TrainerObserver* observer_ = nullptr;
 };
 
 }  // namespace spotlight::trainer

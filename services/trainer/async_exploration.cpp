@@ -1,0 +1,130 @@
+#include "services/trainer/async_exploration.hpp"
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "common/log/log.hpp"
+#include "common/rl/selection.hpp"
+#include "common/run/schedule.hpp"
+#include "common/wire/messages.hpp"
+
+namespace spotlight::trainer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+AsyncSeedSource::AsyncSeedSource(AsyncSeedOptions options, queue::LeaseQueue& queue)
+    : o_(std::move(options)), queue_(queue) {}
+
+SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task::Prompt>& prompts) {
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(o_.max_wait);
+  const size_t n = prompts.size();
+  std::vector<std::vector<std::optional<double>>> found(n, std::vector<std::optional<double>>(o_.candidates));
+  size_t missing = n * o_.candidates;
+  int malformed = 0;
+  // Poll the results until all are in or the deadline passes. Each poll reads only the missing.
+  while (true) {
+    for (size_t i = 0; i < n; ++i) {
+      for (int j = 0; j < o_.candidates; ++j) {
+        if (found[i][j]) continue;
+        const auto bytes = queue_.result(run::seed_task_id(iteration, static_cast<int>(i), j));
+        if (!bytes) continue;
+        try {
+          found[i][j] = wire::SeedResult::decode(*bytes).reward;
+          --missing;
+        } catch (const wire::WireError& e) {
+          ++malformed;
+          SPOTLIGHT_LOG(warn) << "ignoring a malformed result of iteration " << iteration << ": " << e.what();
+          found[i][j] = std::nullopt;
+        }
+      }
+    }
+    if (missing == 0 || Clock::now() >= deadline) break;
+    std::this_thread::sleep_for(o_.poll);  // polling interval of a condition wait with a deadline
+  }
+
+  SeedSelection out;
+  double variance_sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<double> rewards;
+    std::vector<uint64_t> seeds;
+    for (int j = 0; j < o_.candidates; ++j) {
+      if (!found[i][j]) continue;
+      rewards.push_back(*found[i][j]);
+      seeds.push_back(run::candidate_seed(o_.run_seed, iteration, static_cast<int>(i), j));
+    }
+    std::vector<uint64_t> chosen;
+    if (static_cast<int>(rewards.size()) >= o_.group_size) {
+      std::vector<double> chosen_rewards;
+      for (size_t index : rl::select_max_variance(rewards, o_.group_size)) {
+        chosen.push_back(seeds[index]);
+        chosen_rewards.push_back(rewards[index]);
+      }
+      variance_sum += rl::variance(chosen_rewards);
+    } else {
+      // Too little explored in time: plain Flow-GRPO seeds for this prompt.
+      ++out.fallback_prompts;
+      for (int j = 0; j < o_.group_size; ++j) {
+        chosen.push_back(run::candidate_seed(o_.run_seed, iteration, static_cast<int>(i), j));
+      }
+    }
+    out.seeds.push_back(std::move(chosen));
+    out.candidate_rewards.push_back(std::move(rewards));
+    out.candidate_seeds.push_back(std::move(seeds));
+  }
+  const size_t selected = n - out.fallback_prompts;
+  out.selected_variance = selected ? variance_sum / static_cast<double>(selected) : 0.0;
+  out.explore_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (missing > 0) {
+    SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": " << missing << " of " << n * o_.candidates
+                        << " explored seeds missing at the deadline; " << out.fallback_prompts
+                        << " prompts fell back to random seeds";
+  }
+  return out;
+}
+
+RunPublisher::RunPublisher(std::string run_id, store::WeightStore& weights, store::KeyValueStore& state,
+                           bus::Publisher* bus)
+    : run_id_(std::move(run_id)), keys_(run_id_), weights_(weights), state_(state), bus_(bus) {}
+
+void RunPublisher::weights_ready(int64_t version, policy::Policy& policy, const IterationReport* last) {
+  const auto manifest = weights_.publish(version, policy.weights_bytes());
+  if (last) {
+    nlohmann::json timing{{"iteration", last->iteration},
+                          {"iteration_seconds", last->iteration_seconds},
+                          {"explore_seconds", last->explore_seconds},
+                          {"rollout_seconds", last->rollout_seconds},
+                          {"train_seconds", last->train_seconds}};
+    state_.put(keys_.trainer_timing, timing.dump());
+  }
+  state_.put(keys_.trainer_iteration, std::to_string(version));
+  if (bus_) {
+    wire::WeightsNotice notice{version, manifest.checksum, keys_.prefix + ":weights", static_cast<int64_t>(manifest.bytes),
+                               manifest.published_unix_ms};
+    bus_->publish("weights", static_cast<uint64_t>(version) + 1, notice.encode());
+    wire::IterationEvent event{run_id_, version, last ? wire::IterationKind::kTrained : wire::IterationKind::kStarted,
+                               0, version};
+    bus_->publish("iteration", static_cast<uint64_t>(version) + 1, event.encode());
+  }
+  SPOTLIGHT_LOG(info) << "published weights v" << version << " (" << manifest.bytes << " bytes, "
+                      << manifest.algorithm << " " << manifest.checksum << ")";
+}
+
+void RunPublisher::finished(int64_t iterations) {
+  state_.put(keys_.trainer_iteration, std::to_string(iterations));
+  if (bus_) {
+    wire::IterationEvent event{run_id_, iterations, wire::IterationKind::kFinished, 0, iterations};
+    bus_->publish("iteration", static_cast<uint64_t>(iterations) + 2, event.encode());
+  }
+}
+
+}  // namespace spotlight::trainer

@@ -1,0 +1,59 @@
+#pragma once
+// The trainer's side of exploration.mode=async (DESIGN.md section 3):
+//  - AsyncSeedSource reads what the explorers found for an iteration from the lease queue's
+//    results, waiting up to a deadline, and selects the G of maximum variance per prompt;
+//    prompts with fewer than G explored seeds fall back to random seeds (counted).
+//  - RunPublisher publishes each checkpointed weights version to the weight store, then the
+//    trainer's iteration and timing to Redis, then notices on the bus (notices are never the
+//    only copy: planner and explorers read Redis).
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "common/bus/publisher.hpp"
+#include "common/queue/lease_queue.hpp"
+#include "common/run/run_config.hpp"
+#include "common/store/key_value_store.hpp"
+#include "common/store/weight_store.hpp"
+#include "services/trainer/grpo_trainer.hpp"
+#include "services/trainer/seed_source.hpp"
+
+namespace spotlight::trainer {
+
+struct AsyncSeedOptions {
+  int group_size = 8;
+  int candidates = 24;
+  uint64_t run_seed = 0;
+  std::chrono::duration<double> max_wait{60.0};
+  std::chrono::milliseconds poll{50};  // how often results are re-read while waiting
+};
+
+class AsyncSeedSource final : public SeedSource {
+ public:
+  AsyncSeedSource(AsyncSeedOptions options, queue::LeaseQueue& queue);
+  // Waits until every candidate of every prompt has a result or max_wait passes; the wait is
+  // reported as explore_seconds (the time exploration holds the trainer up).
+  SeedSelection select(int64_t iteration, const std::vector<task::Prompt>& prompts) override;
+
+ private:
+  AsyncSeedOptions o_;
+  queue::LeaseQueue& queue_;
+};
+
+class RunPublisher final : public TrainerObserver {
+ public:
+  RunPublisher(std::string run_id, store::WeightStore& weights, store::KeyValueStore& state,
+               bus::Publisher* bus);
+  void weights_ready(int64_t version, policy::Policy& policy, const IterationReport* last) override;
+  void finished(int64_t iterations) override;
+
+ private:
+  std::string run_id_;
+  run::RunKeys keys_;
+  store::WeightStore& weights_;
+  store::KeyValueStore& state_;
+  bus::Publisher* bus_;
+};
+
+}  // namespace spotlight::trainer
