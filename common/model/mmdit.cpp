@@ -1,9 +1,9 @@
 #include "common/model/mmdit.hpp"
 
-#include <torch/torch.h>
-
 #include <cmath>
 #include <stdexcept>
+
+#include <torch/torch.h>
 
 namespace spotlight::model {
 namespace F = torch::nn::functional;
@@ -34,8 +34,8 @@ torch::nn::LayerNorm plain_norm(int64_t hidden) {
 // Sinusoidal embedding of t in [0, 1] (scaled by 1000 as in DiT).
 at::Tensor timestep_embedding(const at::Tensor& t) {
   const int64_t half = kTimeFrequencies / 2;
-  auto freqs = torch::exp(-std::log(10000.0) *
-                          torch::arange(half, t.options().dtype(torch::kFloat)) / half);
+  auto freqs =
+      torch::exp(-std::log(10000.0) * torch::arange(half, t.options().dtype(torch::kFloat)) / half);
   auto args = (t.to(torch::kFloat) * 1000.0).unsqueeze(1) * freqs.unsqueeze(0);
   return torch::cat({torch::cos(args), torch::sin(args)}, 1).to(t.scalar_type());
 }
@@ -62,7 +62,7 @@ int64_t MMDiTOptions::macs_per_sample() const {
   const int64_t per_token = (4 + 2 * mlp_ratio_) * h * h;
   int64_t macs = depth_ * (l * per_token + 2 * l * l * h);
   macs += text_depth_ * (text_len_ * per_token + 2 * text_len_ * text_len_ * h);
-  macs += 2 * n * patch_dim() * h;  // patch embedding and final projection
+  macs += 2 * n * patch_dim() * h;       // patch embedding and final projection
   macs += (depth_ * 2 * 6 + 2) * h * h;  // modulation
   return macs;
 }
@@ -72,7 +72,8 @@ MMDiTOptions mmdit_preset(const std::string& name) {
   if (name == "tiny") return MMDiTOptions(128, 4, 4).text_depth(1);
   if (name == "small") return MMDiTOptions(256, 8, 8).text_depth(2);
   if (name == "base") return MMDiTOptions(512, 12, 8).text_depth(2);
-  throw std::invalid_argument("model: unknown preset '" + name + "' (known: micro, tiny, small, base)");
+  throw std::invalid_argument("model: unknown preset '" + name +
+                              "' (known: micro, tiny, small, base)");
 }
 
 at::Tensor softmax_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
@@ -101,8 +102,10 @@ std::pair<at::Tensor, at::Tensor> JointBlockImpl::forward(const at::Tensor& x, c
                                                           const AttentionFn& attention) {
   auto mx = image->modulation->forward(cond).chunk(6, 1);
   auto mc = text->modulation->forward(cond).chunk(6, 1);
-  auto qkv_x = split_heads(image->qkv->forward(modulate(image->norm1->forward(x), mx[0], mx[1])), heads);
-  auto qkv_c = split_heads(text->qkv->forward(modulate(text->norm1->forward(c), mc[0], mc[1])), heads);
+  auto qkv_x =
+      split_heads(image->qkv->forward(modulate(image->norm1->forward(x), mx[0], mx[1])), heads);
+  auto qkv_c =
+      split_heads(text->qkv->forward(modulate(text->norm1->forward(c), mc[0], mc[1])), heads);
   // Joint sequence: text tokens first, then image tokens.
   auto out = merge_heads(attention(torch::cat({qkv_c[0], qkv_x[0]}, 2),
                                    torch::cat({qkv_c[1], qkv_x[1]}, 2),
@@ -113,7 +116,8 @@ std::pair<at::Tensor, at::Tensor> JointBlockImpl::forward(const at::Tensor& x, c
 
   auto x1 = x + mx[2].unsqueeze(1) * image->proj->forward(out_x);
   auto c1 = c + mc[2].unsqueeze(1) * text->proj->forward(out_c);
-  auto mlp = [](StreamWeights& s, const at::Tensor& h, const at::Tensor& shift, const at::Tensor& scale) {
+  auto mlp = [](StreamWeights& s, const at::Tensor& h, const at::Tensor& shift,
+                const at::Tensor& scale) {
     return s->fc2->forward(F::gelu(s->fc1->forward(modulate(s->norm2->forward(h), shift, scale)),
                                    F::GELUFuncOptions().approximate("tanh")));
   };
@@ -152,7 +156,8 @@ MMDiTImpl::MMDiTImpl(MMDiTOptions options) : options_(options) {
   }
   text_encoder = register_module("text_encoder", TextEncoder(o));
   patch_embed = register_module("patch_embed", linear(o.patch_dim(), o.hidden()));
-  image_position = register_parameter("image_position", torch::randn({1, o.tokens(), o.hidden()}) * 0.02);
+  image_position =
+      register_parameter("image_position", torch::randn({1, o.tokens(), o.hidden()}) * 0.02);
   time_fc1 = register_module("time_fc1", linear(kTimeFrequencies, o.hidden()));
   time_fc2 = register_module("time_fc2", linear(o.hidden(), o.hidden()));
   pooled_fc = register_module("pooled_fc", linear(o.hidden(), o.hidden()));

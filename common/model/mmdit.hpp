@@ -6,6 +6,9 @@
 // timestep embedding plus the pooled text encoding. forward(x_t, t, tokens) predicts the
 // flow-matching velocity v = dx/dt with t = 1 noise and t = 0 image; output shape equals x_t's.
 
+#include <functional>
+#include <string>
+
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/embedding.h>
@@ -13,13 +16,11 @@
 #include <torch/nn/modules/normalization.h>
 #include <torch/nn/pimpl.h>
 
-#include <functional>
-#include <string>
-
 namespace spotlight::model {
 
 struct MMDiTOptions {
-  MMDiTOptions(int64_t hidden, int64_t depth, int64_t heads) : hidden_(hidden), depth_(depth), heads_(heads) {}
+  MMDiTOptions(int64_t hidden, int64_t depth, int64_t heads)
+      : hidden_(hidden), depth_(depth), heads_(heads) {}
   TORCH_ARG(int64_t, hidden);
   TORCH_ARG(int64_t, depth);
   TORCH_ARG(int64_t, heads);
@@ -43,7 +44,8 @@ MMDiTOptions mmdit_preset(const std::string& name);
 
 // Attention over [B, heads, L, head_dim] tensors. The default is exact softmax attention; the
 // sequence-parallel runtime substitutes an all-to-all wrapper around it.
-using AttentionFn = std::function<at::Tensor(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v)>;
+using AttentionFn =
+    std::function<at::Tensor(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v)>;
 at::Tensor softmax_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
 
 // One stream's half of a joint block: modulation, qkv, out-projection and MLP.
@@ -79,7 +81,8 @@ TORCH_MODULE(TextEncoder);
 struct MMDiTImpl : torch::nn::Module {
   explicit MMDiTImpl(MMDiTOptions options);
 
-  // x: [B, C, H, W] latents, t: [B] in [0, 1], tokens: [B, text_len] int64 -> velocity [B, C, H, W].
+  // x: [B, C, H, W] latents, t: [B] in [0, 1], tokens: [B, text_len] int64 -> velocity [B, C, H,
+  // W].
   at::Tensor forward(const at::Tensor& x, const at::Tensor& t, const at::Tensor& tokens);
   // Same, with the text encoding precomputed (encode_text) so sampling loops encode once.
   at::Tensor forward_encoded(const at::Tensor& x, const at::Tensor& t, const at::Tensor& text,

@@ -1,11 +1,11 @@
 #include "common/model/safetensors.hpp"
 
-#include <torch/torch.h>
-
 #include <cstring>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
 
 namespace spotlight::model {
 namespace {
@@ -46,7 +46,8 @@ std::string encode_safetensors(const TensorFile& file) {
   json.append((8 - json.size() % 8) % 8, ' ');  // align the data section to 8 bytes
   std::string out(8, '\0');
   const uint64_t length = json.size();
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((length >> (8 * i)) & 0xff);
+  for (int i = 0; i < 8; ++i)
+    out[i] = static_cast<char>((length >> (8 * i)) & 0xff);
   out += json;
   out.reserve(out.size() + offset);
   for (const auto& t : contiguous) {
@@ -56,10 +57,13 @@ std::string encode_safetensors(const TensorFile& file) {
 }
 
 TensorFile decode_safetensors(const std::string& bytes) {
-  if (bytes.size() < 8) throw CheckpointError("safetensors: file shorter than its 8-byte header length");
+  if (bytes.size() < 8)
+    throw CheckpointError("safetensors: file shorter than its 8-byte header length");
   uint64_t length = 0;
-  for (int i = 0; i < 8; ++i) length |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[i])) << (8 * i);
-  if (length > bytes.size() - 8) throw CheckpointError("safetensors: header length exceeds file size");
+  for (int i = 0; i < 8; ++i)
+    length |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[i])) << (8 * i);
+  if (length > bytes.size() - 8)
+    throw CheckpointError("safetensors: header length exceeds file size");
   Json header;
   try {
     header = Json::parse(bytes.substr(8, length));
@@ -72,7 +76,8 @@ TensorFile decode_safetensors(const std::string& bytes) {
   for (const auto& [name, entry] : header.items()) {
     try {
       if (name == "__metadata__") {
-        for (const auto& [k, v] : entry.items()) file.metadata[k] = v.get<std::string>();
+        for (const auto& [k, v] : entry.items())
+          file.metadata[k] = v.get<std::string>();
         continue;
       }
       const auto type_it = dtype_names().find(entry.at("dtype").get<std::string>());
@@ -119,8 +124,10 @@ TensorFile load_safetensors(const std::filesystem::path& path) {
 
 TensorFile module_state(const torch::nn::Module& module) {
   TensorFile file;
-  for (const auto& item : module.named_parameters(true)) file.tensors[item.key()] = item.value();
-  for (const auto& item : module.named_buffers(true)) file.tensors[item.key()] = item.value();
+  for (const auto& item : module.named_parameters(true))
+    file.tensors[item.key()] = item.value();
+  for (const auto& item : module.named_buffers(true))
+    file.tensors[item.key()] = item.value();
   return file;
 }
 
@@ -128,7 +135,8 @@ void load_module_state(torch::nn::Module& module, const TensorFile& file) {
   torch::NoGradGuard no_grad;
   auto copy = [&](const std::string& name, at::Tensor& target) {
     auto it = file.tensors.find(name);
-    if (it == file.tensors.end()) throw CheckpointError("checkpoint: tensor '" + name + "' missing");
+    if (it == file.tensors.end())
+      throw CheckpointError("checkpoint: tensor '" + name + "' missing");
     if (it->second.sizes() != target.sizes()) {
       std::ostringstream msg;
       msg << "checkpoint: tensor '" << name << "' has shape " << it->second.sizes()
@@ -137,8 +145,10 @@ void load_module_state(torch::nn::Module& module, const TensorFile& file) {
     }
     target.copy_(it->second);
   };
-  for (auto& item : module.named_parameters(true)) copy(item.key(), item.value());
-  for (auto& item : module.named_buffers(true)) copy(item.key(), item.value());
+  for (auto& item : module.named_parameters(true))
+    copy(item.key(), item.value());
+  for (auto& item : module.named_buffers(true))
+    copy(item.key(), item.value());
 }
 
 }  // namespace spotlight::model

@@ -3,12 +3,12 @@
 // {name: {dtype, shape, data_offsets}, "__metadata__": {string: string}}, raw little-endian
 // tensor bytes), so other tools (Python's safetensors, HF loaders) read them unchanged.
 
-#include <ATen/core/Tensor.h>
-
 #include <filesystem>
 #include <map>
 #include <stdexcept>
 #include <string>
+
+#include <ATen/core/Tensor.h>
 
 namespace torch::nn {
 class Module;
@@ -27,7 +27,8 @@ struct TensorFile {
 };
 
 std::string encode_safetensors(const TensorFile& file);
-TensorFile decode_safetensors(const std::string& bytes);  // throws CheckpointError naming the problem
+TensorFile decode_safetensors(
+    const std::string& bytes);  // throws CheckpointError naming the problem
 
 // Writes atomically (temporary file + rename): a crash never leaves a torn checkpoint.
 void save_safetensors(const std::filesystem::path& path, const TensorFile& file);

@@ -22,8 +22,7 @@ task::TaskOptions task_options_for(const model::MMDiTOptions& model, task::TaskO
 
 Policy::Policy(const PolicyOptions& options, const task::TaskOptions& task) : options_(options) {
   auto model_options = model::mmdit_preset(options.preset);
-  model_options.vocab_size(vocabulary_.size())
-      .text_len(task::Vocabulary::kMaxPromptTokens);
+  model_options.vocab_size(vocabulary_.size()).text_len(task::Vocabulary::kMaxPromptTokens);
   task_ = task_options_for(model_options, task);
   task_.validate();
   torch::manual_seed(options.init_seed);
@@ -32,7 +31,9 @@ Policy::Policy(const PolicyOptions& options, const task::TaskOptions& task) : op
 }
 
 at::TensorOptions Policy::tensor_options() const {
-  return at::TensorOptions().device(torch::Device(options_.device)).dtype(parse_dtype(options_.dtype));
+  return at::TensorOptions()
+      .device(torch::Device(options_.device))
+      .dtype(parse_dtype(options_.dtype));
 }
 
 at::Tensor Policy::tokens(const std::vector<task::Prompt>& prompts) const {
@@ -63,7 +64,8 @@ std::vector<task::Image> Policy::latents_to_images(const at::Tensor& latents) co
   auto raw = sampler::to_images(latents);
   std::vector<task::Image> images;
   images.reserve(raw.size());
-  for (auto& r : raw) images.push_back(task::Image{size, size, std::move(r)});
+  for (auto& r : raw)
+    images.push_back(task::Image{size, size, std::move(r)});
   return images;
 }
 

@@ -3,11 +3,11 @@
 // vocabulary and image format, on a configured device and dtype. It turns prompts into tokens
 // and latents into task images, and samples seeded batches in fixed-size chunks.
 
-#include <ATen/core/Tensor.h>
-
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <ATen/core/Tensor.h>
 
 #include "common/model/mmdit.hpp"
 #include "common/sampler/sampler.hpp"
@@ -19,10 +19,10 @@
 namespace spotlight::policy {
 
 struct PolicyOptions {
-  std::string preset = "tiny";     // model size preset (model::mmdit_preset)
-  std::string device = "cpu";      // "cpu", "cuda", "cuda:1", ...
-  std::string dtype = "float32";   // "float32" or "bfloat16"
-  uint64_t init_seed = 0;          // weights initialisation
+  std::string preset = "tiny";    // model size preset (model::mmdit_preset)
+  std::string device = "cpu";     // "cpu", "cuda", "cuda:1", ...
+  std::string dtype = "float32";  // "float32" or "bfloat16"
+  uint64_t init_seed = 0;         // weights initialisation
 };
 
 // Task options matching a model preset (image size).
@@ -45,7 +45,7 @@ class Policy {
   // function of the inputs alone, which keeps results bit-reproducible).
   std::vector<sampler::Trajectory> sample(const std::vector<task::Prompt>& prompts,
                                           const std::vector<uint64_t>& seeds,
-                                          const sampler::SamplerOptions& options, int chunk) ;
+                                          const sampler::SamplerOptions& options, int chunk);
 
   // Weights as safetensors bytes (what the weight store publishes) and back.
   std::string weights_bytes() const;

@@ -50,7 +50,8 @@ class WeightedReward final : public RewardFunction {
   }
   std::string name() const override {
     std::string n = "weighted(";
-    for (size_t i = 0; i < parts_.size(); ++i) n += (i ? "," : "") + parts_[i].second->name();
+    for (size_t i = 0; i < parts_.size(); ++i)
+      n += (i ? "," : "") + parts_[i].second->name();
     return n + ")";
   }
 

@@ -16,7 +16,8 @@ struct AdvantageOptions {
 };
 
 // rewards.size() must be a multiple of group_size; throws std::invalid_argument otherwise.
-std::vector<double> group_advantages(const std::vector<double>& rewards, const AdvantageOptions& options);
+std::vector<double> group_advantages(const std::vector<double>& rewards,
+                                     const AdvantageOptions& options);
 
 // Fraction of groups whose rewards are all equal (zero standard deviation).
 double zero_std_group_ratio(const std::vector<double>& rewards, int group_size);

@@ -14,12 +14,12 @@ struct GrpoLossOptions {
 };
 
 struct GrpoLossTerms {
-  at::Tensor loss;           // scalar, differentiable
-  at::Tensor policy_loss;    // scalar
-  at::Tensor kl;             // scalar (0 when beta == 0)
-  at::Tensor ratio;          // [B], detached
-  at::Tensor clipped;        // [B] bool: the clipped branch was active
-  int64_t active = 0;        // samples with non-zero advantage
+  at::Tensor loss;         // scalar, differentiable
+  at::Tensor policy_loss;  // scalar
+  at::Tensor kl;           // scalar (0 when beta == 0)
+  at::Tensor ratio;        // [B], detached
+  at::Tensor clipped;      // [B] bool: the clipped branch was active
+  int64_t active = 0;      // samples with non-zero advantage
 };
 
 // logp_new, logp_old, advantages: [B]. mean_new / mean_ref: [B, ...] SDE means under the policy

@@ -14,20 +14,23 @@ struct Moments {
   double mean = 0.0, std = 0.0;
 };
 
-Moments moments(std::vector<double>::const_iterator begin, std::vector<double>::const_iterator end) {
+Moments moments(std::vector<double>::const_iterator begin,
+                std::vector<double>::const_iterator end) {
   const auto n = static_cast<double>(end - begin);
   Moments m;
   if (n == 0) return m;
   m.mean = std::accumulate(begin, end, 0.0) / n;
   double sq = 0.0;
-  for (auto it = begin; it != end; ++it) sq += (*it - m.mean) * (*it - m.mean);
+  for (auto it = begin; it != end; ++it)
+    sq += (*it - m.mean) * (*it - m.mean);
   m.std = std::sqrt(sq / n);
   return m;
 }
 
 }  // namespace
 
-std::vector<double> group_advantages(const std::vector<double>& rewards, const AdvantageOptions& o) {
+std::vector<double> group_advantages(const std::vector<double>& rewards,
+                                     const AdvantageOptions& o) {
   if (o.group_size <= 0 || rewards.size() % static_cast<size_t>(o.group_size) != 0) {
     throw std::invalid_argument("advantages: reward count must be a multiple of the group size");
   }
@@ -40,7 +43,8 @@ std::vector<double> group_advantages(const std::vector<double>& rewards, const A
     for (int i = 0; i < o.group_size; ++i) {
       const double centred = rewards[g + i] - group.mean;
       // An all-equal group gives exactly 0, never a rounding residue.
-      out[g + i] = group.std == 0.0 ? 0.0 : std::clamp(centred / (std + o.epsilon), -o.clip, o.clip);
+      out[g + i] =
+          group.std == 0.0 ? 0.0 : std::clamp(centred / (std + o.epsilon), -o.clip, o.clip);
     }
   }
   return out;
@@ -66,7 +70,8 @@ std::vector<size_t> select_max_variance(const std::vector<double>& rewards, size
   if (g > n) throw std::invalid_argument("selection: cannot select more candidates than explored");
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rewards[a] < rewards[b]; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return rewards[a] < rewards[b]; });
   if (g == 0) return {};
   // prefix sums of sorted values and squares: the variance of k lowest + (g-k) highest is O(1).
   std::vector<double> sum(n + 1, 0.0), sq(n + 1, 0.0);
@@ -80,7 +85,8 @@ std::vector<size_t> select_max_variance(const std::vector<double>& rewards, size
   for (size_t k = 0; k <= g; ++k) {
     const double s = sum[k] + (sum[n] - sum[n - (g - k)]);
     const double q = sq[k] + (sq[n] - sq[n - (g - k)]);
-    const double var = q / static_cast<double>(g) - (s / static_cast<double>(g)) * (s / static_cast<double>(g));
+    const double var =
+        q / static_cast<double>(g) - (s / static_cast<double>(g)) * (s / static_cast<double>(g));
     if (var > best + 1e-12) {
       best = var;
       best_k = k;
@@ -109,7 +115,8 @@ std::optional<double> kendall_tau_b(const std::vector<double>& a, const std::vec
       }
     }
   }
-  const double denominator = std::sqrt((concordant + discordant + ties_a) * (concordant + discordant + ties_b));
+  const double denominator =
+      std::sqrt((concordant + discordant + ties_a) * (concordant + discordant + ties_b));
   if (denominator == 0) return std::nullopt;
   return (concordant - discordant) / denominator;
 }

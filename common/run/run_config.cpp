@@ -9,75 +9,116 @@ using config::Entry;
 const config::Schema& run_schema() {
   static const config::Schema schema{
       Entry::string("run.dir", "runs/default", "Run directory: checkpoints, metrics, summary."),
-      Entry::integer("run.seed", 0, "Run seed: prompts, candidate seeds and rollouts derive from it.").at_least(0),
+      Entry::integer("run.seed", 0,
+                     "Run seed: prompts, candidate seeds and rollouts derive from it.")
+          .at_least(0),
       Entry::integer("run.threads", 0, "Intra-op CPU threads (0: LibTorch's default).").at_least(0),
-      Entry::string("model.preset", "tiny", "Model size preset.").one_of({"micro", "tiny", "small", "base"}),
+      Entry::string("model.preset", "tiny", "Model size preset.")
+          .one_of({"micro", "tiny", "small", "base"}),
       Entry::string("model.device", "cpu", "Device of every tensor: cpu, cuda, cuda:N."),
-      Entry::string("model.dtype", "float32", "Parameter and activation dtype.").one_of({"float32", "bfloat16"}),
+      Entry::string("model.dtype", "float32", "Parameter and activation dtype.")
+          .one_of({"float32", "bfloat16"}),
       Entry::integer("model.init_seed", 0, "Seed of the weight initialisation.").at_least(0),
-      Entry::string("model.base", "", "Base checkpoint (safetensors) to start RL from; empty: fresh weights."),
-      Entry::real("task.held_out_fraction", 0.125, "Share of each category's prompts held out for validation.").range(0.01, 0.5),
+      Entry::string("model.base", "",
+                    "Base checkpoint (safetensors) to start RL from; empty: fresh weights."),
+      Entry::real("task.held_out_fraction", 0.125,
+                  "Share of each category's prompts held out for validation.")
+          .range(0.01, 0.5),
       Entry::double_list("task.category_weights", {1, 1, 1, 1, 1},
                          "Weights of single_object, two_object, counting, position, text prompts.")
-          .check("must have 5 non-negative weights, one positive", [](const config::Value& v) {
-            const auto& w = std::get<std::vector<double>>(v);
-            return w.size() == 5 && std::all_of(w.begin(), w.end(), [](double x) { return x >= 0; }) &&
-                   std::any_of(w.begin(), w.end(), [](double x) { return x > 0; });
-          }),
+          .check("must have 5 non-negative weights, one positive",
+                 [](const config::Value& v) {
+                   const auto& w = std::get<std::vector<double>>(v);
+                   return w.size() == 5 &&
+                          std::all_of(w.begin(), w.end(), [](double x) { return x >= 0; }) &&
+                          std::any_of(w.begin(), w.end(), [](double x) { return x > 0; });
+                 }),
       Entry::integer("pretrain.steps", 600, "Flow-matching steps.").range(1, 10000000),
       Entry::integer("pretrain.batch", 64, "Images per step.").range(1, 65536),
-      Entry::real("pretrain.lr", 1e-3, "Peak AdamW learning rate (warmup, then cosine).").positive(),
+      Entry::real("pretrain.lr", 1e-3, "Peak AdamW learning rate (warmup, then cosine).")
+          .positive(),
       Entry::integer("pretrain.warmup", 50, "Warmup steps.").at_least(0),
       Entry::integer("pretrain.seed", 1, "Data seed of pretraining.").at_least(0),
-      Entry::real("pretrain.max_seconds", 0, "Stop pretraining after this wall time (0: no limit).").at_least(0),
-      Entry::string("pretrain.output", "", "Where to write the base checkpoint (default: <run.dir>/base.safetensors)."),
+      Entry::real("pretrain.max_seconds", 0, "Stop pretraining after this wall time (0: no limit).")
+          .at_least(0),
+      Entry::string("pretrain.output", "",
+                    "Where to write the base checkpoint (default: <run.dir>/base.safetensors)."),
       Entry::integer("sampler.steps", 10, "SDE/ODE steps per sample.").range(2, 1000),
       Entry::real("sampler.noise_level", 0.7, "SDE noise level a.").range(0, 5),
       Entry::real("sampler.shift", 1.0, "Time-grid shift toward the noise end.").positive(),
-      Entry::string("exploration.mode", "sync", "Where seed exploration runs.").one_of({"none", "sync", "async"}),
-      Entry::integer("exploration.candidates", 24, "Candidate seeds explored per prompt (N).").range(1, 4096),
-      Entry::integer("exploration.steps", 0, "Sampler steps of exploration (0: sampler.steps).").range(0, 1000),
+      Entry::string("exploration.mode", "sync", "Where seed exploration runs.")
+          .one_of({"none", "sync", "async"}),
+      Entry::integer("exploration.candidates", 24, "Candidate seeds explored per prompt (N).")
+          .range(1, 4096),
+      Entry::integer("exploration.steps", 0, "Sampler steps of exploration (0: sampler.steps).")
+          .range(0, 1000),
       Entry::integer("trainer.iterations", 30, "GRPO iterations.").range(1, 10000000),
       Entry::integer("trainer.prompts_per_iteration", 8, "Prompts per iteration.").range(1, 65536),
       Entry::integer("trainer.group_size", 8, "Samples per prompt group (G).").range(2, 4096),
       Entry::real("trainer.lr", 3e-5, "AdamW learning rate.").positive(),
       Entry::real("trainer.weight_decay", 0.0, "AdamW weight decay.").at_least(0),
       Entry::real("trainer.grad_clip", 1.0, "Gradient-norm clip (0: off).").at_least(0),
-      Entry::integer("trainer.micro_batch", 16, "Samples per forward/backward and rollout chunk.").range(1, 65536),
-      Entry::integer("trainer.micro_batches_per_update", 2, "Micro-batches per optimizer step.").range(1, 65536),
-      Entry::integer("trainer.inner_epochs", 1, "Passes over each iteration's samples.").range(1, 100),
+      Entry::integer("trainer.micro_batch", 16, "Samples per forward/backward and rollout chunk.")
+          .range(1, 65536),
+      Entry::integer("trainer.micro_batches_per_update", 2, "Micro-batches per optimizer step.")
+          .range(1, 65536),
+      Entry::integer("trainer.inner_epochs", 1, "Passes over each iteration's samples.")
+          .range(1, 100),
       Entry::integer("trainer.train_step_begin", 0, "First trained SDE step.").at_least(0),
-      Entry::integer("trainer.train_step_end", -1, "End of trained steps (<= 0 counts from the last; -1: all but the last).").range(-1000, 1000),
+      Entry::integer("trainer.train_step_end", -1,
+                     "End of trained steps (<= 0 counts from the last; -1: all but the last).")
+          .range(-1000, 1000),
       Entry::real("trainer.clip_range", 1e-4, "PPO ratio clip epsilon.").positive(),
       Entry::real("trainer.kl_beta", 0.0, "KL weight to the frozen base (0: off).").at_least(0),
-      Entry::boolean("trainer.global_std", false, "Normalise advantages by the batch std instead of the group's."),
+      Entry::boolean("trainer.global_std", false,
+                     "Normalise advantages by the batch std instead of the group's."),
       Entry::real("trainer.advantage_clip", 5.0, "Advantage clip.").positive(),
-      Entry::integer("validation.every", 5, "Validate every this many iterations.").range(1, 1000000),
+      Entry::integer("validation.every", 5, "Validate every this many iterations.")
+          .range(1, 1000000),
       Entry::integer("validation.prompts", 64, "Held-out validation prompts.").range(1, 100000),
       Entry::integer("validation.steps", 10, "ODE steps of validation sampling.").range(2, 1000),
-      Entry::integer("audit.every", 5, "Staleness audit every this many iterations (0: off).").at_least(0),
-      Entry::integer("audit.prompts", 4, "Prompts re-scored by the staleness audit.").range(1, 4096),
-      Entry::string("run.id", "default", "Run id: every Redis key of the run is under spotlight:<run.id>.").non_empty(),
-      Entry::string("redis.host", "127.0.0.1", "Redis host (password: env SPOTLIGHT_REDIS_PASSWORD)."),
+      Entry::integer("audit.every", 5, "Staleness audit every this many iterations (0: off).")
+          .at_least(0),
+      Entry::integer("audit.prompts", 4, "Prompts re-scored by the staleness audit.")
+          .range(1, 4096),
+      Entry::string("run.id", "default",
+                    "Run id: every Redis key of the run is under spotlight:<run.id>.")
+          .non_empty(),
+      Entry::string("redis.host", "127.0.0.1",
+                    "Redis host (password: env SPOTLIGHT_REDIS_PASSWORD)."),
       Entry::integer("redis.port", 6379, "Redis port.").range(1, 65535),
       Entry::integer("redis.db", 0, "Redis database number.").range(0, 1024),
-      Entry::integer("redis.command_timeout_ms", 5000, "Timeout of one Redis command.").range(1, 3600000),
-      Entry::string("bus.trainer_endpoint", "tcp://127.0.0.1:5560", "ZeroMQ PUB endpoint the trainer binds (weights, iteration notices)."),
+      Entry::integer("redis.command_timeout_ms", 5000, "Timeout of one Redis command.")
+          .range(1, 3600000),
+      Entry::string("bus.trainer_endpoint", "tcp://127.0.0.1:5560",
+                    "ZeroMQ PUB endpoint the trainer binds (weights, iteration notices)."),
       Entry::string("reward.endpoint", "", "Reward service endpoint; empty: score in-process."),
-      Entry::integer("reward.timeout_ms", 10000, "Per-attempt timeout of a reward request.").range(1, 3600000),
+      Entry::integer("reward.timeout_ms", 10000, "Per-attempt timeout of a reward request.")
+          .range(1, 3600000),
       Entry::integer("reward.retries", 3, "Attempts of a reward request.").range(1, 100),
-      Entry::real("exploration.max_wait_seconds", 60, "async: longest the trainer waits for an iteration's explored seeds.").at_least(0),
-      Entry::integer("exploration.lease_timeout_ms", 30000, "A seed task's lease expires after this idle time.").range(10, 86400000),
-      Entry::integer("exploration.max_deliveries", 5, "Deliveries before a seed task is dead-lettered.").range(1, 1000),
+      Entry::real("exploration.max_wait_seconds", 60,
+                  "async: longest the trainer waits for an iteration's explored seeds.")
+          .at_least(0),
+      Entry::integer("exploration.lease_timeout_ms", 30000,
+                     "A seed task's lease expires after this idle time.")
+          .range(10, 86400000),
+      Entry::integer("exploration.max_deliveries", 5,
+                     "Deliveries before a seed task is dead-lettered.")
+          .range(1, 1000),
       Entry::string("explorer.id", "", "Explorer id (consumer name); empty: <hostname>-<pid>."),
       Entry::integer("explorer.batch", 8, "Seed tasks leased and sampled together.").range(1, 4096),
-      Entry::integer("explorer.max_staleness", 1, "Weights may be this many versions older than a task asks for.").range(0, 1000),
+      Entry::integer("explorer.max_staleness", 1,
+                     "Weights may be this many versions older than a task asks for.")
+          .range(0, 1000),
       Entry::integer("explorer.heartbeat_ms", 1000, "Heartbeat period.").range(10, 600000),
-      Entry::real("explorer.grace_seconds", 30, "After a preemption notice (SIGTERM), exit within this time.").positive(),
-      Entry::integer("planner.lookahead", 1, "Iterations explored ahead of the trainer.").range(1, 100),
+      Entry::real("explorer.grace_seconds", 30,
+                  "After a preemption notice (SIGTERM), exit within this time.")
+          .positive(),
+      Entry::integer("planner.lookahead", 1, "Iterations explored ahead of the trainer.")
+          .range(1, 100),
       Entry::integer("planner.poll_ms", 100, "Planner loop period.").range(1, 600000),
-      Entry::string("metrics.bind", "", "Prometheus exposer address (host:port, port 0: any); empty: off.")
-  };
+      Entry::string("metrics.bind", "",
+                    "Prometheus exposer address (host:port, port 0: any); empty: off.")};
   return schema;
 }
 

@@ -39,7 +39,8 @@ struct RunKeys {
   std::string trainer_iteration = "trainer:iteration";  // iteration the trainer works on (integer)
   std::string trainer_timing = "trainer:timing";        // JSON time split of the last iteration
   std::string planner_state = "planner:enqueued";       // highest iteration enqueued (integer)
-  std::string explorer_heartbeat(const std::string& explorer_id) const;  // "explorer:<id>:heartbeat"
+  std::string explorer_heartbeat(
+      const std::string& explorer_id) const;  // "explorer:<id>:heartbeat"
 };
 
 queue::LeaseQueueOptions explore_queue_options(const config::Config& config);

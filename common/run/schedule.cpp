@@ -6,12 +6,12 @@
 
 namespace spotlight::run {
 
-std::vector<task::Prompt> iteration_prompts(const task::PromptGenerator& generator, uint64_t run_seed,
-                                            int64_t iteration, int count) {
+std::vector<task::Prompt> iteration_prompts(const task::PromptGenerator& generator,
+                                            uint64_t run_seed, int64_t iteration, int count) {
   std::vector<task::Prompt> prompts;
   for (int i = 0; i < count; ++i) {
-    prompts.push_back(generator.sample(
-        seeds::derive(run_seed, {seeds::kPrompt, static_cast<uint64_t>(iteration), static_cast<uint64_t>(i)})));
+    prompts.push_back(generator.sample(seeds::derive(
+        run_seed, {seeds::kPrompt, static_cast<uint64_t>(iteration), static_cast<uint64_t>(i)})));
   }
   return prompts;
 }
@@ -22,7 +22,8 @@ uint64_t candidate_seed(uint64_t run_seed, int64_t iteration, int prompt, int ca
 }
 
 std::string seed_task_id(int64_t iteration, int prompt, int candidate) {
-  return "i" + std::to_string(iteration) + "/p" + std::to_string(prompt) + "/c" + std::to_string(candidate);
+  return "i" + std::to_string(iteration) + "/p" + std::to_string(prompt) + "/c" +
+         std::to_string(candidate);
 }
 
 std::optional<SeedTaskId> parse_seed_task_id(const std::string& id) {

@@ -13,8 +13,8 @@
 
 namespace spotlight::run {
 
-std::vector<task::Prompt> iteration_prompts(const task::PromptGenerator& generator, uint64_t run_seed,
-                                            int64_t iteration, int count);
+std::vector<task::Prompt> iteration_prompts(const task::PromptGenerator& generator,
+                                            uint64_t run_seed, int64_t iteration, int count);
 
 // Candidate j of prompt i in iteration k. Candidates 0..G-1 are also the random seeds of
 // exploration.mode=none, so the modes compare on the same seeds.

@@ -1,10 +1,10 @@
 #include "common/sampler/flow_step.hpp"
 
-#include <ATen/ATen.h>
-
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
+
+#include <ATen/ATen.h>
 
 namespace spotlight::sampler {
 
@@ -40,7 +40,8 @@ at::Tensor sde_mean(const at::Tensor& x, const at::Tensor& v, const SdeCoefficie
   return x * c.x_scale + v * c.v_scale;
 }
 
-at::Tensor sde_log_prob(const at::Tensor& x_next, const at::Tensor& mean, const SdeCoefficients& c) {
+at::Tensor sde_log_prob(const at::Tensor& x_next, const at::Tensor& mean,
+                        const SdeCoefficients& c) {
   const double variance = c.step_std * c.step_std;
   const double constant = -std::log(c.step_std) - 0.5 * std::log(2.0 * std::numbers::pi);
   auto lp = -(x_next - mean).pow(2) / (2.0 * variance) + constant;

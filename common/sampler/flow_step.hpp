@@ -11,9 +11,9 @@
 //
 // With a = 0 the SDE step is the ODE step exactly.
 
-#include <ATen/core/Tensor.h>
-
 #include <vector>
+
+#include <ATen/core/Tensor.h>
 
 namespace spotlight::sampler {
 
@@ -22,10 +22,10 @@ namespace spotlight::sampler {
 std::vector<double> time_grid(int steps, double shift = 1.0);
 
 struct SdeCoefficients {
-  double std_dev;      // s
-  double step_std;     // s*sqrt(-dt), the standard deviation of x' given x
-  double x_scale;      // 1 + s^2*dt/(2t)
-  double v_scale;      // (1 + s^2*(1-t)/(2t))*dt
+  double std_dev;   // s
+  double step_std;  // s*sqrt(-dt), the standard deviation of x' given x
+  double x_scale;   // 1 + s^2*dt/(2t)
+  double v_scale;   // (1 + s^2*(1-t)/(2t))*dt
 };
 
 // `t_after_one` is the grid point used in place of t = 1 in s's denominator (the grid's t_1).

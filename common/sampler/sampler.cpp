@@ -7,7 +7,9 @@
 
 namespace spotlight::sampler {
 
-at::Tensor Trajectory::final() const { return latents.select(1, latents.size(1) - 1); }
+at::Tensor Trajectory::final() const {
+  return latents.select(1, latents.size(1) - 1);
+}
 
 at::Tensor initial_latents(const model::MMDiTOptions& m, const std::vector<uint64_t>& seeds,
                            const at::TensorOptions& options) {
@@ -21,7 +23,8 @@ Trajectory sample(model::MMDiT& model, const at::Tensor& tokens, const std::vect
   const auto tensor_options = tokens.options().dtype(model->patch_embed->weight.scalar_type());
   const auto grid = time_grid(options.steps, options.shift);
   const int start = resume ? resume->step : 0;
-  at::Tensor x = resume ? resume->latent.to(tensor_options) : initial_latents(m, seeds, tensor_options);
+  at::Tensor x =
+      resume ? resume->latent.to(tensor_options) : initial_latents(m, seeds, tensor_options);
   const auto batch = static_cast<int64_t>(seeds.size());
   const std::vector<int64_t> sample_shape{m.channels(), m.image_size(), m.image_size()};
 
@@ -35,7 +38,8 @@ Trajectory sample(model::MMDiT& model, const at::Tensor& tokens, const std::vect
     if (options.sde && options.noise_level > 0.0) {
       const auto c = sde_coefficients(t, t_next, options.noise_level, grid[1]);
       auto mean = sde_mean(x, v, c);
-      auto eps = kernels::seeded_normal(seeds, static_cast<uint64_t>(k) + 1, sample_shape, tensor_options);
+      auto eps =
+          kernels::seeded_normal(seeds, static_cast<uint64_t>(k) + 1, sample_shape, tensor_options);
       auto next = mean + eps * c.step_std;
       log_probs.push_back(sde_log_prob(next, mean, c));
       x = next;
@@ -58,7 +62,8 @@ std::vector<std::vector<float>> to_images(const at::Tensor& latents) {
   std::vector<std::vector<float>> images(hwc.size(0));
   const int64_t per = hwc.numel() / std::max<int64_t>(1, hwc.size(0));
   const float* data = hwc.data_ptr<float>();
-  for (int64_t b = 0; b < hwc.size(0); ++b) images[b].assign(data + b * per, data + (b + 1) * per);
+  for (int64_t b = 0; b < hwc.size(0); ++b)
+    images[b].assign(data + b * per, data + (b + 1) * per);
   return images;
 }
 

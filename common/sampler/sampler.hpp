@@ -5,11 +5,11 @@
 // same weights + same steps => the same trajectory bit for bit, whatever else is in the batch
 // only when the batch composition is the same (BLAS results may depend on batch size).
 
-#include <ATen/core/Tensor.h>
-
 #include <cstdint>
 #include <optional>
 #include <vector>
+
+#include <ATen/core/Tensor.h>
 
 #include "common/model/mmdit.hpp"
 
@@ -37,7 +37,8 @@ struct ResumePoint {
 
 // Runs the sampler under NoGradGuard. `tokens` is [B, text_len] on the model's device.
 Trajectory sample(model::MMDiT& model, const at::Tensor& tokens, const std::vector<uint64_t>& seeds,
-                  const SamplerOptions& options, const std::optional<ResumePoint>& resume = std::nullopt);
+                  const SamplerOptions& options,
+                  const std::optional<ResumePoint>& resume = std::nullopt);
 
 // Initial latents of the given seeds: [B, C, H, W].
 at::Tensor initial_latents(const model::MMDiTOptions& model, const std::vector<uint64_t>& seeds,

@@ -19,7 +19,8 @@ constexpr uint64_t mix(uint64_t x) {
 
 constexpr uint64_t derive(uint64_t root, std::initializer_list<uint64_t> path) {
   uint64_t h = mix(root);
-  for (uint64_t p : path) h = mix(h ^ mix(p + 0x632BE59BD9B4E019ull));
+  for (uint64_t p : path)
+    h = mix(h ^ mix(p + 0x632BE59BD9B4E019ull));
   return h;
 }
 

@@ -2,11 +2,11 @@
 // Seeded noise tensors for a batch of samples: row b is stream (seeds[b], step) laid out over the
 // sample's elements in row-major order. Computed on the CPU and moved to `options`' device.
 
-#include <ATen/core/Tensor.h>
-#include <c10/core/TensorOptions.h>
-
 #include <cstdint>
 #include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/TensorOptions.h>
 
 namespace spotlight::kernels {
 

@@ -1,7 +1,7 @@
-#include "kernels/philox/philox.hpp"
-
 #include <cmath>
 #include <numbers>
+
+#include "kernels/philox/philox.hpp"
 
 namespace spotlight::kernels {
 namespace {
@@ -18,7 +18,9 @@ inline void mulhilo(uint32_t a, uint32_t b, uint32_t& hi, uint32_t& lo) {
 }
 
 // Uniform in the open interval (0, 1): never 0, so log() is finite.
-inline double to_open_unit(uint32_t x) { return (static_cast<double>(x) + 0.5) * 0x1p-32; }
+inline double to_open_unit(uint32_t x) {
+  return (static_cast<double>(x) + 0.5) * 0x1p-32;
+}
 
 }  // namespace
 
@@ -41,10 +43,10 @@ void philox_normal_cpu(uint64_t seed, uint64_t step, int64_t offset, int64_t n, 
   int64_t e = offset;
   while (e < end) {
     const auto block = static_cast<uint64_t>(e / 4);
-    const PhiloxBlock r = philox4x32_10(
-        PhiloxBlock{{static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
-                     static_cast<uint32_t>(step), static_cast<uint32_t>(step >> 32)}},
-        k0, k1);
+    const PhiloxBlock r =
+        philox4x32_10(PhiloxBlock{{static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
+                                   static_cast<uint32_t>(step), static_cast<uint32_t>(step >> 32)}},
+                      k0, k1);
     double z[4];
     for (int pair = 0; pair < 2; ++pair) {
       const double radius = std::sqrt(-2.0 * std::log(to_open_unit(r.v[2 * pair])));

@@ -1,23 +1,23 @@
 #include "services/trainer/app.hpp"
 
-#include <torch/torch.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <numeric>
-#include <nlohmann/json.hpp>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
 
 #include "common/log/log.hpp"
 #include "common/model/safetensors.hpp"
-#include "common/reward/reward_function.hpp"
-#include "common/task/generator.hpp"
 #include "common/queue/redis_lease_queue.hpp"
+#include "common/reward/reward_function.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_weight_store.hpp"
+#include "common/task/generator.hpp"
 #include "services/trainer/async_exploration.hpp"
 #include "services/trainer/trainer_config.hpp"
 
@@ -48,7 +48,8 @@ std::string format_validation(const ValidationReport& v) {
   s << std::fixed << std::setprecision(3) << "val geneval " << v.geneval_score << " reward "
     << v.mean_reward << " (";
   for (size_t i = 0; i < v.per_category.size(); ++i) {
-    s << (i ? " " : "") << v.per_category[i].first << " " << std::setprecision(2) << v.per_category[i].second;
+    s << (i ? " " : "") << v.per_category[i].first << " " << std::setprecision(2)
+      << v.per_category[i].second;
   }
   s << ")";
   return s.str();
@@ -63,8 +64,9 @@ int run_pretrain(const config::Config& c) {
   SPOTLIGHT_LOG(info) << "pretraining preset " << c.get_string("model.preset") << " for "
                       << options.steps << " steps of " << options.batch << " images";
   const auto report = pretrain(policy, options, [](const PretrainProgress& p) {
-    SPOTLIGHT_LOG(info) << "pretrain step " << p.step << " loss " << std::fixed << std::setprecision(4)
-                        << p.loss << " " << std::setprecision(1) << p.seconds << " s";
+    SPOTLIGHT_LOG(info) << "pretrain step " << p.step << " loss " << std::fixed
+                        << std::setprecision(4) << p.loss << " " << std::setprecision(1)
+                        << p.seconds << " s";
   });
   const auto out = base_output(c);
   fs::create_directories(out.parent_path().empty() ? "." : out.parent_path());
@@ -130,7 +132,8 @@ int run_train(const config::Config& c) {
     const run::RunKeys keys(c.get_string("run.id"));
     const auto redis = run::redis_options(c);
     queue = std::make_unique<queue::RedisLeaseQueue>(redis, run::explore_queue_options(c));
-    weight_store = std::make_unique<store::RedisWeightStore>(redis, store::WeightStoreOptions{keys.prefix});
+    weight_store =
+        std::make_unique<store::RedisWeightStore>(redis, store::WeightStoreOptions{keys.prefix});
     state = std::make_unique<store::RedisKeyValueStore>(redis, keys.prefix);
     if (const auto& endpoint = c.get_string("bus.trainer_endpoint"); !endpoint.empty()) {
       bus = std::make_unique<bus::Publisher>();
@@ -142,7 +145,8 @@ int run_train(const config::Config& c) {
     async.run_seed = options.seed;
     async.max_wait = std::chrono::duration<double>(c.get_double("exploration.max_wait_seconds"));
     seeds = std::make_unique<AsyncSeedSource>(async, *queue);
-    publisher = std::make_unique<RunPublisher>(c.get_string("run.id"), *weight_store, *state, bus.get());
+    publisher =
+        std::make_unique<RunPublisher>(c.get_string("run.id"), *weight_store, *state, bus.get());
   }
   GrpoTrainer trainer(options, policy, *reward, std::move(seeds), reference.get());
   trainer.set_observer(publisher.get());
@@ -167,11 +171,12 @@ int run_train(const config::Config& c) {
     ++iterations_run;
     if (r.kendall_tau) taus.push_back(*r.kendall_tau);
     std::ostringstream line;
-    line << std::fixed << std::setprecision(3) << "iter " << r.iteration + 1 << "/" << options.iterations
-         << " reward " << r.reward_mean << " zero-std " << std::setprecision(2) << r.zero_std_ratio
-         << " sel-var " << std::setprecision(4) << r.selected_variance << std::setprecision(1) << " | "
-         << r.iteration_seconds << " s (explore " << r.explore_seconds << ", rollout " << r.rollout_seconds
-         << ", train " << r.train_seconds << ")";
+    line << std::fixed << std::setprecision(3) << "iter " << r.iteration + 1 << "/"
+         << options.iterations << " reward " << r.reward_mean << " zero-std "
+         << std::setprecision(2) << r.zero_std_ratio << " sel-var " << std::setprecision(4)
+         << r.selected_variance << std::setprecision(1) << " | " << r.iteration_seconds
+         << " s (explore " << r.explore_seconds << ", rollout " << r.rollout_seconds << ", train "
+         << r.train_seconds << ")";
     if (r.kendall_tau) line << " tau " << std::setprecision(2) << *r.kendall_tau;
     if (r.validation) {
       last_validation = r.validation;
@@ -179,7 +184,9 @@ int run_train(const config::Config& c) {
     }
     SPOTLIGHT_LOG(info) << line.str();
   });
-  Json summary{{"mode", options.mode}, {"seed", options.seed}, {"iterations", options.iterations},
+  Json summary{{"mode", options.mode},
+               {"seed", options.seed},
+               {"iterations", options.iterations},
                {"train_wall_seconds", last_wall}};
   if (first_validation) summary["base_geneval_score"] = first_validation->geneval_score;
   if (last_validation) summary["final_geneval_score"] = last_validation->geneval_score;
@@ -193,18 +200,23 @@ int run_train(const config::Config& c) {
   }
   if (queue) {
     const auto q = queue->stats();
-    summary["queue"] = {{"results", q.results},           {"waiting", q.waiting},
-                        {"leased", q.leased},             {"dead_letters", q.dead_letters},
-                        {"enqueued_total", q.enqueued_total}, {"acked_total", q.acked_total},
+    summary["queue"] = {{"results", q.results},
+                        {"waiting", q.waiting},
+                        {"leased", q.leased},
+                        {"dead_letters", q.dead_letters},
+                        {"enqueued_total", q.enqueued_total},
+                        {"acked_total", q.acked_total},
                         {"reclaimed_total", q.reclaimed_total},
                         {"duplicate_results_total", q.duplicate_results_total}};
   }
   std::ofstream(options.run_dir / "summary.json") << summary.dump(2) << "\n";
   if (first_validation && last_validation) {
     SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(3) << "done: validation geneval "
-                        << first_validation->geneval_score << " -> " << last_validation->geneval_score
-                        << " (" << std::showpos << last_validation->geneval_score - first_validation->geneval_score
-                        << std::noshowpos << ") in " << std::setprecision(1) << last_wall << " s of training";
+                        << first_validation->geneval_score << " -> "
+                        << last_validation->geneval_score << " (" << std::showpos
+                        << last_validation->geneval_score - first_validation->geneval_score
+                        << std::noshowpos << ") in " << std::setprecision(1) << last_wall
+                        << " s of training";
   }
   return 0;
 }
@@ -226,7 +238,9 @@ int run_bench(const config::Config& c) {
   apply_threads(c);
   using Clock = std::chrono::steady_clock;
   torch::NoGradGuard no_grad;
-  auto seconds = [](Clock::time_point s) { return std::chrono::duration<double>(Clock::now() - s).count(); };
+  auto seconds = [](Clock::time_point s) {
+    return std::chrono::duration<double>(Clock::now() - s).count();
+  };
   // Reference: this machine's sgemm, measured in the same run.
   const int64_t n = 1024;
   auto a = torch::randn({n, n}), b = torch::randn({n, n});
@@ -246,7 +260,8 @@ int run_bench(const config::Config& c) {
   const int64_t batch = 64;
   std::vector<task::Prompt> prompts = task::validation_prompts(policy.task_options(), batch);
   auto tokens = policy.tokens(prompts);
-  auto x = torch::randn({batch, m.channels(), m.image_size(), m.image_size()}, policy.tensor_options());
+  auto x =
+      torch::randn({batch, m.channels(), m.image_size(), m.image_size()}, policy.tensor_options());
   auto t = torch::full({batch}, 0.5, policy.tensor_options());
   model->forward(x, t, tokens);
   reps = 0;
@@ -290,7 +305,8 @@ int run_subcommand(const std::string& subcommand, const config::Config& c) {
   if (subcommand == "train") return run_train(c);
   if (subcommand == "eval") return run_eval(c);
   if (subcommand == "bench") return run_bench(c);
-  std::cerr << "usage: spotlight-trainer pretrain|train|eval|bench [--config FILE] [--set key=value]...\n";
+  std::cerr << "usage: spotlight-trainer pretrain|train|eval|bench [--config FILE] [--set "
+               "key=value]...\n";
   return 2;
 }
 

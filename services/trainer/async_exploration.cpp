@@ -1,7 +1,8 @@
 #include "services/trainer/async_exploration.hpp"
 
-#include <nlohmann/json.hpp>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "common/log/log.hpp"
 #include "common/rl/selection.hpp"
@@ -28,7 +29,8 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(o_.max_wait);
   const size_t n = prompts.size();
-  std::vector<std::vector<std::optional<double>>> found(n, std::vector<std::optional<double>>(o_.candidates));
+  std::vector<std::vector<std::optional<double>>> found(
+      n, std::vector<std::optional<double>>(o_.candidates));
   size_t missing = n * o_.candidates;
   int malformed = 0;
   // Poll the results until all are in or the deadline passes. Each poll reads only the missing.
@@ -43,7 +45,8 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
           --missing;
         } catch (const wire::WireError& e) {
           ++malformed;
-          SPOTLIGHT_LOG(warn) << "ignoring a malformed result of iteration " << iteration << ": " << e.what();
+          SPOTLIGHT_LOG(warn) << "ignoring a malformed result of iteration " << iteration << ": "
+                              << e.what();
           found[i][j] = std::nullopt;
         }
       }
@@ -85,18 +88,19 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   out.selected_variance = selected ? variance_sum / static_cast<double>(selected) : 0.0;
   out.explore_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (missing > 0) {
-    SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": " << missing << " of " << n * o_.candidates
-                        << " explored seeds missing at the deadline; " << out.fallback_prompts
-                        << " prompts fell back to random seeds";
+    SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": " << missing << " of "
+                        << n * o_.candidates << " explored seeds missing at the deadline; "
+                        << out.fallback_prompts << " prompts fell back to random seeds";
   }
   return out;
 }
 
-RunPublisher::RunPublisher(std::string run_id, store::WeightStore& weights, store::KeyValueStore& state,
-                           bus::Publisher* bus)
+RunPublisher::RunPublisher(std::string run_id, store::WeightStore& weights,
+                           store::KeyValueStore& state, bus::Publisher* bus)
     : run_id_(std::move(run_id)), keys_(run_id_), weights_(weights), state_(state), bus_(bus) {}
 
-void RunPublisher::weights_ready(int64_t version, policy::Policy& policy, const IterationReport* last) {
+void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
+                                 const IterationReport* last) {
   const auto manifest = weights_.publish(version, policy.weights_bytes());
   if (last) {
     nlohmann::json timing{{"iteration", last->iteration},
@@ -108,10 +112,11 @@ void RunPublisher::weights_ready(int64_t version, policy::Policy& policy, const 
   }
   state_.put(keys_.trainer_iteration, std::to_string(version));
   if (bus_) {
-    wire::WeightsNotice notice{version, manifest.checksum, keys_.prefix + ":weights", static_cast<int64_t>(manifest.bytes),
-                               manifest.published_unix_ms};
+    wire::WeightsNotice notice{version, manifest.checksum, keys_.prefix + ":weights",
+                               static_cast<int64_t>(manifest.bytes), manifest.published_unix_ms};
     bus_->publish("weights", static_cast<uint64_t>(version) + 1, notice.encode());
-    wire::IterationEvent event{run_id_, version, last ? wire::IterationKind::kTrained : wire::IterationKind::kStarted,
+    wire::IterationEvent event{run_id_, version,
+                               last ? wire::IterationKind::kTrained : wire::IterationKind::kStarted,
                                0, version};
     bus_->publish("iteration", static_cast<uint64_t>(version) + 1, event.encode());
   }

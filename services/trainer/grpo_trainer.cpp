@@ -1,13 +1,13 @@
 #include "services/trainer/grpo_trainer.hpp"
 
-#include <torch/torch.h>
-
 #include <chrono>
 #include <cmath>
 #include <fstream>
-#include <nlohmann/json.hpp>
 #include <numeric>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
 
 #include "common/model/safetensors.hpp"
 #include "common/rl/kendall.hpp"
@@ -29,8 +29,10 @@ double seconds_since(Clock::time_point start) {
 }
 
 Json to_json(const ValidationReport& v) {
-  Json j{{"geneval_score", v.geneval_score}, {"mean_reward", v.mean_reward}, {"seconds", v.seconds}};
-  for (const auto& [name, score] : v.per_category) j["per_category"][name] = score;
+  Json j{
+      {"geneval_score", v.geneval_score}, {"mean_reward", v.mean_reward}, {"seconds", v.seconds}};
+  for (const auto& [name, score] : v.per_category)
+    j["per_category"][name] = score;
   return j;
 }
 
@@ -72,8 +74,9 @@ struct GrpoTrainer::State {
   double wall_seconds = 0.0;  // training wall time of completed iterations (validation excluded)
 };
 
-GrpoTrainer::GrpoTrainer(GrpoOptions options, policy::Policy& policy, reward::RewardFunction& reward,
-                         std::unique_ptr<SeedSource> seeds, policy::Policy* reference)
+GrpoTrainer::GrpoTrainer(GrpoOptions options, policy::Policy& policy,
+                         reward::RewardFunction& reward, std::unique_ptr<SeedSource> seeds,
+                         policy::Policy* reference)
     : o_(std::move(options)),
       policy_(policy),
       reward_(reward),
@@ -95,7 +98,8 @@ ValidationReport GrpoTrainer::validate() {
   const auto start = Clock::now();
   const auto& prompts = state_->validation_prompts;
   std::vector<uint64_t> seeds;
-  for (size_t i = 0; i < prompts.size(); ++i) seeds.push_back(seeds::derive(0, {seeds::kValidation, i}));
+  for (size_t i = 0; i < prompts.size(); ++i)
+    seeds.push_back(seeds::derive(0, {seeds::kValidation, i}));
   sampler::SamplerOptions ode;
   ode.sde = false;
   ode.steps = o_.validation_steps;
@@ -156,7 +160,8 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   }
   const auto scores = reward_.score(flat_prompts, images);
   std::vector<double> rewards;
-  for (const auto& s : scores) rewards.push_back(s.reward);
+  for (const auto& s : scores)
+    rewards.push_back(s.reward);
   auto advantage_options = o_.advantages;
   advantage_options.group_size = g;
   const auto advantages = rl::group_advantages(rewards, advantage_options);
@@ -185,7 +190,8 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   const auto grid = sampler::time_grid(o_.sampler.steps, o_.sampler.shift);
   const int steps = o_.sampler.steps;
   const int begin = std::clamp(o_.train_step_begin, 0, steps);
-  const int end = std::clamp(o_.train_step_end <= 0 ? steps + o_.train_step_end : o_.train_step_end, begin, steps);
+  const int end = std::clamp(o_.train_step_end <= 0 ? steps + o_.train_step_end : o_.train_step_end,
+                             begin, steps);
   const int window = std::max(1, end - begin);
   model->train();
   auto& optimizer = state_->optimizer;
@@ -200,15 +206,18 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
       const auto& trajectory = chunks[c];
       const int64_t b = trajectory.latents.size(0);
       std::vector<double> chunk_adv(advantages.begin() + offset, advantages.begin() + offset + b);
-      std::vector<task::Prompt> chunk_prompts(flat_prompts.begin() + offset, flat_prompts.begin() + offset + b);
+      std::vector<task::Prompt> chunk_prompts(flat_prompts.begin() + offset,
+                                              flat_prompts.begin() + offset + b);
       offset += b;
-      if (std::all_of(chunk_adv.begin(), chunk_adv.end(), [](double a) { return a == 0.0; })) continue;
+      if (std::all_of(chunk_adv.begin(), chunk_adv.end(), [](double a) { return a == 0.0; }))
+        continue;
       auto adv = torch::tensor(chunk_adv, torch::kDouble).to(policy_.tensor_options());
       auto tokens = policy_.tokens(chunk_prompts);
       for (int j = begin; j < end; ++j) {
         auto x = trajectory.latents.select(1, j);
         auto x_next = trajectory.latents.select(1, j + 1);
-        const auto coefficients = sampler::sde_coefficients(grid[j], grid[j + 1], o_.sampler.noise_level, grid[1]);
+        const auto coefficients =
+            sampler::sde_coefficients(grid[j], grid[j + 1], o_.sampler.noise_level, grid[1]);
         auto t = torch::full({b}, grid[j], policy_.tensor_options());
         auto mean = sampler::sde_mean(x, model->forward(x, t, tokens), coefficients);
         auto logp = sampler::sde_log_prob(x_next, mean, coefficients);
@@ -221,8 +230,8 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
                                    coefficients.std_dev, o_.loss);
         (terms.loss / (window * o_.micro_batches_per_update)).backward();
         if (first && updates == 0) {
-          report.first_ratio_max_deviation = std::max(
-              report.first_ratio_max_deviation, (terms.ratio - 1).abs().max().item<double>());
+          report.first_ratio_max_deviation = std::max(report.first_ratio_max_deviation,
+                                                      (terms.ratio - 1).abs().max().item<double>());
         }
         clip_sum += terms.clipped.to(torch::kDouble).mean().item<double>();
         kl_sum += terms.kl.item<double>();
@@ -294,7 +303,8 @@ std::optional<double> GrpoTrainer::staleness_audit(const std::vector<task::Promp
   size_t k = 0;
   for (int i = 0; i < audited; ++i) {
     std::vector<double> fresh_rewards;
-    for (size_t j = 0; j < stale[i].size(); ++j) fresh_rewards.push_back(fresh[k++].reward);
+    for (size_t j = 0; j < stale[i].size(); ++j)
+      fresh_rewards.push_back(fresh[k++].reward);
     if (auto tau = rl::kendall_tau_b(stale[i], fresh_rewards)) {
       tau_sum += *tau;
       ++tau_count;
@@ -349,15 +359,14 @@ void GrpoTrainer::save_checkpoint(int64_t completed_iteration) {
   std::ofstream(tmp / "state.json") << state.dump(2);
   std::filesystem::remove_all(root / name);
   std::filesystem::rename(tmp, root / name);
-  {
-    std::ofstream(root / "latest.tmp") << name;
-  }
+  { std::ofstream(root / "latest.tmp") << name; }
   std::filesystem::rename(root / "latest.tmp", root / "latest");
   // keep the two newest
   for (const auto& entry : std::filesystem::directory_iterator(root)) {
     const auto n = entry.path().filename().string();
     if (n.rfind("iter-", 0) != 0 || n.ends_with(".tmp")) continue;
-    if (std::stoll(n.substr(5)) < completed_iteration - 1) std::filesystem::remove_all(entry.path());
+    if (std::stoll(n.substr(5)) < completed_iteration - 1)
+      std::filesystem::remove_all(entry.path());
   }
 }
 
@@ -381,7 +390,8 @@ int64_t GrpoTrainer::resume() {
     for (std::string line; std::getline(in, line);) {
       if (line.empty()) continue;
       try {
-        if (Json::parse(line).at("iteration").get<int64_t>() < next_iteration_) kept << line << "\n";
+        if (Json::parse(line).at("iteration").get<int64_t>() < next_iteration_)
+          kept << line << "\n";
       } catch (const Json::exception&) {
         // a torn last line from a crash
       }

@@ -28,25 +28,25 @@ struct GrpoOptions {
   int prompts_per_iteration = 8;
   int group_size = 8;
   int candidates = 24;
-  int exploration_steps = 0;          // 0: the rollout step count
-  sampler::SamplerOptions sampler;    // rollout sampler (SDE)
-  int train_step_begin = 0;           // trained SDE steps: [begin, end), end <= 0 counts from
-  int train_step_end = -1;            //   the last step (-1: all but the last, as Flow-GRPO)
+  int exploration_steps = 0;        // 0: the rollout step count
+  sampler::SamplerOptions sampler;  // rollout sampler (SDE)
+  int train_step_begin = 0;         // trained SDE steps: [begin, end), end <= 0 counts from
+  int train_step_end = -1;          //   the last step (-1: all but the last, as Flow-GRPO)
   double lr = 3e-5;
   double weight_decay = 0.0;
   double grad_clip = 1.0;
-  int micro_batch = 16;               // samples per forward/backward (and per rollout chunk)
-  int micro_batches_per_update = 2;   // optimizer step every this many micro-batches
+  int micro_batch = 16;              // samples per forward/backward (and per rollout chunk)
+  int micro_batches_per_update = 2;  // optimizer step every this many micro-batches
   int inner_epochs = 1;
   rl::AdvantageOptions advantages;
   rl::GrpoLossOptions loss;
   int validate_every = 5;
   int validation_prompts = 64;
   int validation_steps = 10;
-  int audit_every = 5;                // 0 disables the staleness audit
+  int audit_every = 5;  // 0 disables the staleness audit
   int audit_prompts = 4;
-  uint64_t seed = 0;                  // run seed: prompts, seeds and validation are functions of it
-  std::filesystem::path run_dir;      // checkpoints and metrics; empty: nothing written
+  uint64_t seed = 0;              // run seed: prompts, seeds and validation are functions of it
+  std::filesystem::path run_dir;  // checkpoints and metrics; empty: nothing written
 };
 
 struct ValidationReport {
@@ -64,12 +64,12 @@ struct IterationReport {
   double explore_seconds = 0.0, rollout_seconds = 0.0, reward_seconds = 0.0, train_seconds = 0.0;
   double iteration_seconds = 0.0;  // excluding the staleness audit (a measurement)
   double audit_seconds = 0.0;
-  double wall_seconds = 0.0;  // since the run started (excluding validation)
+  double wall_seconds = 0.0;               // since the run started (excluding validation)
   double first_ratio_max_deviation = 0.0;  // |ratio - 1| max over the first micro-batch
   double clip_fraction = 0.0, kl = 0.0;
   int optimizer_steps = 0;
   int fallback_prompts = 0;
-  std::optional<double> kendall_tau;        // staleness audit, when run
+  std::optional<double> kendall_tau;  // staleness audit, when run
   std::optional<ValidationReport> validation;
 };
 
@@ -80,7 +80,8 @@ class TrainerObserver {
   // Weights version `version` (= iterations completed) is checkpointed and about to be used for
   // iteration `version`; `last` is the report of the iteration that produced it (null for the
   // starting weights). Called once at the start of run() and after every iteration.
-  virtual void weights_ready(int64_t version, policy::Policy& policy, const IterationReport* last) = 0;
+  virtual void weights_ready(int64_t version, policy::Policy& policy,
+                             const IterationReport* last) = 0;
   // Every iteration is done.
   virtual void finished(int64_t iterations) = 0;
 };

@@ -10,5 +10,6 @@ int main(int argc, char** argv) {
   const auto config = spotlight::config::load_or_exit(
       spotlight::trainer::trainer_schema(), argc, argv,
       "usage: spotlight-trainer pretrain|train|eval|bench [options]", &command_line);
-  return spotlight::trainer::run_subcommand(command_line.args.empty() ? "" : command_line.args[0], config);
+  return spotlight::trainer::run_subcommand(command_line.args.empty() ? "" : command_line.args[0],
+                                            config);
 }

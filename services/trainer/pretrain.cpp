@@ -1,9 +1,9 @@
 #include "services/trainer/pretrain.hpp"
 
-#include <torch/torch.h>
-
 #include <chrono>
 #include <cmath>
+
+#include <torch/torch.h>
 
 #include "common/seeds/seeds.hpp"
 #include "common/task/generator.hpp"
@@ -32,22 +32,23 @@ PretrainReport pretrain(policy::Policy& policy, const PretrainOptions& o,
     std::vector<task::Image> images;
     std::vector<uint64_t> noise_seeds;
     for (int b = 0; b < o.batch; ++b) {
-      const uint64_t s = seeds::derive(o.seed, {seeds::kPretrain, static_cast<uint64_t>(step), static_cast<uint64_t>(b)});
+      const uint64_t s = seeds::derive(
+          o.seed, {seeds::kPretrain, static_cast<uint64_t>(step), static_cast<uint64_t>(b)});
       prompts.push_back(generator.sample(s));
       images.push_back(task::render(prompts.back(), s ^ 0x5DEECE66Dull, policy.task_options()));
       noise_seeds.push_back(s);
     }
     auto x0 = policy.images_to_latents(images);
-    auto eps = kernels::seeded_normal(noise_seeds, 0, {m.channels(), m.image_size(), m.image_size()},
-                                      policy.tensor_options());
+    auto eps = kernels::seeded_normal(
+        noise_seeds, 0, {m.channels(), m.image_size(), m.image_size()}, policy.tensor_options());
     // logit-normal t, from the noise stream's step 1 (one value per sample)
     auto u = kernels::seeded_normal(noise_seeds, 1, {1}, policy.tensor_options()).view({-1});
     auto t = torch::sigmoid(u);
     auto tb = t.view({-1, 1, 1, 1});
     auto xt = (1 - tb) * x0 + tb * eps;
     auto target = eps - x0;
-    const double lr = o.lr * std::min(1.0, (step + 1.0) / std::max(1, o.warmup)) *
-                      0.5 * (1.0 + std::cos(M_PI * step / o.steps));
+    const double lr = o.lr * std::min(1.0, (step + 1.0) / std::max(1, o.warmup)) * 0.5 *
+                      (1.0 + std::cos(M_PI * step / o.steps));
     for (auto& group : optimizer.param_groups()) {
       static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
     }

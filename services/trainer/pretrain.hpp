@@ -26,7 +26,7 @@ struct PretrainOptions {
 
 struct PretrainProgress {
   int step;
-  double loss;         // mean over the last log_every steps
+  double loss;  // mean over the last log_every steps
   double seconds;
 };
 

@@ -46,7 +46,8 @@ class SyncSeedSource final : public SeedSource {
     auto sampler_options = o_.sampler;
     sampler_options.keep_trajectory = false;
     std::vector<task::Image> images;
-    for (const auto& trajectory : policy_.sample(all_prompts, all_seeds, sampler_options, o_.chunk)) {
+    for (const auto& trajectory :
+         policy_.sample(all_prompts, all_seeds, sampler_options, o_.chunk)) {
       auto part = policy_.latents_to_images(trajectory.final());
       images.insert(images.end(), part.begin(), part.end());
     }
@@ -71,7 +72,8 @@ class SyncSeedSource final : public SeedSource {
       out.candidate_rewards.push_back(std::move(rewards));
       out.candidate_seeds.push_back(std::move(seeds));
     }
-    out.selected_variance = prompts.empty() ? 0.0 : variance_sum / static_cast<double>(prompts.size());
+    out.selected_variance =
+        prompts.empty() ? 0.0 : variance_sum / static_cast<double>(prompts.size());
     out.explore_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return out;

@@ -18,12 +18,12 @@
 namespace spotlight::trainer {
 
 struct SeedSelection {
-  std::vector<std::vector<uint64_t>> seeds;             // [prompt][G]
-  std::vector<std::vector<double>> candidate_rewards;   // [prompt][N] explored rewards (if any)
-  std::vector<std::vector<uint64_t>> candidate_seeds;   // [prompt][N]
-  double explore_seconds = 0.0;                         // time spent on the critical path
-  double selected_variance = 0.0;                       // mean over prompts of the selected variance
-  int fallback_prompts = 0;                             // prompts that fell back to random seeds
+  std::vector<std::vector<uint64_t>> seeds;            // [prompt][G]
+  std::vector<std::vector<double>> candidate_rewards;  // [prompt][N] explored rewards (if any)
+  std::vector<std::vector<uint64_t>> candidate_seeds;  // [prompt][N]
+  double explore_seconds = 0.0;                        // time spent on the critical path
+  double selected_variance = 0.0;                      // mean over prompts of the selected variance
+  int fallback_prompts = 0;                            // prompts that fell back to random seeds
 };
 
 class SeedSource {
@@ -33,8 +33,8 @@ class SeedSource {
 };
 
 struct ExplorationOptions {
-  int group_size = 8;     // G
-  int candidates = 24;    // N
+  int group_size = 8;               // G
+  int candidates = 24;              // N
   sampler::SamplerOptions sampler;  // exploration sampler (steps may be fewer than rollouts)
   int chunk = 32;
   uint64_t run_seed = 0;

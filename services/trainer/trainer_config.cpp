@@ -51,7 +51,8 @@ GrpoOptions grpo_options(const config::Config& c) {
   if (o.candidates < o.group_size && o.mode != "none") {
     throw config::ConfigError("exploration.candidates",
                               "config: 'exploration.candidates' must be >= trainer.group_size (" +
-                                  std::to_string(o.group_size) + "), got " + std::to_string(o.candidates));
+                                  std::to_string(o.group_size) + "), got " +
+                                  std::to_string(o.candidates));
   }
   return o;
 }

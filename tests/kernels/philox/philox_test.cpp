@@ -1,10 +1,11 @@
-#include <gtest/gtest.h>
-#include <torch/torch.h>
+#include "kernels/philox/philox.hpp"
 
 #include <cmath>
 
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
 #include "kernels/philox/noise.hpp"
-#include "kernels/philox/philox.hpp"
 
 namespace spotlight::kernels {
 namespace {
@@ -18,14 +19,19 @@ TEST(Philox, MatchesRandom123KnownAnswers) {
   };
   const Case cases[] = {
       {{{0, 0, 0, 0}}, 0, 0, {{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}}},
-      {{{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}}, 0xffffffff, 0xffffffff,
+      {{{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}},
+       0xffffffff,
+       0xffffffff,
        {{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}}},
-      {{{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}}, 0xa4093822, 0x299f31d0,
+      {{{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}},
+       0xa4093822,
+       0x299f31d0,
        {{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}}},
   };
   for (const auto& c : cases) {
     const auto out = philox4x32_10(c.counter, c.k0, c.k1);
-    for (int i = 0; i < 4; ++i) EXPECT_EQ(out.v[i], c.expected.v[i]) << "lane " << i;
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(out.v[i], c.expected.v[i]) << "lane " << i;
   }
 }
 
@@ -50,7 +56,8 @@ TEST(Philox, AnyWindowOfAStreamEqualsTheSameSliceOfTheWholeStream) {
   for (int64_t offset : {1, 2, 3, 4, 5, 50}) {
     std::vector<float> part(103 - offset);
     philox_normal_cpu(7, 11, offset, 103 - offset, part.data());
-    for (size_t i = 0; i < part.size(); ++i) ASSERT_EQ(part[i], whole[offset + i]) << offset;
+    for (size_t i = 0; i < part.size(); ++i)
+      ASSERT_EQ(part[i], whole[offset + i]) << offset;
   }
 }
 

@@ -1,8 +1,8 @@
-#include <gtest/gtest.h>
-#include <torch/torch.h>
-
 #include <filesystem>
 #include <fstream>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include "common/config/config.hpp"
 #include "common/config/error.hpp"
@@ -21,7 +21,8 @@ class RedReward final : public reward::RewardFunction {
     std::vector<reward::Scored> out;
     for (const auto& image : images) {
       double sum = 0;
-      for (size_t i = 0; i < image.rgb.size(); i += 3) sum += image.rgb[i];
+      for (size_t i = 0; i < image.rgb.size(); i += 3)
+        sum += image.rgb[i];
       out.push_back({sum / (image.rgb.size() / 3), false});
     }
     return out;
@@ -37,7 +38,8 @@ std::filesystem::path temp_dir() {
 void perturb(policy::Policy& p, uint64_t seed) {
   torch::manual_seed(seed);
   torch::NoGradGuard no_grad;
-  for (auto& w : p.model()->parameters()) w.add_(torch::randn_like(w) * 0.02);
+  for (auto& w : p.model()->parameters())
+    w.add_(torch::randn_like(w) * 0.02);
 }
 
 GrpoOptions small_options(const std::string& mode) {
@@ -71,7 +73,8 @@ struct Fixture {
     e.sampler = o.sampler;
     e.chunk = 8;
     e.run_seed = o.seed;
-    auto seeds = o.mode == "sync" ? make_sync_seed_source(e, policy, reward) : make_random_seed_source(e);
+    auto seeds =
+        o.mode == "sync" ? make_sync_seed_source(e, policy, reward) : make_random_seed_source(e);
     trainer = std::make_unique<GrpoTrainer>(o, policy, reward, std::move(seeds), reference);
   }
   RedReward reward;
@@ -123,7 +126,8 @@ TEST(GrpoTrainer, ResumingFromACheckpointGivesTheSameWeightsAsAnUnbrokenRun) {
   // metrics: base validation, then iterations 0 and 1, once each
   std::ifstream in(o.run_dir / "metrics.jsonl");
   std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_NE(lines[1].find("\"iteration\":0"), std::string::npos);
   EXPECT_NE(lines[2].find("\"iteration\":1"), std::string::npos);
