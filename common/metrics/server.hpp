@@ -9,10 +9,9 @@
 //   auto server = metrics::MetricsServer::start(*registry, metrics::metrics_server_options(cfg));
 //   if (server) log::info("metrics on {}", server->url());
 //
-// Contract: the server answers scrapes on its own threads from construction until destruction;
-// it keeps the registry's metrics alive while it runs. Thread-safe accessors. Destruction takes
-// up to about 2 s: CivetWeb 1.15 (under prometheus-cpp's Exposer) notices a stop only when its
-// listener's 2 s poll returns.
+// Contract: the server answers scrapes (GET /metrics, one request per connection) on its own
+// thread from construction until destruction; it keeps the registry's metrics alive while it
+// runs. Thread-safe accessors. Destruction returns within about 100 ms.
 
 #include <cstddef>
 #include <cstdint>
@@ -41,7 +40,7 @@ class MetricsError : public std::runtime_error {
 struct MetricsServerOptions {
   // "HOST:PORT" (IPv6 as "[::1]:PORT"); port 0 picks a free port. Empty: metrics not served.
   std::string bind = kDefaultMetricsBind;
-  std::size_t threads = kDefaultMetricsThreads;  // HTTP worker threads, >= 1
+  std::size_t threads = kDefaultMetricsThreads;  // must be >= 1 (one serving thread is used)
 };
 
 // std::nullopt when `bind` is empty or HOST:PORT with PORT in [0, 65535]; else the reason.

@@ -10,6 +10,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "common/model/mmdit.hpp"
+#include "common/policy/policy_options.hpp"
 #include "common/sampler/sampler.hpp"
 #include "common/task/image.hpp"
 #include "common/task/options.hpp"
@@ -18,12 +19,6 @@
 
 namespace spotlight::policy {
 
-struct PolicyOptions {
-  std::string preset = "tiny";    // model size preset (model::mmdit_preset)
-  std::string device = "cpu";     // "cpu", "cuda", "cuda:1", ...
-  std::string dtype = "float32";  // "float32" or "bfloat16"
-  uint64_t init_seed = 0;         // weights initialisation
-};
 
 // Task options matching a model preset (image size).
 task::TaskOptions task_options_for(const model::MMDiTOptions& model, task::TaskOptions base = {});

@@ -10,10 +10,10 @@
 
 #include "common/config/config.hpp"
 #include "common/config/schema.hpp"
-#include "common/policy/policy.hpp"
+#include "common/policy/policy_options.hpp"
 #include "common/queue/lease_queue.hpp"
 #include "common/redis/client.hpp"
-#include "common/sampler/sampler.hpp"
+#include "common/sampler/sampler_options.hpp"
 #include "common/task/options.hpp"
 
 namespace spotlight::run {

@@ -12,16 +12,10 @@
 #include <ATen/core/Tensor.h>
 
 #include "common/model/mmdit.hpp"
+#include "common/sampler/sampler_options.hpp"
 
 namespace spotlight::sampler {
 
-struct SamplerOptions {
-  int steps = 10;
-  double noise_level = 0.7;  // SDE `a`; 0 makes the SDE sampler an ODE sampler
-  double shift = 1.0;
-  bool sde = true;
-  bool keep_trajectory = false;  // keep every latent (rollouts) or only the final one
-};
 
 struct Trajectory {
   at::Tensor latents;    // [B, steps+1, C, H, W] when keep_trajectory, else [B, 1, C, H, W] (final)

@@ -1,0 +1,55 @@
+#pragma once
+// How much to explore for one iteration: the planner's one decision that a bandit will make later
+// (DESIGN.md section 3: arms such as candidates-per-prompt and exploration step count). The
+// planner asks once per target iteration, just before enqueueing it, and enqueues
+// prompts x decision.candidates seed tasks sampled with decision.steps steps.
+//
+// Contract for implementations: decide() must be deterministic given the context and the
+// policy's own state, because a restarted planner may ask again for an iteration that was already
+// (partly) enqueued; enqueueing is idempotent by task id, so a different answer only adds tasks
+// (a larger N) or leaves some unused (a smaller N). Not thread-safe: the planner calls it from
+// its one loop thread.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+namespace spotlight::planner {
+
+// What the planner knows when it plans one iteration.
+struct IterationContext {
+  std::int64_t iteration = 0;          // the iteration to explore
+  std::int64_t trainer_iteration = 0;  // the iteration the trainer works on now (<= iteration)
+  int prompts = 0;                     // P: prompts of the iteration
+  // How long exploration may take: the trainer's last iteration time, else the trainer's wait cap.
+  std::chrono::milliseconds time_budget{0};
+  std::optional<int>
+      live_explorers;            // heartbeats fresher than the dead threshold; nullopt: unknown
+  std::int64_t queue_depth = 0;  // tasks enqueued and not yet acknowledged
+};
+
+struct ExplorationDecision {
+  int candidates = 1;  // N: seed tasks per prompt, >= 1
+  int steps = 2;       // sampler steps of each seed task, >= 2
+  bool operator==(const ExplorationDecision&) const = default;
+};
+
+class ExplorationPolicy {
+ public:
+  virtual ~ExplorationPolicy() = default;
+  virtual ExplorationDecision decide(const IterationContext& context) = 0;
+};
+
+// The same N and steps for every iteration (exploration.candidates, exploration.steps).
+class FixedExplorationPolicy final : public ExplorationPolicy {
+ public:
+  // Throws std::invalid_argument when decision.candidates < 1 or decision.steps < 2.
+  explicit FixedExplorationPolicy(ExplorationDecision decision);
+  ExplorationDecision decide(const IterationContext& context) override;
+
+ private:
+  ExplorationDecision decision_;
+};
+
+}  // namespace spotlight::planner

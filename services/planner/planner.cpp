@@ -1,0 +1,294 @@
+#include "services/planner/planner.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/log/log.hpp"
+#include "common/queue/errors.hpp"
+#include "common/run/schedule.hpp"
+#include "common/store/errors.hpp"
+#include "common/wire/messages.hpp"
+
+namespace spotlight::planner {
+namespace {
+
+std::int64_t now_unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void require(bool ok, const std::string& field, const std::string& why) {
+  if (!ok) throw PlannerError("PlannerOptions." + field + ": " + why);
+}
+
+double seconds(std::chrono::milliseconds ms) {
+  return static_cast<double>(ms.count()) / 1000.0;
+}
+
+}  // namespace
+
+void PlannerOptions::validate() const {
+  require(!run_id.empty(), "run_id", "must not be empty");
+  require(iterations >= 1, "iterations", "must be >= 1");
+  require(prompts_per_iteration >= 1, "prompts_per_iteration", "must be >= 1");
+  require(lookahead >= 0, "lookahead", "must be >= 0");
+  require(poll_interval.count() > 0, "poll_interval", "must be > 0");
+  require(max_backoff >= poll_interval, "max_backoff", "must be >= poll_interval");
+  require(max_wait.count() >= 0, "max_wait", "must be >= 0");
+  require(heartbeat_period.count() > 0, "heartbeat_period", "must be > 0");
+  require(dead_heartbeats >= 1, "dead_heartbeats", "must be >= 1");
+}
+
+Planner::Planner(PlannerOptions options, PlannerKeys keys, PlannerParts parts,
+                 std::shared_ptr<metrics::Registry> registry)
+    : options_(std::move(options)),
+      keys_(std::move(keys)),
+      parts_(std::move(parts)),
+      registry_(std::move(registry)),
+      metrics_(PlannerMetrics::create(registry_)),
+      generator_(options_.task) {
+  options_.validate();
+  require(parts_.queue != nullptr, "parts.queue", "missing");
+  require(parts_.store != nullptr, "parts.store", "missing");
+  require(parts_.policy != nullptr, "parts.policy", "missing");
+  if (parts_.directory) {
+    ReaperOptions reaper;
+    reaper.dead_after = options_.heartbeat_period * options_.dead_heartbeats;
+    reaper_ = std::make_unique<ExplorerReaper>(*parts_.queue, *parts_.directory, reaper);
+  }
+}
+
+Planner::~Planner() = default;
+
+std::optional<std::int64_t> Planner::read_integer(const std::string& key) {
+  const auto value = parts_.store->get(key);
+  if (!value) return std::nullopt;
+  std::int64_t n = 0;
+  const char* end = value->data() + value->size();
+  const auto [ptr, ec] = std::from_chars(value->data(), end, n);
+  if (ec != std::errc() || ptr != end || value->empty()) {
+    throw PlannerError("key " + keys_.absolute(key) + ": not an integer: '" + value->substr(0, 40) +
+                       "'");
+  }
+  return n;
+}
+
+std::chrono::milliseconds Planner::time_budget() {
+  if (const auto timing = parts_.store->get(keys_.trainer_timing)) {
+    const auto json = nlohmann::json::parse(*timing, nullptr, /*allow_exceptions=*/false);
+    if (json.is_object() && json.contains("iteration_seconds") &&
+        json["iteration_seconds"].is_number() && json["iteration_seconds"].get<double>() > 0) {
+      return std::chrono::milliseconds(
+          static_cast<std::int64_t>(json["iteration_seconds"].get<double>() * 1000.0));
+    }
+    log::debug("key {} holds no positive iteration_seconds; using max_wait",
+               keys_.absolute(keys_.trainer_timing));
+  }
+  return options_.max_wait;
+}
+
+StepOutcome Planner::step() {
+  const auto c = read_integer(keys_.trainer_iteration);
+  if (!c) {
+    if (!said_waiting_)
+      log::info("waiting for the trainer ({} absent)", keys_.absolute(keys_.trainer_iteration));
+    said_waiting_ = true;
+    return StepOutcome::kWaitingForTrainer;
+  }
+  if (*c < 0)
+    throw PlannerError("key " + keys_.absolute(keys_.trainer_iteration) + ": negative iteration");
+  if (status_.trainer_iteration != c) {
+    log::info("trainer at iteration {} of {}", *c, options_.iterations);
+    status_.trainer_iteration = c;
+    metrics_.trainer_iteration.set(static_cast<double>(*c));
+  }
+  if (*c >= options_.iterations) return StepOutcome::kFinished;
+
+  maybe_reap();
+  const std::int64_t state = read_integer(keys_.planner_state).value_or(-1);
+  status_.planned_through = state;
+  metrics_.planned_iteration.set(static_cast<double>(state));
+  const std::int64_t last = std::min(*c + options_.lookahead, options_.iterations - 1);
+  for (std::int64_t t = std::max(*c, state + 1); t <= last; ++t)
+    plan(t, *c);
+  return StepOutcome::kRunning;
+}
+
+void Planner::plan(std::int64_t t, std::int64_t c) {
+  const int prompts = options_.prompts_per_iteration;
+  const std::chrono::milliseconds budget = time_budget();
+  const queue::QueueStats before = parts_.queue->stats();
+  IterationContext context;
+  context.iteration = t;
+  context.trainer_iteration = c;
+  context.prompts = prompts;
+  context.time_budget = budget;
+  context.live_explorers = status_.live_explorers;
+  context.queue_depth = before.length;
+  const ExplorationDecision d = parts_.policy->decide(context);
+  if (d.candidates < 1 || d.steps < 2) {
+    throw PlannerError("exploration policy decided candidates " + std::to_string(d.candidates) +
+                       ", steps " + std::to_string(d.steps) + " for iteration " +
+                       std::to_string(t));
+  }
+
+  const auto prompt_list = run::iteration_prompts(generator_, options_.run_seed, t, prompts);
+  const std::int64_t deadline = now_unix_ms() + budget.count();
+  const std::int64_t weights_version = std::clamp<std::int64_t>(t - 1, 0, c);
+  std::vector<queue::Task> tasks;
+  tasks.reserve(static_cast<std::size_t>(prompts) * static_cast<std::size_t>(d.candidates));
+  for (int i = 0; i < prompts; ++i) {
+    wire::SeedTask task;
+    task.run_id = options_.run_id;
+    task.iteration = t;
+    task.prompt_index = i;
+    task.prompt_text = prompt_list[static_cast<std::size_t>(i)].text();
+    task.weights_version = weights_version;
+    task.sampler_steps = d.steps;
+    task.deadline_unix_ms = deadline;
+    task.attempt = 0;
+    for (int j = 0; j < d.candidates; ++j) {
+      task.seed = run::candidate_seed(options_.run_seed, t, i, j);
+      tasks.push_back(queue::Task{run::seed_task_id(t, i, j), task.encode()});
+    }
+  }
+  const std::int64_t added = parts_.queue->enqueue_many(tasks);
+  parts_.store->put(keys_.planner_state, std::to_string(t));
+
+  candidates_[t] = d.candidates;
+  status_.planned_through = t;
+  status_.tasks_enqueued += added;
+  ++status_.iterations_planned;
+  metrics_.tasks_enqueued.inc(static_cast<double>(added));
+  metrics_.planned_iteration.set(static_cast<double>(t));
+
+  // Diagnostics only: the iteration is planned whether or not they can be read.
+  std::string queue = "unknown";
+  std::string previous = t > 0 ? "unknown" : "none";
+  try {
+    const queue::QueueStats after = parts_.queue->stats();
+    refresh_gauges(after);
+    queue = std::to_string(after.length) + " (" + std::to_string(after.leased) +
+            " leased), dead letters " + std::to_string(after.dead_letters);
+    if (t > 0) {
+      const auto it = candidates_.find(t - 1);
+      const int n = it != candidates_.end() ? it->second : d.candidates;
+      const std::int64_t results = count_results(t - 1, n);
+      metrics_.previous_results.set(static_cast<double>(results));
+      previous = std::to_string(results) + "/" + std::to_string(std::int64_t{prompts} * n);
+    }
+  } catch (const queue::QueueError& e) {
+    log::warn("iteration {}: queue statistics unavailable: {}", t, e.what());
+  }
+  log::info(
+      "iteration {}: enqueued {} new of {} tasks ({} prompts x {} candidates, {} steps, weights "
+      "v{}, deadline in {} s); queue depth {}; results of iteration {}: {}",
+      t, added, tasks.size(), prompts, d.candidates, d.steps, weights_version, seconds(budget),
+      queue, t - 1, previous);
+}
+
+std::int64_t Planner::count_results(std::int64_t iteration, int candidates) {
+  std::int64_t found = 0;
+  for (int i = 0; i < options_.prompts_per_iteration; ++i) {
+    for (int j = 0; j < candidates; ++j) {
+      if (parts_.queue->result(run::seed_task_id(iteration, i, j))) ++found;
+    }
+  }
+  return found;
+}
+
+void Planner::maybe_reap() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_reap_) return;
+  if (reaper_) {
+    try {
+      const ReapReport report = reaper_->reap(now_unix_ms());
+      status_.live_explorers = report.live_explorers;
+      status_.leases_released += report.released;
+      metrics_.live_explorers.set(report.live_explorers);
+      metrics_.leases_released.inc(static_cast<double>(report.released));
+    } catch (const queue::QueueUnavailable&) {
+      throw;
+    } catch (const store::StoreUnavailable&) {
+      throw;
+    } catch (const std::exception& e) {
+      // The fast path is an optimisation (expired leases are reclaimed anyway): it must not stop
+      // the planning. Unavailability is different: the pass cannot succeed, back off.
+      log::warn("looking for dead explorers failed: {}", e.what());
+    }
+  }
+  refresh_gauges(parts_.queue->stats());
+  next_reap_ = now + options_.heartbeat_period;
+}
+
+void Planner::refresh_gauges(const queue::QueueStats& stats) {
+  metrics_.queue_depth.set(static_cast<double>(stats.length));
+  metrics_.dead_letters.set(static_cast<double>(stats.dead_letters));
+  metrics_.oldest_lease_age_seconds.set(seconds(stats.oldest_lease_age));
+}
+
+int Planner::run(const StopFlag& stop) {
+  std::chrono::milliseconds backoff = options_.poll_interval;
+  std::int64_t failures_in_a_row = 0;
+  for (;;) {
+    std::chrono::milliseconds wait = options_.poll_interval;
+    try {
+      const StepOutcome outcome = step();
+      if (failures_in_a_row > 0) {
+        log::info("planner passes succeed again after {} failures", failures_in_a_row);
+      }
+      failures_in_a_row = 0;
+      backoff = options_.poll_interval;
+      if (outcome == StepOutcome::kFinished) {
+        log_summary("the trainer finished");
+        return 0;
+      }
+    } catch (const std::exception& e) {
+      // QueueUnavailable / StoreUnavailable (Redis down), other queue/store errors, PlannerError:
+      // none of them is fixed by exiting, and every pass is safe to repeat.
+      ++failures_in_a_row;
+      ++status_.failed_passes;
+      metrics_.redis_errors.inc();
+      const bool unavailable = dynamic_cast<const queue::QueueUnavailable*>(&e) != nullptr ||
+                               dynamic_cast<const store::StoreUnavailable*>(&e) != nullptr;
+      wait = backoff;
+      backoff = std::min(backoff * 2, options_.max_backoff);
+      if (unavailable) {
+        log::warn("Redis unavailable (failure {} in a row), retrying in {} s: {}",
+                  failures_in_a_row, seconds(wait), e.what());
+      } else {
+        log::error("planner pass failed (failure {} in a row), retrying in {} s: {}",
+                   failures_in_a_row, seconds(wait), e.what());
+      }
+    }
+    if (stop.wait_for(wait)) {
+      log_summary("stop requested");
+      return 0;
+    }
+  }
+}
+
+void Planner::log_summary(const char* why) {
+  std::string queue = "unknown (Redis unavailable)";
+  try {
+    const queue::QueueStats s = parts_.queue->stats();
+    queue = "depth " + std::to_string(s.length) + ", results " + std::to_string(s.results) +
+            ", dead letters " + std::to_string(s.dead_letters) + ", enqueued in all " +
+            std::to_string(s.enqueued_total);
+  } catch (const std::exception&) {
+  }
+  log::info(
+      "planner done ({}): trainer iteration {}, planned through iteration {}; this planner "
+      "enqueued {} tasks over {} iterations, handed back {} leases of dead explorers, {} failed "
+      "passes; queue: {}",
+      why, status_.trainer_iteration ? std::to_string(*status_.trainer_iteration) : "unknown",
+      status_.planned_through, status_.tasks_enqueued, status_.iterations_planned,
+      status_.leases_released, status_.failed_passes, queue);
+}
+
+}  // namespace spotlight::planner

@@ -1,0 +1,148 @@
+#pragma once
+// The planner of exploration.mode=async (async_protocol.md): owns the run's exploration schedule.
+//
+//   step():
+//     c = trainer_iteration                              absent: kWaitingForTrainer
+//     if c >= iterations: kFinished
+//     every heartbeat period: reap dead explorers (explorer_reaper.hpp; an error other than
+//                             unavailability is only logged), refresh gauges
+//     for t in [max(c, planner_state + 1), min(c + lookahead, iterations - 1)]:
+//       d = policy.decide({t, c, P, time budget, live explorers, queue depth})
+//       enqueue_many(P x d.candidates seed tasks: id seed_task_id(t, i, j), wire::SeedTask{
+//           prompt iteration_prompts(..)[i], seed candidate_seed(run_seed, t, i, j),
+//           weights_version clamp(t - 1, 0, c), sampler_steps d.steps,
+//           deadline now + time budget, attempt 0}))
+//       planner_state = t                                  (after the tasks are in the queue)
+//     kRunning
+//
+// Time budget: the trainer's last iteration_seconds (trainer_timing), else max_wait.
+// Restartable purely from Redis: a new planner on the same keys continues after planner_state;
+// were it to re-enqueue an iteration (it died between enqueue and planner_state), the queue
+// ignores task ids it has seen, so nothing is enqueued twice.
+//
+// run(stop) loops step() every poll_interval until kFinished (returns 0) or a stop request
+// (returns 0 after the current pass). A failed pass (Redis unavailable, or any queue/store error)
+// is logged and counted, and the next one waits an exponential back-off from poll_interval up to
+// max_backoff; it never ends the loop.
+//
+// Thread-compatible: one thread drives a Planner (its queue and store are single connections).
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "common/metrics/metrics.hpp"
+#include "common/queue/lease_queue.hpp"
+#include "common/store/key_value_store.hpp"
+#include "common/task/generator.hpp"
+#include "common/task/options.hpp"
+#include "services/planner/exploration_policy.hpp"
+#include "services/planner/explorer_directory.hpp"
+#include "services/planner/explorer_reaper.hpp"
+#include "services/planner/planner_keys.hpp"
+#include "services/planner/planner_metrics.hpp"
+#include "services/planner/stop_flag.hpp"
+
+namespace spotlight::planner {
+
+inline constexpr std::chrono::milliseconds kDefaultPollInterval{100};
+inline constexpr std::chrono::milliseconds kDefaultMaxBackoff{5000};
+inline constexpr std::chrono::milliseconds kDefaultMaxWait{60000};
+inline constexpr std::chrono::milliseconds kDefaultHeartbeatPeriod{1000};
+inline constexpr int kDefaultDeadHeartbeats = 3;
+
+// Something the planner cannot work with (e.g. a malformed integer key); names the key.
+class PlannerError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct PlannerOptions {
+  std::string run_id = "default";  // run.id
+  std::uint64_t run_seed = 0;      // run.seed
+  std::int64_t iterations = 30;    // trainer.iterations
+  int prompts_per_iteration = 8;   // trainer.prompts_per_iteration (P)
+  int lookahead = 1;               // planner.lookahead
+  std::chrono::milliseconds poll_interval = kDefaultPollInterval;  // planner.poll_ms
+  std::chrono::milliseconds max_backoff = kDefaultMaxBackoff;      // after failed passes
+  std::chrono::milliseconds max_wait = kDefaultMaxWait;            // exploration.max_wait_seconds
+  // explorer.heartbeat_ms: how often dead explorers are looked for; dead after
+  // dead_heartbeats periods without one.
+  std::chrono::milliseconds heartbeat_period = kDefaultHeartbeatPeriod;
+  int dead_heartbeats = kDefaultDeadHeartbeats;
+  task::TaskOptions task;  // the prompts' generator
+
+  // Throws PlannerError naming the first bad field.
+  void validate() const;
+};
+
+// The planner's services. `directory` may be null: no reaping, explorer count unknown.
+struct PlannerParts {
+  std::unique_ptr<queue::LeaseQueue> queue;     // the explore queue (run::explore_queue_options)
+  std::unique_ptr<store::KeyValueStore> store;  // key prefix keys.prefix
+  std::unique_ptr<ExplorerDirectory> directory;
+  std::unique_ptr<ExplorationPolicy> policy;
+};
+
+enum class StepOutcome {
+  kWaitingForTrainer,  // trainer_iteration absent
+  kRunning,            // planned what is due
+  kFinished,           // trainer_iteration >= iterations
+};
+
+// What this planner object did (not the run's totals, which live in the queue's stats).
+struct PlannerStatus {
+  std::optional<std::int64_t> trainer_iteration;  // last seen
+  std::int64_t planned_through = -1;              // last planner_state seen or written
+  std::int64_t tasks_enqueued = 0;                // new tasks (re-enqueues of known ids excluded)
+  std::int64_t iterations_planned = 0;            // iterations enqueued by this object
+  std::int64_t failed_passes = 0;                 // passes that threw
+  std::int64_t leases_released = 0;               // handed back from dead explorers
+  std::optional<int> live_explorers;              // at the last reap
+};
+
+class Planner {
+ public:
+  // Throws PlannerError for bad options or missing parts, task::TaskError for bad task options.
+  Planner(PlannerOptions options, PlannerKeys keys, PlannerParts parts,
+          std::shared_ptr<metrics::Registry> registry = nullptr);
+  ~Planner();
+
+  // One pass (above). Throws queue::QueueError / store::StoreError (QueueUnavailable /
+  // StoreUnavailable when Redis is unreachable) and PlannerError; a pass that throws may have
+  // enqueued part of an iteration, which the next pass completes.
+  StepOutcome step();
+
+  // Loops step() until finished or stopped (above); returns the exit status (0).
+  int run(const StopFlag& stop);
+
+  const PlannerStatus& status() const { return status_; }
+  const PlannerOptions& options() const { return options_; }
+
+ private:
+  std::optional<std::int64_t> read_integer(const std::string& key);
+  std::chrono::milliseconds time_budget();
+  void plan(std::int64_t iteration, std::int64_t trainer_iteration);
+  std::int64_t count_results(std::int64_t iteration, int candidates);
+  void maybe_reap();
+  void refresh_gauges(const queue::QueueStats& stats);
+  void log_summary(const char* why);
+
+  PlannerOptions options_;
+  PlannerKeys keys_;
+  PlannerParts parts_;
+  std::shared_ptr<metrics::Registry> registry_;
+  PlannerMetrics metrics_;
+  task::PromptGenerator generator_;
+  std::unique_ptr<ExplorerReaper> reaper_;
+  std::chrono::steady_clock::time_point next_reap_{};
+  std::map<std::int64_t, int> candidates_;  // iteration -> N enqueued by this object
+  PlannerStatus status_;
+  bool said_waiting_ = false;
+};
+
+}  // namespace spotlight::planner

@@ -1,0 +1,66 @@
+#include "services/planner/planner_config.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "common/queue/redis_lease_queue.hpp"
+#include "common/run/run_config.hpp"
+#include "common/store/redis_key_value_store.hpp"
+#include "services/planner/redis_explorer_directory.hpp"
+
+namespace spotlight::planner {
+
+PlannerKeys PlannerKeys::for_run(const std::string& run_id) {
+  const run::RunKeys k(run_id);
+  PlannerKeys keys;
+  keys.prefix = k.prefix;
+  keys.trainer_iteration = k.trainer_iteration;
+  keys.trainer_timing = k.trainer_timing;
+  keys.planner_state = k.planner_state;
+  // explorer_heartbeat(id) split around the id (its last occurrence, should the id hold one).
+  const std::string marker = "\x1f";
+  const std::string sample = k.explorer_heartbeat(marker);
+  const auto at = sample.rfind(marker);
+  keys.heartbeat_head = sample.substr(0, at);
+  keys.heartbeat_tail = sample.substr(at + marker.size());
+  return keys;
+}
+
+PlannerOptions planner_options(const config::Config& c) {
+  PlannerOptions o;
+  o.run_id = c.get_string("run.id");
+  o.run_seed = c.get<std::uint64_t>("run.seed");
+  o.iterations = c.get_int("trainer.iterations");
+  o.prompts_per_iteration = c.get<int>("trainer.prompts_per_iteration");
+  o.lookahead = c.get<int>("planner.lookahead");
+  o.poll_interval = std::chrono::milliseconds(c.get_int("planner.poll_ms"));
+  o.max_backoff = std::max(kDefaultMaxBackoff, o.poll_interval);
+  o.max_wait = std::chrono::milliseconds(
+      static_cast<std::int64_t>(c.get_double("exploration.max_wait_seconds") * 1000.0));
+  o.heartbeat_period = std::chrono::milliseconds(c.get_int("explorer.heartbeat_ms"));
+  o.task = run::task_options(c);
+  return o;
+}
+
+ExplorationDecision fixed_exploration(const config::Config& c) {
+  ExplorationDecision d;
+  d.candidates = c.get<int>("exploration.candidates");
+  const int steps = c.get<int>("exploration.steps");
+  d.steps = steps > 0 ? steps : c.get<int>("sampler.steps");
+  return d;
+}
+
+std::unique_ptr<Planner> make_planner(const config::Config& c,
+                                      std::shared_ptr<metrics::Registry> registry) {
+  const PlannerKeys keys = PlannerKeys::for_run(c.get_string("run.id"));
+  const redis::RedisOptions redis = run::redis_options(c);
+  PlannerParts parts;
+  parts.queue = std::make_unique<queue::RedisLeaseQueue>(redis, run::explore_queue_options(c));
+  parts.store = std::make_unique<store::RedisKeyValueStore>(redis, keys.prefix);
+  parts.directory =
+      std::make_unique<RedisExplorerDirectory>(redis, keys, run::explore_queue_options(c));
+  parts.policy = std::make_unique<FixedExplorationPolicy>(fixed_exploration(c));
+  return std::make_unique<Planner>(planner_options(c), keys, std::move(parts), std::move(registry));
+}
+
+}  // namespace spotlight::planner

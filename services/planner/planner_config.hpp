@@ -1,0 +1,25 @@
+#pragma once
+// The planner built from the run configuration (common/run's run_schema(): one YAML per run).
+//
+//   run.id, run.seed, trainer.iterations, trainer.prompts_per_iteration, planner.lookahead,
+//   planner.poll_ms, exploration.max_wait_seconds, explorer.heartbeat_ms, task.*  -> PlannerOptions
+//   exploration.candidates, exploration.steps (0: sampler.steps)   -> FixedExplorationPolicy
+//   redis.*, exploration.lease_timeout_ms, exploration.max_deliveries -> queue, store, directory
+
+#include <memory>
+
+#include "common/config/config.hpp"
+#include "common/metrics/metrics.hpp"
+#include "services/planner/exploration_policy.hpp"
+#include "services/planner/planner.hpp"
+
+namespace spotlight::planner {
+
+PlannerOptions planner_options(const config::Config& config);
+// The fixed policy's decision: exploration.candidates, exploration.steps or sampler.steps.
+ExplorationDecision fixed_exploration(const config::Config& config);
+// A planner on the run's Redis (connects on first use). `registry` may be null.
+std::unique_ptr<Planner> make_planner(const config::Config& config,
+                                      std::shared_ptr<metrics::Registry> registry);
+
+}  // namespace spotlight::planner

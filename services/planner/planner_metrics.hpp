@@ -1,0 +1,27 @@
+#pragma once
+// The planner's Prometheus metrics (DESIGN.md section 7). Built from a Registry, or detached
+// (every update a no-op) when there is none.
+
+#include <memory>
+
+#include "common/metrics/metrics.hpp"
+
+namespace spotlight::planner {
+
+struct PlannerMetrics {
+  metrics::Counter tasks_enqueued;   // spotlight_planner_tasks_enqueued_total (new only)
+  metrics::Gauge trainer_iteration;  // spotlight_planner_trainer_iteration
+  metrics::Gauge planned_iteration;  // spotlight_planner_planned_iteration (highest enqueued)
+  metrics::Gauge queue_depth;        // spotlight_planner_queue_depth (not acknowledged)
+  metrics::Gauge oldest_lease_age_seconds;  // spotlight_planner_oldest_lease_age_seconds
+  metrics::Gauge live_explorers;            // spotlight_planner_live_explorers
+  metrics::Gauge dead_letters;              // spotlight_planner_dead_letters
+  metrics::Gauge previous_results;          // spotlight_planner_previous_iteration_results
+  metrics::Counter leases_released;         // spotlight_planner_released_leases_total (reaper)
+  metrics::Counter redis_errors;            // spotlight_planner_redis_errors_total
+
+  // Detached handles when `registry` is null.
+  static PlannerMetrics create(const std::shared_ptr<metrics::Registry>& registry);
+};
+
+}  // namespace spotlight::planner

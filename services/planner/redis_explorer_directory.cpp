@@ -1,0 +1,83 @@
+#include "services/planner/redis_explorer_directory.hpp"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/redis/errors.hpp"
+#include "common/store/errors.hpp"
+
+namespace spotlight::planner {
+namespace {
+
+constexpr std::size_t kMget = 256;  // keys per MGET
+
+// Field `name` of an XINFO reply map (flat name/value array); nullptr when absent.
+const redis::Reply* info_field(const redis::Reply::Array& fields, std::string_view name) {
+  for (std::size_t i = 0; i + 1 < fields.size(); i += 2) {
+    if (fields[i].is_string() || fields[i].is_status()) {
+      if (fields[i].as_text() == name) return &fields[i + 1];
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+RedisExplorerDirectory::RedisExplorerDirectory(redis::RedisOptions redis, PlannerKeys keys,
+                                               queue::LeaseQueueOptions queue)
+    : RedisExplorerDirectory(redis::RedisClient(std::move(redis)), std::move(keys),
+                             std::move(queue)) {}
+
+RedisExplorerDirectory::RedisExplorerDirectory(redis::RedisClient client, PlannerKeys keys,
+                                               queue::LeaseQueueOptions queue)
+    : client_(std::move(client)),
+      keys_(std::move(keys)),
+      stream_(queue.key_prefix + ":" + queue.stream),
+      group_(queue.group) {}
+
+RedisExplorerDirectory::~RedisExplorerDirectory() = default;
+
+std::vector<ExplorerSeen> RedisExplorerDirectory::explorers() {
+  try {
+    std::vector<ExplorerSeen> out;
+    try {
+      const redis::Reply r = client_.command({"XINFO", "CONSUMERS", stream_, group_});
+      for (const auto& consumer : r.as_array()) {
+        const auto& fields = consumer.as_array();
+        const redis::Reply* name = info_field(fields, "name");
+        if (name == nullptr || name->as_text().empty() || name->as_text().front() == '~') continue;
+        const redis::Reply* pending = info_field(fields, "pending");
+        out.push_back(ExplorerSeen{name->as_text(), std::nullopt,
+                                   pending != nullptr ? pending->as_integer() : 0});
+      }
+    } catch (const redis::RedisCommandError& e) {
+      // No stream or no group yet: nobody has leased anything.
+      if (e.message().find("no such key") == std::string::npos && e.code() != "NOGROUP") {
+        throw;
+      }
+    }
+    for (std::size_t begin = 0; begin < out.size(); begin += kMget) {
+      const std::size_t end = std::min(out.size(), begin + kMget);
+      std::vector<std::string> argv = {"MGET"};
+      for (std::size_t i = begin; i < end; ++i)
+        argv.push_back(keys_.absolute(keys_.explorer_heartbeat(out[i].id)));
+      const redis::Reply r = client_.command(argv);
+      const auto& values = r.as_array();
+      for (std::size_t i = begin; i < end && i - begin < values.size(); ++i) {
+        if (const auto value = values[i - begin].as_optional_string()) {
+          out[i].heartbeat_unix_ms = parse_heartbeat(*value);
+        }
+      }
+    }
+    return out;
+  } catch (const redis::RedisUnavailable& e) {
+    throw store::StoreUnavailable("explorer directory " + stream_ + ": " + e.what(),
+                                  e.is_timeout());
+  } catch (const redis::RedisError& e) {
+    throw store::StoreError("explorer directory " + stream_ + ": " + e.what());
+  }
+}
+
+}  // namespace spotlight::planner

@@ -1,0 +1,293 @@
+// The planner against a real redis-server: what it enqueues for the trainer's iteration (ids,
+// seeds, prompts, weights versions), where it stops, that a restarted planner enqueues nothing
+// twice, that it follows the trainer, and that it backs off and recovers when Redis dies.
+
+#include "services/planner/planner.hpp"
+
+#include <algorithm>
+#include <set>
+#include <thread>
+
+#include "common/metrics/metrics.hpp"
+#include "common/queue/redis_lease_queue.hpp"
+#include "common/run/schedule.hpp"
+#include "common/store/redis_key_value_store.hpp"
+#include "common/task/generator.hpp"
+#include "services/planner/planner_config.hpp"
+#include "services/planner/redis_explorer_directory.hpp"
+#include "tests/common/redis/wait_for.hpp"
+#include "tests/services/planner/planner_fixture.hpp"
+
+namespace spotlight::planner::test {
+namespace {
+
+using namespace std::chrono_literals;
+using spotlight::testing::wait_for;
+
+std::int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+class PlannerTest : public RedisFixture {
+ protected:
+  // Like make_planner(), with a short back-off cap for the Redis outage test.
+  static std::unique_ptr<Planner> build(const config::Config& c,
+                                        std::shared_ptr<metrics::Registry> registry,
+                                        std::chrono::milliseconds max_backoff) {
+    const PlannerKeys k = PlannerKeys::for_run(c.get_string("run.id"));
+    PlannerOptions o = planner_options(c);
+    o.max_backoff = max_backoff;
+    PlannerParts parts;
+    parts.queue = std::make_unique<queue::RedisLeaseQueue>(run::redis_options(c),
+                                                           run::explore_queue_options(c));
+    parts.store = std::make_unique<store::RedisKeyValueStore>(run::redis_options(c), k.prefix);
+    parts.directory = std::make_unique<RedisExplorerDirectory>(run::redis_options(c), k,
+                                                               run::explore_queue_options(c));
+    parts.policy = std::make_unique<FixedExplorationPolicy>(fixed_exploration(c));
+    return std::make_unique<Planner>(o, k, std::move(parts), std::move(registry));
+  }
+
+  // Expects exactly the P x N tasks of iteration t planned while the trainer was at c, with the
+  // deadline set between [begin_ms, end_ms] + the time budget.
+  static void expect_iteration(const std::map<std::string, wire::SeedTask>& tasks,
+                               const config::Config& c, std::int64_t t, std::int64_t trainer,
+                               std::int64_t begin_ms, std::int64_t end_ms) {
+    const int prompts = c.get<int>("trainer.prompts_per_iteration");
+    const int candidates = c.get<int>("exploration.candidates");
+    const auto seed = c.get<std::uint64_t>("run.seed");
+    const int steps = c.get_int("exploration.steps") > 0 ? c.get<int>("exploration.steps")
+                                                         : c.get<int>("sampler.steps");
+    const auto budget_ms =
+        static_cast<std::int64_t>(c.get_double("exploration.max_wait_seconds") * 1000);
+    const auto expected_prompts =
+        run::iteration_prompts(task::PromptGenerator(run::task_options(c)), seed, t, prompts);
+    int found = 0;
+    for (const auto& [id, task] : tasks) {
+      if (task.iteration == t) ++found;
+    }
+    EXPECT_EQ(found, prompts * candidates) << "tasks of iteration " << t;
+    for (int i = 0; i < prompts; ++i) {
+      for (int j = 0; j < candidates; ++j) {
+        const std::string id = run::seed_task_id(t, i, j);
+        const auto it = tasks.find(id);
+        ASSERT_NE(it, tasks.end()) << "missing " << id;
+        const wire::SeedTask& task = it->second;
+        EXPECT_EQ(task.run_id, c.get_string("run.id"));
+        EXPECT_EQ(task.iteration, t);
+        EXPECT_EQ(task.prompt_index, i);
+        EXPECT_EQ(task.prompt_text, expected_prompts[static_cast<std::size_t>(i)].text()) << id;
+        EXPECT_EQ(task.seed, run::candidate_seed(seed, t, i, j)) << id;
+        EXPECT_EQ(task.weights_version, std::clamp<std::int64_t>(t - 1, 0, trainer)) << id;
+        EXPECT_EQ(task.sampler_steps, steps);
+        EXPECT_EQ(task.attempt, 0);
+        EXPECT_GE(task.deadline_unix_ms, begin_ms + budget_ms);
+        EXPECT_LE(task.deadline_unix_ms, end_ms + budget_ms);
+      }
+    }
+  }
+};
+
+TEST_F(PlannerTest, WaitsForTheTrainerWithoutEnqueueing) {
+  const auto c = make_config();
+  auto planner = make_planner(c, nullptr);
+  EXPECT_EQ(planner->step(), StepOutcome::kWaitingForTrainer);
+  EXPECT_EQ(planner->step(), StepOutcome::kWaitingForTrainer);
+  EXPECT_TRUE(stream_tasks().empty());
+  EXPECT_FALSE(planner_state());
+  EXPECT_EQ(planner->status().tasks_enqueued, 0);
+}
+
+TEST_F(PlannerTest, EnqueuesEveryCandidateOfTheLookaheadWindow) {
+  const auto c = make_config();
+  set_key(keys().trainer_iteration, "0");
+  auto registry = std::make_shared<metrics::Registry>("planner");
+  auto planner = make_planner(c, registry);
+  const std::int64_t begin = now_ms();
+  EXPECT_EQ(planner->step(), StepOutcome::kRunning);
+  const std::int64_t end = now_ms();
+
+  const auto tasks = stream_tasks();
+  EXPECT_EQ(tasks.size(), 2u * 3u * 5u);  // iterations 0 and 1, P x N each
+  expect_iteration(tasks, c, 0, 0, begin, end);
+  expect_iteration(tasks, c, 1, 0, begin, end);
+  EXPECT_EQ(planner_state(), 1);
+  EXPECT_EQ(planner->status().tasks_enqueued, 30);
+  EXPECT_EQ(planner->status().iterations_planned, 2);
+
+  // Nothing new while the trainer stays at 0.
+  EXPECT_EQ(planner->step(), StepOutcome::kRunning);
+  EXPECT_EQ(stream_tasks().size(), 30u);
+  EXPECT_EQ(planner->status().tasks_enqueued, 30);
+
+  const std::string text = registry->text();
+  EXPECT_NE(text.find("spotlight_planner_tasks_enqueued_total 30"), std::string::npos) << text;
+  EXPECT_NE(text.find("spotlight_planner_queue_depth 30"), std::string::npos) << text;
+  EXPECT_NE(text.find("spotlight_planner_planned_iteration 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("spotlight_planner_trainer_iteration 0"), std::string::npos) << text;
+}
+
+TEST_F(PlannerTest, UsesTheTrainersVersionsAndTimingAheadOfIt) {
+  // A planner that starts late (the trainer is at 1) with lookahead 2, the exploration step
+  // count set, and the trainer's last iteration time known.
+  const auto c = make_config({"planner.lookahead=2", "exploration.steps=4"});
+  set_key(keys().trainer_iteration, "1");
+  set_key(keys().trainer_timing, R"({"iteration":0,"iteration_seconds":12.5,"train_seconds":10})");
+  auto planner = make_planner(c, nullptr);
+  const std::int64_t begin = now_ms();
+  ASSERT_EQ(planner->step(), StepOutcome::kRunning);
+  const std::int64_t end = now_ms();
+
+  const auto tasks = stream_tasks();
+  EXPECT_EQ(tasks.size(), 3u * 3u * 5u);  // iterations 1, 2, 3; never 0 (already trained)
+  std::map<std::int64_t, std::set<std::int64_t>> versions;  // iteration -> weights versions
+  for (const auto& [id, task] : tasks) {
+    versions[task.iteration].insert(task.weights_version);
+    EXPECT_EQ(task.sampler_steps, 4);
+    EXPECT_GE(task.deadline_unix_ms, begin + 12500);
+    EXPECT_LE(task.deadline_unix_ms, end + 12500);
+  }
+  // clamp(t - 1, 0, trainer iteration): nobody has weights newer than the trainer's.
+  EXPECT_EQ(versions,
+            (std::map<std::int64_t, std::set<std::int64_t>>{{1, {0}}, {2, {1}}, {3, {1}}}));
+  EXPECT_EQ(planner_state(), 3);
+}
+
+TEST_F(PlannerTest, NeverEnqueuesBeyondTheLastIteration) {
+  const auto c = make_config({"trainer.iterations=3", "planner.lookahead=3"});
+  set_key(keys().trainer_iteration, "1");
+  auto planner = make_planner(c, nullptr);
+  ASSERT_EQ(planner->step(), StepOutcome::kRunning);
+  std::set<std::int64_t> iterations;
+  for (const auto& [id, task] : stream_tasks())
+    iterations.insert(task.iteration);
+  EXPECT_EQ(iterations, (std::set<std::int64_t>{1, 2}));
+  EXPECT_EQ(planner_state(), 2);
+
+  set_key(keys().trainer_iteration, "2");
+  EXPECT_EQ(planner->step(), StepOutcome::kRunning);
+  set_key(keys().trainer_iteration, "3");  // what the trainer writes when it is done
+  EXPECT_EQ(planner->step(), StepOutcome::kFinished);
+  EXPECT_EQ(stream_tasks().size(), 2u * 3u * 5u);
+  EXPECT_EQ(planner_state(), 2);
+}
+
+TEST_F(PlannerTest, FollowsTheTrainerOneIterationAtATime) {
+  const auto c = make_config();
+  set_key(keys().trainer_iteration, "0");
+  auto planner = make_planner(c, nullptr);
+  ASSERT_EQ(planner->step(), StepOutcome::kRunning);
+  EXPECT_EQ(planner->status().tasks_enqueued, 30);
+
+  set_key(keys().trainer_iteration, "1");
+  const std::int64_t begin = now_ms();
+  ASSERT_EQ(planner->step(), StepOutcome::kRunning);
+  const std::int64_t end = now_ms();
+  EXPECT_EQ(planner->status().tasks_enqueued, 45);  // + iteration 2 only
+  const auto tasks = stream_tasks();
+  EXPECT_EQ(tasks.size(), 45u);
+  expect_iteration(tasks, c, 2, 1, begin, end);
+  EXPECT_EQ(planner_state(), 2);
+}
+
+TEST_F(PlannerTest, ARestartedPlannerEnqueuesNothingTwice) {
+  const auto c = make_config();
+  set_key(keys().trainer_iteration, "0");
+  make_planner(c, nullptr)->step();
+  auto q = make_queue(c);
+  const std::int64_t enqueued = q.stats().enqueued_total;
+  ASSERT_EQ(enqueued, 30);
+
+  // Explorers finish a few tasks: acknowledged entries leave the stream.
+  const auto leases = q.lease("explorer-a", 4, 0ms);
+  ASSERT_EQ(leases.size(), 4u);
+  for (const auto& l : leases)
+    ASSERT_TRUE(q.complete(l, "done").recorded);
+
+  // A new planner object on the same Redis.
+  auto restarted = make_planner(c, nullptr);
+  EXPECT_EQ(restarted->step(), StepOutcome::kRunning);
+  EXPECT_EQ(restarted->status().tasks_enqueued, 0);
+  EXPECT_EQ(restarted->status().iterations_planned, 0);
+
+  // The worst case: a planner died after enqueueing and before recording planner_state.
+  client().command({"DEL", redis_key(keys().planner_state)});
+  auto crashed = make_planner(c, nullptr);
+  EXPECT_EQ(crashed->step(), StepOutcome::kRunning);
+  EXPECT_EQ(crashed->status().iterations_planned, 2);  // it tried again ...
+  EXPECT_EQ(crashed->status().tasks_enqueued, 0);      // ... and the queue knew every id
+  EXPECT_EQ(q.stats().enqueued_total, enqueued);
+  const auto tasks = stream_tasks();
+  EXPECT_EQ(tasks.size(), 26u);  // the completed ones were not re-added
+  for (const auto& l : leases)
+    EXPECT_FALSE(tasks.count(l.task_id)) << l.task_id << " came back after completion";
+  EXPECT_EQ(planner_state(), 1);
+}
+
+TEST_F(PlannerTest, AMalformedTrainerIterationIsAnErrorNamingTheKey) {
+  const auto c = make_config();
+  set_key(keys().trainer_iteration, "zero");
+  auto planner = make_planner(c, nullptr);
+  try {
+    planner->step();
+    FAIL() << "expected PlannerError";
+  } catch (const PlannerError& e) {
+    EXPECT_NE(std::string(e.what()).find(redis_key(keys().trainer_iteration)), std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(stream_tasks().empty());
+}
+
+TEST_F(PlannerTest, RunStopsByItselfWhenTheTrainerIsDone) {
+  const auto c = make_config({"trainer.iterations=2"});
+  set_key(keys().trainer_iteration, "2");
+  auto planner = make_planner(c, nullptr);
+  StopFlag stop;
+  EXPECT_EQ(planner->run(stop), 0);
+  EXPECT_TRUE(stream_tasks().empty());
+}
+
+TEST_F(PlannerTest, BacksOffWhileRedisIsDownAndRecoversWhenItReturns) {
+  const auto c = make_config();
+  auto registry = std::make_shared<metrics::Registry>("planner");
+  auto planner = build(c, registry, 200ms);
+  const metrics::Counter errors = registry->counter("spotlight_planner_redis_errors_total", "");
+  StopFlag stop;
+  int status = -1;
+  std::thread loop([&] { status = planner->run(stop); });
+
+  set_key(keys().trainer_iteration, "0");
+  EXPECT_TRUE(wait_for([] { return planner_state() == 1; }, kPatience));
+
+  const auto down = std::chrono::steady_clock::now();
+  server().kill();  // AOF with fsync always: nothing acknowledged is lost
+  EXPECT_TRUE(wait_for([&] { return errors.value() >= 3; }, kPatience))
+      << "the planner should keep failing (and backing off) while Redis is down";
+  std::this_thread::sleep_for(1s);  // the outage lasts a while: pacing, not synchronising
+  server().start();
+
+  set_key(keys().trainer_iteration, "1");
+  EXPECT_TRUE(wait_for([] { return planner_state() == 2; }, kPatience));
+  const double errors_after = errors.value();
+  const auto outage_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - down)
+          .count();
+  stop.request();
+  loop.join();
+  EXPECT_EQ(status, 0);
+
+  const auto tasks = stream_tasks();
+  EXPECT_EQ(tasks.size(), 45u);  // iterations 0, 1, 2: none lost, none twice
+  for (std::int64_t t = 0; t <= 2; ++t) {
+    EXPECT_EQ(std::count_if(tasks.begin(), tasks.end(),
+                            [&](const auto& kv) { return kv.second.iteration == t; }),
+              15);
+  }
+  EXPECT_GE(planner->status().failed_passes, 3);
+  // Back-off: 10, 20, 40, ... 200 ms between failed passes, not one failure per 10 ms poll.
+  EXPECT_LE(errors_after, static_cast<double>(outage_ms) / 200.0 + 8) << outage_ms << " ms down";
+}
+
+}  // namespace
+}  // namespace spotlight::planner::test
