@@ -1,0 +1,121 @@
+#include "services/explorer/app.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <exception>
+#include <future>
+#include <stop_token>
+#include <string>
+#include <thread>
+
+#include <ATen/Parallel.h>
+
+#include "common/log/log.hpp"
+#include "common/metrics/server.hpp"
+#include "common/policy/policy.hpp"
+#include "common/queue/redis_lease_queue.hpp"
+#include "common/run/run_config.hpp"
+#include "common/store/redis_key_value_store.hpp"
+#include "common/store/redis_weight_store.hpp"
+#include "services/explorer/explorer.hpp"
+#include "services/reward/remote_reward.hpp"
+#include "services/reward/stop_signals.hpp"
+
+namespace spotlight::explorer {
+namespace {
+
+constexpr int kExitGraceExceeded = 3;
+// Slack on top of the grace period before the process gives up on its explorer thread.
+constexpr std::chrono::seconds kWatchdogSlack{5};
+
+std::string signal_name(int signo) {
+  switch (signo) {
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    default:
+      return "signal " + std::to_string(signo);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<reward::RewardFunction> make_explorer_reward(const config::Config& config,
+                                                             const task::TaskOptions& task) {
+  const std::string endpoint = config.get_string("reward.endpoint");
+  if (endpoint.empty()) return reward::make_task_reward(task);
+  reward::RemoteRewardOptions options;
+  options.endpoint = endpoint;
+  options.rpc.timeout = std::chrono::milliseconds(config.get_int("reward.timeout_ms"));
+  // The run schema counts attempts in all; the RPC client counts retries after the first.
+  options.rpc.retries = config.get<int>("reward.retries") - 1;
+  return std::make_unique<reward::RemoteReward>(options);
+}
+
+int run_explorer(const config::Config& config) {
+  try {
+    // First, before any thread exists; a signal that arrives while starting is kept.
+    reward::StopSignals signals;
+
+    const ExplorerOptions options = explorer_options(config);
+    if (const auto threads = config.get<int>("run.threads"); threads > 0) {
+      at::set_num_threads(threads);
+    }
+    const run::RunKeys keys(options.run_id);
+    auto redis = run::redis_options(config);
+    redis.client_name = "explorer:" + options.id;
+    queue::RedisLeaseQueue queue(redis, run::explore_queue_options(config));
+    store::WeightStoreOptions weight_options;
+    weight_options.key_prefix = keys.prefix;
+    store::RedisWeightStore weights(redis, weight_options);
+    store::RedisKeyValueStore kv(redis, keys.prefix);
+    policy::Policy policy(run::policy_options(config), run::task_options(config));
+    const auto reward = make_explorer_reward(config, policy.task_options());
+
+    auto registry = std::make_shared<metrics::Registry>("explorer");
+    const auto metrics_server =
+        metrics::MetricsServer::start(*registry, metrics::metrics_server_options(config));
+    if (metrics_server) log::info("metrics on {}", metrics_server->url());
+    log::info("model preset {} on {}, reward {}", config.get_string("model.preset"),
+              config.get_string("model.device"), reward->name());
+
+    Explorer explorer(options, ExplorerParts{queue, weights, kv, *reward, policy, *registry});
+    std::stop_source finished;  // requested when the explorer returns, whatever the reason
+    std::promise<void> done;
+    auto done_future = done.get_future();
+    std::exception_ptr failure;
+    std::jthread loop([&](std::stop_token stop) {
+      try {
+        explorer.run(stop);
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      finished.request_stop();
+      done.set_value();
+    });
+    if (const auto signo = signals.wait(finished.get_token())) {
+      log::info("received {}: stopping within {} s", signal_name(*signo),
+                std::chrono::duration<double>(options.grace_period).count());
+      loop.request_stop();
+      if (done_future.wait_for(options.grace_period + kWatchdogSlack) !=
+          std::future_status::ready) {
+        log::error("explorer did not stop within the grace period; exiting anyway");
+        std::_Exit(kExitGraceExceeded);
+      }
+    }
+    loop.join();
+    if (failure) std::rethrow_exception(failure);
+    const auto& m = explorer.metrics();
+    log::info("explorer {} done: {} completed, {} duplicates, {} malformed, {} released",
+              options.id, m.tasks_completed.value(), m.duplicate_results.value(),
+              m.malformed_tasks.value(), m.tasks_released.value());
+    return 0;
+  } catch (const std::exception& e) {
+    log::error("explorer failed: {}", e.what());
+    return 1;
+  }
+}
+
+}  // namespace spotlight::explorer

@@ -1,0 +1,423 @@
+#include "services/explorer/explorer.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <span>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+#include "common/log/log.hpp"
+#include "common/policy/policy.hpp"
+#include "common/queue/errors.hpp"
+#include "common/run/schedule.hpp"
+#include "common/store/errors.hpp"
+#include "common/wire/error.hpp"
+
+namespace spotlight::explorer {
+namespace {
+
+// Largest sampler step count a task may ask for (the run schema allows up to 1000).
+constexpr std::int64_t kMaxSamplerSteps = 10000;
+
+std::int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string seen_key(const std::string& id) {
+  return "explorer:" + id + ":seen";
+}
+
+}  // namespace
+
+Explorer::Explorer(ExplorerOptions options, ExplorerParts parts)
+    : options_((options.validate(), std::move(options))),
+      parts_(parts),
+      keys_(options_.run_id),
+      metrics_(parts.registry),
+      weights_(parts.weights, parts.policy, metrics_, options_.weights_retry_interval) {}
+
+ExitReason Explorer::run(std::stop_token stop) {
+  stop_ = stop;
+  stop_requested_ns_ = 0;
+  std::stop_callback on_stop(stop, [this] { stop_requested_ns_ = steady_ns(); });
+  const auto now = Clock::now();
+  next_heartbeat_ = next_finish_poll_ = next_reclaim_ = now;
+  backoff_ = std::chrono::milliseconds(0);
+  log::info("explorer {} started (run {}, batch {}, max staleness {})", options_.id,
+            options_.run_id, options_.batch, options_.max_staleness);
+
+  while (!stopping()) {
+    try {
+      heartbeat_if_due();
+      if (run_finished_if_due()) {
+        log::info("run finished (trainer_iteration >= {}): explorer {} exits", options_.iterations,
+                  options_.id);
+        return ExitReason::kRunFinished;
+      }
+      auto leases = next_leases();
+      if (!leases.empty()) process(std::move(leases));
+      backoff_ = std::chrono::milliseconds(0);
+    } catch (const queue::QueueUnavailable& e) {
+      metrics_.redis_errors.inc();
+      backoff(e, "queue unavailable");
+    } catch (const store::StoreUnavailable& e) {
+      metrics_.redis_errors.inc();
+      backoff(e, "store unavailable");
+    } catch (const std::exception& e) {
+      backoff(e, "error");
+    }
+  }
+  log::info("explorer {} stopped", options_.id);
+  return ExitReason::kStopped;
+}
+
+void Explorer::heartbeat_if_due() {
+  const auto now = Clock::now();
+  if (now < next_heartbeat_) return;
+  next_heartbeat_ = now + options_.heartbeat_interval;
+  const std::string stamp = std::to_string(unix_ms());
+  if (!seen_recorded_) {
+    parts_.kv.put_if_absent(seen_key(options_.id), stamp);
+    seen_recorded_ = true;
+  }
+  parts_.kv.put(keys_.explorer_heartbeat(options_.id), stamp);
+}
+
+bool Explorer::run_finished_if_due() {
+  const auto now = Clock::now();
+  if (now < next_finish_poll_) return false;
+  next_finish_poll_ = now + options_.finish_poll_interval;
+  return parts_.kv.counter(keys_.trainer_iteration) >= options_.iterations;
+}
+
+std::vector<queue::Lease> Explorer::next_leases() {
+  std::vector<queue::Lease> leases;
+  const auto now = Clock::now();
+  if (now >= next_reclaim_) {
+    leases = parts_.queue.reclaim(options_.id, options_.lease_timeout, options_.batch);
+    next_reclaim_ = now + options_.reclaim_interval;
+  }
+  if (static_cast<int>(leases.size()) < options_.batch) {
+    try {
+      auto more = parts_.queue.lease(
+          options_.id, options_.batch - static_cast<int>(leases.size()),
+          leases.empty() ? options_.block_timeout : std::chrono::milliseconds(0));
+      for (auto& lease : more)
+        leases.push_back(std::move(lease));
+    } catch (const queue::QueueError&) {
+      if (leases.empty()) throw;
+      // Work on the reclaimed leases; the next round notices the problem again.
+    }
+  }
+  metrics_.tasks_leased.inc(static_cast<double>(leases.size()));
+  held_since_ = Clock::now();
+  return leases;
+}
+
+std::optional<Explorer::Held> Explorer::admit(queue::Lease lease) {
+  const auto reject = [&](const std::string& why) -> std::optional<Held> {
+    const std::string error = "seed task '" + lease.task_id + "': " + why;
+    metrics_.malformed_tasks.inc();
+    log::warn("malformed task (delivery {}): {}", lease.delivery_count, error);
+    fail(lease, error);
+    return std::nullopt;
+  };
+  wire::SeedTask task;
+  try {
+    task = wire::SeedTask::decode(lease.payload);
+  } catch (const wire::WireError& e) {
+    return reject(e.what());
+  }
+  if (task.run_id != options_.run_id) {
+    return reject("field 'run_id': '" + task.run_id + "' is not this run ('" + options_.run_id +
+                  "')");
+  }
+  if (task.iteration < 0) return reject("field 'iteration': negative");
+  if (task.prompt_index < 0) return reject("field 'prompt_index': negative");
+  if (task.weights_version < 0) return reject("field 'weights_version': negative");
+  if (task.sampler_steps < 1 || task.sampler_steps > kMaxSamplerSteps) {
+    return reject("field 'sampler_steps': " + std::to_string(task.sampler_steps) +
+                  " is not in [1, " + std::to_string(kMaxSamplerSteps) + "]");
+  }
+  if (const auto id = run::parse_seed_task_id(lease.task_id);
+      id && (id->iteration != task.iteration || id->prompt != task.prompt_index)) {
+    return reject("fields 'iteration'/'prompt_index' (" + std::to_string(task.iteration) + "/" +
+                  std::to_string(task.prompt_index) + ") disagree with the task id");
+  }
+  auto prompt = task::parse_prompt(task.prompt_text);
+  if (!prompt) {
+    return reject("field 'prompt_text': '" + task.prompt_text + "' is not a prompt of the task");
+  }
+  return Held{std::move(lease), std::move(task), std::move(*prompt)};
+}
+
+void Explorer::process(std::vector<queue::Lease> leases) {
+  std::vector<Held> held;
+  for (auto& lease : leases) {
+    if (auto h = admit(std::move(lease))) held.push_back(std::move(*h));
+  }
+  if (held.empty()) return;
+  try {
+    std::int64_t need = held.front().task.weights_version - options_.max_staleness;
+    for (const auto& h : held)
+      need = std::max(need, h.task.weights_version - options_.max_staleness);
+    const std::optional<std::int64_t> loaded = weights_.ensure(need);
+    if (!loaded || *loaded < need) {
+      // Serve what the loaded version can, give the rest back until their weights exist.
+      std::size_t waiting = 0;
+      for (auto& h : held) {
+        if (!loaded || *loaded < h.task.weights_version - options_.max_staleness) {
+          release(h, "weights not available");
+          ++waiting;
+        }
+      }
+      const auto level = need != last_missing_logged_ ? log::Level::kInfo : log::Level::kDebug;
+      last_missing_logged_ = need;
+      if (log::enabled(level)) {
+        log::write(level,
+                   log::detail::format(
+                       "{} task(s) need weights version >= {} (loaded: {}): released for now",
+                       waiting, need, loaded ? std::to_string(*loaded) : "none"));
+      }
+      std::erase_if(held, [](const Held& h) { return h.settled; });
+      if (held.empty()) {
+        pause(options_.weights_retry_interval);
+        return;
+      }
+    }
+    if (held.front().task.iteration != last_iteration_logged_) {
+      last_iteration_logged_ = held.front().task.iteration;
+      log::info("exploring iteration {} with weights version {}", last_iteration_logged_, *loaded);
+    }
+    // Tasks of one step count are sampled together, in lease order.
+    std::stable_sort(held.begin(), held.end(), [](const Held& a, const Held& b) {
+      return a.task.sampler_steps < b.task.sampler_steps;
+    });
+    const std::size_t chunk =
+        static_cast<std::size_t>(options_.chunk > 0 ? options_.chunk : options_.batch);
+    const std::span<Held> all(held);
+    for (std::size_t begin = 0; begin < held.size();) {
+      if (stopping()) {
+        release_all(all.subspan(begin), "stopping");
+        return;
+      }
+      if (begin > 0) {
+        // Keep the leases and the heartbeat fresh while the batch lasts.
+        extend_if_due(all.subspan(begin));
+        try {
+          heartbeat_if_due();
+        } catch (const store::StoreUnavailable&) {
+          metrics_.redis_errors.inc();
+        }
+      }
+      std::size_t end = begin;
+      while (end < held.size() && end - begin < chunk &&
+             held[end].task.sampler_steps == held[begin].task.sampler_steps) {
+        ++end;
+      }
+      sample_chunk(all.subspan(begin, end - begin), *loaded);
+      begin = end;
+    }
+  } catch (...) {
+    // Whatever is not settled goes back to the queue (or expires if Redis is away).
+    release_all(held, "error");
+    throw;
+  }
+}
+
+void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
+  std::vector<Held*> active;
+  std::vector<task::Prompt> prompts;
+  std::vector<uint64_t> seeds;
+  for (auto& h : chunk) {
+    if (h.settled) continue;  // its lease was lost
+    active.push_back(&h);
+    prompts.push_back(h.prompt);
+    seeds.push_back(h.task.seed);
+  }
+  if (active.empty()) return;
+  auto sampler = options_.sampler;
+  sampler.steps = static_cast<int>(active.front()->task.sampler_steps);
+  sampler.sde = true;
+  sampler.keep_trajectory = false;
+
+  const auto start = Clock::now();
+  std::vector<task::Image> images;
+  try {
+    for (const auto& trajectory :
+         parts_.policy.sample(prompts, seeds, sampler, static_cast<int>(prompts.size()))) {
+      auto part = parts_.policy.latents_to_images(trajectory.final());
+      images.insert(images.end(), std::make_move_iterator(part.begin()),
+                    std::make_move_iterator(part.end()));
+    }
+  } catch (const std::exception& e) {
+    log::error("sampling {} task(s) failed: {}", active.size(), e.what());
+    for (Held* h : active)
+      fail(*h, std::string("sampling: ") + e.what());
+    return;
+  }
+  std::vector<reward::Scored> scores;
+  try {
+    scores = parts_.reward.score(prompts, images);
+    if (scores.size() != active.size()) {
+      throw std::runtime_error("reward " + parts_.reward.name() + " returned " +
+                               std::to_string(scores.size()) + " scores for " +
+                               std::to_string(active.size()) + " images");
+    }
+  } catch (const std::invalid_argument& e) {  // the input was bad: retrying will not help
+    metrics_.reward_errors.inc();
+    for (Held* h : active)
+      fail(*h, std::string("reward: ") + e.what());
+    return;
+  } catch (const std::exception&) {
+    metrics_.reward_errors.inc();
+    throw;  // process() releases the rest of the batch; run() backs off
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double per_sample = seconds / static_cast<double>(active.size());
+  metrics_.samples_per_second.set(seconds > 0 ? static_cast<double>(active.size()) / seconds : 0.0);
+  for (std::size_t i = 0; i < active.size(); ++i) {
+    metrics_.sample_seconds.observe(per_sample);
+    const auto& task = active[i]->task;
+    wire::SeedResult result;
+    result.task_id = active[i]->lease.task_id;
+    result.run_id = task.run_id;
+    result.iteration = task.iteration;
+    result.prompt_index = task.prompt_index;
+    result.seed = task.seed;
+    result.weights_version_used = version;
+    result.reward = scores[i].reward;
+    result.correct = scores[i].correct;
+    result.explorer_id = options_.id;
+    result.sample_seconds = per_sample;
+    complete(*active[i], result.encode());
+  }
+  log::debug("completed {} task(s) with weights version {} in {} s", active.size(), version,
+             seconds);
+}
+
+void Explorer::extend_if_due(std::span<Held> held) {
+  const auto now = Clock::now();
+  if (now - held_since_ < options_.lease_timeout / 3) return;
+  held_since_ = now;
+  for (auto& h : held) {
+    if (h.settled) continue;
+    try {
+      if (!parts_.queue.extend(h.lease)) {
+        log::warn("lease of task '{}' was lost; leaving it to its new holder", h.lease.task_id);
+        h.settled = true;
+      }
+    } catch (const queue::QueueUnavailable&) {
+      metrics_.redis_errors.inc();
+    }
+  }
+}
+
+void Explorer::complete(Held& held, const std::string& result) {
+  held.settled = true;
+  for (;;) {
+    try {
+      const queue::Completion c = parts_.queue.complete(held.lease, result);
+      if (c.recorded) {
+        metrics_.tasks_completed.inc();
+      } else {
+        metrics_.duplicate_results.inc();
+        log::debug("task '{}' already had a result (ran twice)", held.lease.task_id);
+      }
+      return;
+    } catch (const queue::QueueUnavailable& e) {
+      metrics_.redis_errors.inc();
+      if (past_grace()) {
+        log::error("giving up on the result of task '{}' (grace period over): {}",
+                   held.lease.task_id, e.what());
+        return;  // the lease expires and the task runs again elsewhere
+      }
+      backoff(e, "completing a task", /*during_grace=*/true);
+    }
+  }
+}
+
+void Explorer::fail(Held& held, const std::string& error) {
+  held.settled = true;
+  fail(held.lease, error);
+}
+
+void Explorer::fail(const queue::Lease& lease, const std::string& error) {
+  metrics_.tasks_failed.inc();
+  try {
+    switch (parts_.queue.fail(lease, error)) {
+      case queue::FailOutcome::kDeadLettered:
+        log::warn("task '{}' dead-lettered after {} deliveries: {}", lease.task_id,
+                  lease.delivery_count, error);
+        break;
+      case queue::FailOutcome::kNotHeld:
+        log::debug("task '{}' no longer held; failure ignored", lease.task_id);
+        break;
+      case queue::FailOutcome::kRetry:
+        break;
+    }
+  } catch (const queue::QueueUnavailable& e) {
+    metrics_.redis_errors.inc();
+    log::warn("could not fail task '{}' (it will expire): {}", lease.task_id, e.what());
+  }
+}
+
+void Explorer::release_all(std::span<Held> held, const char* why) {
+  for (auto& h : held) {
+    if (!h.settled) release(h, why);
+  }
+}
+
+void Explorer::release(Held& held, const char* why) {
+  held.settled = true;
+  try {
+    if (parts_.queue.release(held.lease)) metrics_.tasks_released.inc();
+  } catch (const std::exception& e) {
+    if (dynamic_cast<const queue::QueueUnavailable*>(&e) != nullptr) metrics_.redis_errors.inc();
+    log::warn("could not release task '{}' ({}; it will expire): {}", held.lease.task_id, why,
+              e.what());
+  }
+}
+
+bool Explorer::past_grace() const {
+  const std::int64_t requested = stop_requested_ns_.load();
+  if (requested == 0) return false;
+  return steady_ns() - requested >
+         std::chrono::duration_cast<std::chrono::nanoseconds>(options_.grace_period).count();
+}
+
+void Explorer::pause(std::chrono::milliseconds duration, bool during_grace) {
+  if (stopping()) {
+    if (!during_grace) return;
+    const std::int64_t deadline =
+        stop_requested_ns_.load() +
+        std::chrono::duration_cast<std::chrono::nanoseconds>(options_.grace_period).count();
+    const auto left = std::chrono::nanoseconds(std::max<std::int64_t>(0, deadline - steady_ns()));
+    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(left, duration));
+    return;
+  }
+  std::mutex mutex;
+  std::condition_variable_any wake;
+  std::unique_lock lock(mutex);
+  wake.wait_for(lock, stop_, duration, [] { return false; });
+}
+
+void Explorer::backoff(const std::exception& e, const char* what, bool during_grace) {
+  backoff_ =
+      backoff_.count() == 0 ? options_.min_backoff : std::min(backoff_ * 2, options_.max_backoff);
+  log::warn("{}: {} (retrying in {} ms)", what, e.what(), backoff_.count());
+  pause(backoff_, during_grace);
+}
+
+}  // namespace spotlight::explorer

@@ -1,0 +1,141 @@
+#pragma once
+// Explorer: the spot worker of exploration.mode=async (DESIGN.md section 3,
+// notes/async_protocol.md). It pulls seed tasks under leases, samples them with weights at most
+// max_staleness versions older than each task asks for, scores them and records one result per
+// task before acknowledging it.
+//
+// run(stop) is equivalent to:
+//
+//   put_if_absent(explorer:<id>:seen, now)
+//   until stop is requested:
+//     every heartbeat_interval:    put(explorer:<id>:heartbeat, unix ms)
+//     every finish_poll_interval:  if trainer_iteration >= iterations: return kRunFinished
+//     leases  = reclaim(id, lease_timeout, batch)          every reclaim_interval
+//     leases += lease(id, batch - |leases|, block_timeout)  (no wait if reclaim returned some)
+//     for each lease: decode wire::SeedTask and check it (run id, prompt text, steps, versions);
+//                     malformed -> fail(lease, error)  (dead-lettered after max_deliveries)
+//     weights.ensure(max over tasks of weights_version - max_staleness)   (PolicyWeights)
+//     tasks the loaded version cannot serve -> release(lease); wait weights_retry_interval
+//     the rest, grouped by sampler_steps (lease order within a group), chunk by chunk:
+//       stop requested  -> release the leases not sampled yet, return kStopped
+//       heartbeat / extend the held leases when due (a lost lease is dropped, not sampled)
+//       sample (SDE, the task's steps and seeds), score, then per task
+//       complete(lease, SeedResult)    (retried while Redis is unavailable; a duplicate is
+//                                       counted, never an error)
+//   return kStopped
+//
+// Failures never end the loop: Redis unavailable -> count, log, back off (doubling from
+// min_backoff to max_backoff), retry; a result is "done" only after complete() returned, and
+// leases that cannot be completed or released are left to expire (re-delivered to another
+// explorer). A sampling error fails the chunk's leases; a reward error releases them (the
+// reward service may be down) unless the input was invalid (fail). After a stop request the
+// chunk being sampled is finished and completed, the rest released, and run() returns within
+// grace_period of the request plus one chunk's sampling time.
+//
+// Thread-compatible: run() uses its collaborators from the calling thread only; give every
+// explorer thread its own queue, stores, reward and policy.
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "common/metrics/metrics.hpp"
+#include "common/queue/lease_queue.hpp"
+#include "common/reward/reward_function.hpp"
+#include "common/run/run_config.hpp"
+#include "common/store/key_value_store.hpp"
+#include "common/store/weight_store.hpp"
+#include "common/task/prompt.hpp"
+#include "common/wire/messages.hpp"
+#include "services/explorer/explorer_metrics.hpp"
+#include "services/explorer/explorer_options.hpp"
+#include "services/explorer/policy_weights.hpp"
+
+namespace spotlight::policy {
+class Policy;  // common/policy/policy.hpp
+}  // namespace spotlight::policy
+
+namespace spotlight::explorer {
+
+// What an explorer works with; every part must outlive the Explorer.
+struct ExplorerParts {
+  queue::LeaseQueue& queue;        // the run's seed-task queue (run::explore_queue_options)
+  store::WeightStore& weights;     // key_prefix = RunKeys::prefix
+  store::KeyValueStore& kv;        // constructed with RunKeys::prefix (keys are relative)
+  reward::RewardFunction& reward;  // in-process or RemoteReward
+  policy::Policy& policy;          // its weights are replaced by published versions
+  metrics::Registry& registry;     // service "explorer"
+};
+
+enum class ExitReason {
+  kStopped,      // stop was requested
+  kRunFinished,  // trainer_iteration reached the run's iterations
+};
+
+class Explorer {
+ public:
+  // Throws std::invalid_argument for invalid options.
+  Explorer(ExplorerOptions options, ExplorerParts parts);
+
+  // The loop described at the top of this file; never throws for runtime failures.
+  ExitReason run(std::stop_token stop);
+
+  const ExplorerOptions& options() const { return options_; }
+  const ExplorerMetrics& metrics() const { return metrics_; }
+  std::optional<std::int64_t> weights_version() const { return weights_.loaded(); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Held {
+    queue::Lease lease;
+    wire::SeedTask task;
+    task::Prompt prompt;
+    bool settled = false;  // completed, failed, released or lost: no longer ours to act on
+  };
+
+  void heartbeat_if_due();
+  bool run_finished_if_due();
+  std::vector<queue::Lease> next_leases();
+  std::optional<Held> admit(queue::Lease lease);
+  void process(std::vector<queue::Lease> leases);
+  void sample_chunk(std::span<Held> chunk, std::int64_t version);
+  void extend_if_due(std::span<Held> held);
+  void complete(Held& held, const std::string& result);
+  void fail(Held& held, const std::string& error);
+  void fail(const queue::Lease& lease, const std::string& error);
+  void release_all(std::span<Held> held, const char* why);
+  void release(Held& held, const char* why);
+
+  bool stopping() const { return stop_.stop_requested(); }
+  // Past stop request + grace_period (always false before a stop request).
+  bool past_grace() const;
+  // Waits `duration` or until stop is requested. Once stopping it returns at once, unless
+  // `during_grace` (a result still to record): then it waits, but not past the grace deadline.
+  void pause(std::chrono::milliseconds duration, bool during_grace = false);
+  // Logs `e`, doubles the back-off (min_backoff .. max_backoff) and pauses that long.
+  void backoff(const std::exception& e, const char* what, bool during_grace = false);
+
+  ExplorerOptions options_;
+  ExplorerParts parts_;
+  run::RunKeys keys_;
+  ExplorerMetrics metrics_;
+  PolicyWeights weights_;
+
+  std::stop_token stop_;
+  std::atomic<std::int64_t> stop_requested_ns_{0};  // steady clock; 0: not requested
+  std::chrono::milliseconds backoff_{0};
+  Clock::time_point next_heartbeat_{};
+  Clock::time_point next_finish_poll_{};
+  Clock::time_point next_reclaim_{};
+  Clock::time_point held_since_{};  // last lease / extend of the batch in hand
+  bool seen_recorded_ = false;
+  std::int64_t last_iteration_logged_ = -1;
+  std::optional<std::int64_t> last_missing_logged_;  // version last reported missing (info once)
+};
+
+}  // namespace spotlight::explorer

@@ -1,0 +1,39 @@
+#include "services/explorer/explorer_metrics.hpp"
+
+namespace spotlight::explorer {
+
+ExplorerMetrics::ExplorerMetrics(metrics::Registry& r)
+    : tasks_leased(
+          r.counter("spotlight_explorer_tasks_leased_total", "Seed task leases received.")),
+      tasks_completed(r.counter("spotlight_explorer_tasks_completed_total",
+                                "Seed task results recorded by this explorer.")),
+      duplicate_results(r.counter("spotlight_explorer_duplicate_results_total",
+                                  "Completions that found a result already recorded.")),
+      malformed_tasks(r.counter("spotlight_explorer_malformed_tasks_total",
+                                "Seed task payloads rejected as malformed.")),
+      tasks_failed(r.counter("spotlight_explorer_tasks_failed_total",
+                             "Seed tasks failed back to the queue with an error.")),
+      tasks_released(r.counter("spotlight_explorer_tasks_released_total",
+                               "Seed task leases released unfinished.")),
+      weights_loaded(
+          r.counter("spotlight_explorer_weights_loaded_total", "Weights versions loaded.")),
+      weights_corrupt(r.counter("spotlight_explorer_weights_corrupt_total",
+                                "Fetched weights versions rejected as corrupt.")),
+      redis_errors(r.counter("spotlight_explorer_redis_errors_total",
+                             "Operations that failed because Redis was unavailable.")),
+      reward_errors(
+          r.counter("spotlight_explorer_reward_errors_total", "Reward calls that failed.")),
+      samples_per_second(r.gauge("spotlight_explorer_samples_per_second",
+                                 "Samples per second of the last chunk (sampling and scoring).")),
+      weights_version(
+          r.gauge("spotlight_explorer_weights_version", "Loaded weights version (-1: none).")),
+      weights_fetch_seconds(r.histogram("spotlight_explorer_weights_fetch_seconds",
+                                        "Fetch, verification and load of one weights version.",
+                                        metrics::exponential_buckets(0.001, 4, 10))),
+      sample_seconds(r.histogram("spotlight_explorer_sample_seconds",
+                                 "Sampling and scoring time per sample.",
+                                 metrics::exponential_buckets(0.0005, 4, 10))) {
+  weights_version.set(-1);
+}
+
+}  // namespace spotlight::explorer

@@ -1,0 +1,29 @@
+#pragma once
+// The explorer's Prometheus metrics (DESIGN.md section 7), all named spotlight_explorer_*.
+// Handles are thread-safe to update and stay valid while the registry lives.
+
+#include "common/metrics/metrics.hpp"
+
+namespace spotlight::explorer {
+
+struct ExplorerMetrics {
+  // Registers (or finds) every metric in `registry`, whose service must be "explorer".
+  explicit ExplorerMetrics(metrics::Registry& registry);
+
+  metrics::Counter tasks_leased;       // leases received (first deliveries and reclaims)
+  metrics::Counter tasks_completed;    // results this explorer recorded first
+  metrics::Counter duplicate_results;  // complete() found a result already (task ran twice)
+  metrics::Counter malformed_tasks;    // payloads rejected (undecodable, wrong run, bad field)
+  metrics::Counter tasks_failed;       // fail() calls (malformed or sampling/scoring errors)
+  metrics::Counter tasks_released;     // leases given back (weights missing, stop, reward down)
+  metrics::Counter weights_loaded;     // weights versions loaded into the policy
+  metrics::Counter weights_corrupt;    // fetched versions rejected (checksum, undecodable)
+  metrics::Counter redis_errors;       // operations that failed because Redis was unavailable
+  metrics::Counter reward_errors;      // scoring calls that threw
+  metrics::Gauge samples_per_second;   // of the last chunk (sampling + scoring)
+  metrics::Gauge weights_version;      // loaded version; -1 before the first load
+  metrics::Histogram weights_fetch_seconds;  // fetch + verify + load of one version
+  metrics::Histogram sample_seconds;         // per sample, sampling + scoring
+};
+
+}  // namespace spotlight::explorer

@@ -1,0 +1,72 @@
+#include "services/explorer/policy_weights.hpp"
+
+#include <algorithm>
+#include <exception>
+
+#include "common/log/log.hpp"
+#include "common/policy/policy.hpp"
+
+namespace spotlight::explorer {
+
+PolicyWeights::PolicyWeights(store::WeightStore& store, policy::Policy& policy,
+                             ExplorerMetrics& metrics, std::chrono::milliseconds retry_interval)
+    : store_(store), policy_(policy), metrics_(metrics), retry_interval_(retry_interval) {}
+
+std::optional<std::int64_t> PolicyWeights::ensure(std::int64_t min_version) {
+  if (loaded_ && *loaded_ >= min_version) return loaded_;
+  const auto latest = store_.latest_version();
+  if (!latest || *latest < min_version) return loaded_;
+  auto published = store_.versions();
+  if (std::find(published.begin(), published.end(), *latest) == published.end()) {
+    published.push_back(*latest);
+  }
+  std::sort(published.rbegin(), published.rend());
+  for (const std::int64_t version : published) {
+    if (version < min_version || (loaded_ && version <= *loaded_)) break;
+    if (try_load(version)) return loaded_;
+  }
+  return loaded_;
+}
+
+bool PolicyWeights::try_load(std::int64_t version) {
+  const auto now = Clock::now();
+  if (const auto it = failed_until_.find(version); it != failed_until_.end()) {
+    if (now < it->second) return false;
+    failed_until_.erase(it);
+  }
+  const auto reject = [&](const char* why, const std::string& what) {
+    metrics_.weights_corrupt.inc();
+    failed_until_[version] = Clock::now() + retry_interval_;
+    if (reported_.insert(version).second) {
+      log::error("weights version {} rejected ({}): {}", version, why, what);
+    } else {
+      log::debug("weights version {} rejected again ({}): {}", version, why, what);
+    }
+    return false;
+  };
+  std::optional<std::string> bytes;
+  try {
+    bytes = store_.fetch(version);
+  } catch (const store::CorruptWeights& e) {  // ChecksumMismatch among them
+    return reject("corrupt", e.what());
+  }
+  if (!bytes) return false;  // garbage-collected since it was listed
+  try {
+    policy_.load_weights_bytes(*bytes);
+  } catch (const std::exception& e) {
+    // The checksum matched, so the publisher wrote bytes this policy cannot hold (another
+    // preset?). Some parameters may have been overwritten before the failure.
+    loaded_.reset();
+    metrics_.weights_version.set(-1);
+    return reject("not loadable", e.what());
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - now).count();
+  metrics_.weights_fetch_seconds.observe(seconds);
+  metrics_.weights_loaded.inc();
+  metrics_.weights_version.set(static_cast<double>(version));
+  log::info("loaded weights version {} ({} bytes, {} s)", version, bytes->size(), seconds);
+  loaded_ = version;
+  return true;
+}
+
+}  // namespace spotlight::explorer

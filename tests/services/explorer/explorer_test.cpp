@@ -1,0 +1,535 @@
+// Explorer against a real redis-server: explorers run as threads with their own connections,
+// the policy is the micro preset with perturbed weights (varied images), weights are published
+// by the test through the real weight store.
+
+#include "services/explorer/explorer.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <ATen/Parallel.h>
+#include <gtest/gtest.h>
+
+#include "common/metrics/metrics.hpp"
+#include "common/queue/redis_lease_queue.hpp"
+#include "common/redis/client.hpp"
+#include "common/run/run_config.hpp"
+#include "common/store/redis_key_value_store.hpp"
+#include "common/store/redis_weight_store.hpp"
+#include "tests/common/redis/redis_server.hpp"
+#include "tests/common/redis/wait_for.hpp"
+#include "tests/services/explorer/explorer_test_support.hpp"
+
+namespace spotlight::explorer {
+namespace {
+
+using namespace std::chrono_literals;
+using spotlight::testing::wait_for;
+using testing::DenseReward;
+using testing::TaskSpec;
+
+constexpr auto kWait = 60s;  // generous: the machine running the tests may be busy
+constexpr int kSteps = 4;
+const std::string kRunId = "explorer-test";
+
+// Blocks the first score() call until open() (a chunk "in flight" for as long as a test needs).
+class GateReward final : public reward::RewardFunction {
+ public:
+  std::vector<reward::Scored> score(const std::vector<task::Prompt>& prompts,
+                                    const std::vector<task::Image>& images) override {
+    {
+      std::unique_lock lock(mutex_);
+      entered_ = true;
+      changed_.notify_all();
+      changed_.wait(lock, [&] { return open_; });
+    }
+    return inner_.score(prompts, images);
+  }
+  std::string name() const override { return "gate"; }
+  bool wait_entered(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return entered_; });
+  }
+  void open() {
+    std::lock_guard lock(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  DenseReward inner_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool entered_ = false;
+  bool open_ = false;
+};
+
+// One explorer on its own thread with its own connections, policy, reward and metrics.
+class Worker {
+ public:
+  Worker(const redis::RedisOptions& redis, const queue::LeaseQueueOptions& queue_options,
+         const store::WeightStoreOptions& weight_options, ExplorerOptions options,
+         std::unique_ptr<reward::RewardFunction> reward)
+      : queue_(redis, queue_options),
+        weights_(redis, weight_options),
+        kv_(redis, run::RunKeys(options.run_id).prefix),
+        reward_(std::move(reward)),
+        policy_(testing::micro_policy(0, 0.0)),
+        registry_("explorer"),
+        explorer_(std::move(options),
+                  ExplorerParts{queue_, weights_, kv_, *reward_, *policy_, registry_}) {}
+  ~Worker() { stop(); }
+
+  void start() {
+    thread_ = std::jthread([this](std::stop_token stop) {
+      reason_ = explorer_.run(stop);
+      returned_ = true;
+    });
+  }
+  // Requests a stop (if still running) and joins.
+  std::optional<ExitReason> stop() {
+    if (thread_.joinable()) {
+      thread_.request_stop();
+      thread_.join();
+    }
+    return reason_;
+  }
+  void request_stop() { thread_.request_stop(); }
+  bool returned() const { return returned_; }
+  const ExplorerMetrics& metrics() const { return explorer_.metrics(); }
+
+ private:
+  queue::RedisLeaseQueue queue_;
+  store::RedisWeightStore weights_;
+  store::RedisKeyValueStore kv_;
+  std::unique_ptr<reward::RewardFunction> reward_;
+  std::unique_ptr<policy::Policy> policy_;
+  metrics::Registry registry_;
+  Explorer explorer_;
+  std::optional<ExitReason> reason_;
+  std::atomic<bool> returned_{false};
+  std::jthread thread_;  // last: joined before the rest is destroyed
+};
+
+class ExplorerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SPOTLIGHT_REQUIRE_REDIS_SERVER();
+    at::set_num_threads(1);  // explorers in threads share two cores with other tests
+    server_ = std::make_unique<spotlight::testing::RedisServer>();
+    queue_ = std::make_unique<queue::RedisLeaseQueue>(redis(), queue_options());
+    store_ = std::make_unique<store::RedisWeightStore>(redis(), weight_options());
+    kv_ = std::make_unique<store::RedisKeyValueStore>(redis(), keys_.prefix);
+    kv_->put(keys_.trainer_iteration, "0");
+  }
+
+  redis::RedisOptions redis() const {
+    auto o = server_->client_options();
+    o.command_timeout = 5s;
+    return o;
+  }
+  queue::LeaseQueueOptions queue_options() const {
+    queue::LeaseQueueOptions o;
+    o.key_prefix = keys_.explore_queue;
+    o.lease_timeout = 5s;
+    o.max_deliveries = 3;
+    return o;
+  }
+  store::WeightStoreOptions weight_options() const {
+    store::WeightStoreOptions o;
+    o.key_prefix = keys_.prefix;
+    o.chunk_bytes = 16 << 10;  // several chunks even for the micro preset
+    return o;
+  }
+  static ExplorerOptions options(const std::string& id) {
+    ExplorerOptions o;
+    o.id = id;
+    o.run_id = kRunId;
+    o.batch = 4;
+    o.max_staleness = 1;
+    o.iterations = 1;
+    o.heartbeat_interval = 100ms;
+    o.lease_timeout = 5s;
+    o.block_timeout = 50ms;
+    o.reclaim_interval = 50ms;
+    o.weights_retry_interval = 100ms;
+    o.finish_poll_interval = 50ms;
+    o.min_backoff = 20ms;
+    o.max_backoff = 200ms;
+    o.grace_period = 10s;
+    return o;
+  }
+  std::unique_ptr<Worker> worker(ExplorerOptions o, std::unique_ptr<reward::RewardFunction> r =
+                                                        std::make_unique<DenseReward>()) {
+    return std::make_unique<Worker>(redis(), queue_options(), weight_options(), std::move(o),
+                                    std::move(r));
+  }
+
+  void publish(std::int64_t version, const policy::Policy& policy) {
+    store_->publish(version, policy.weights_bytes());
+  }
+  std::optional<wire::SeedResult> result(const std::string& task_id) {
+    const auto bytes = queue_->result(task_id);
+    if (!bytes) return std::nullopt;
+    return wire::SeedResult::decode(*bytes);
+  }
+  bool all_done(const std::vector<TaskSpec>& tasks) {
+    for (const auto& t : tasks) {
+      if (!queue_->result(t.id)) return false;
+    }
+    return true;
+  }
+  // Every task has exactly the result it should: ids, seed, iteration, prompt, run, reward
+  // range, a version the staleness bound allows.
+  void expect_results_match(const std::vector<TaskSpec>& tasks, std::int64_t max_staleness) {
+    for (const auto& t : tasks) {
+      SCOPED_TRACE(t.id);
+      const auto r = result(t.id);
+      ASSERT_TRUE(r.has_value());
+      EXPECT_EQ(r->task_id, t.id);
+      EXPECT_EQ(r->run_id, kRunId);
+      EXPECT_EQ(r->seed, t.task.seed);
+      EXPECT_EQ(r->iteration, t.task.iteration);
+      EXPECT_EQ(r->prompt_index, t.task.prompt_index);
+      EXPECT_GE(r->reward, 0.0);
+      EXPECT_LE(r->reward, 1.0);
+      EXPECT_GE(r->weights_version_used, t.task.weights_version - max_staleness);
+      EXPECT_GT(r->sample_seconds, 0.0);
+    }
+  }
+  std::vector<double> rewards_of(const std::vector<TaskSpec>& tasks) {
+    std::vector<double> out;
+    for (const auto& t : tasks)
+      out.push_back(result(t.id)->reward);
+    return out;
+  }
+  std::vector<std::int64_t> versions_of(const std::vector<TaskSpec>& tasks) {
+    std::vector<std::int64_t> out;
+    for (const auto& t : tasks)
+      out.push_back(result(t.id)->weights_version_used);
+    return out;
+  }
+
+  run::RunKeys keys_{kRunId};
+  std::unique_ptr<spotlight::testing::RedisServer> server_;
+  std::unique_ptr<queue::RedisLeaseQueue> queue_;
+  std::unique_ptr<store::RedisWeightStore> store_;
+  std::unique_ptr<store::RedisKeyValueStore> kv_;
+};
+
+TEST_F(ExplorerTest, EveryTaskOfAnIterationGetsOneMatchingResult) {
+  auto p0 = testing::micro_policy(1);
+  publish(0, *p0);
+  const auto tasks = testing::seed_tasks(kRunId, 1, 3, 4, 0, kSteps);
+  ASSERT_EQ(testing::enqueue(*queue_, tasks), 12);
+
+  auto o = options("a");
+  auto w = worker(o, reward::make_task_reward(p0->task_options()));
+  w->start();
+  ASSERT_TRUE(wait_for([&] { return all_done(tasks); }, kWait));
+  expect_results_match(tasks, o.max_staleness);
+  for (const auto& t : tasks) {
+    EXPECT_EQ(result(t.id)->weights_version_used, 0);
+    EXPECT_EQ(result(t.id)->explorer_id, "a");
+  }
+  const auto stats = queue_->stats();
+  EXPECT_EQ(stats.length, 0);
+  EXPECT_EQ(stats.results, 12);
+  EXPECT_EQ(stats.acked_total, 12);
+  EXPECT_EQ(w->metrics().tasks_completed.value(), 12);
+  EXPECT_EQ(w->metrics().duplicate_results.value(), 0);
+  EXPECT_EQ(w->metrics().weights_version.value(), 0);
+  EXPECT_EQ(w->metrics().weights_loaded.value(), 1);
+  EXPECT_GT(w->metrics().samples_per_second.value(), 0);
+  // Heartbeat and registration, as unix milliseconds.
+  const auto beat = kv_->get(keys_.explorer_heartbeat("a"));
+  ASSERT_TRUE(beat.has_value());
+  EXPECT_GT(std::stoll(*beat), 1'600'000'000'000LL);
+  EXPECT_TRUE(kv_->get("explorer:a:seen").has_value());
+
+  // The run ends: the explorer returns by itself.
+  EXPECT_FALSE(w->returned());
+  kv_->put(keys_.trainer_iteration, "1");
+  ASSERT_TRUE(wait_for([&] { return w->returned(); }, kWait));
+  EXPECT_EQ(w->stop(), ExitReason::kRunFinished);
+}
+
+TEST_F(ExplorerTest, RewardsEqualInProcessSamplingOfTheSameBatch) {
+  auto p0 = testing::micro_policy(2);
+  publish(0, *p0);
+  DenseReward dense;
+  // A batch of 4 sampled together, and 4 sampled one at a time.
+  const auto together = testing::seed_tasks(kRunId, 1, 2, 2, 0, kSteps);
+  const auto alone = testing::seed_tasks(kRunId, 2, 2, 2, 0, kSteps);
+  const auto expect_together = testing::reference_rewards(*p0, together, 4, dense);
+  const auto expect_alone = testing::reference_rewards(*p0, alone, 1, dense);
+  // The rewards differ between tasks (the check below is not vacuous).
+  EXPECT_GT(std::set<double>(expect_together.begin(), expect_together.end()).size(), 1u);
+
+  {
+    testing::enqueue(*queue_, together);  // all waiting before the explorer leases: one batch
+    auto w = worker(options("a"));
+    w->start();
+    ASSERT_TRUE(wait_for([&] { return all_done(together); }, kWait));
+  }
+  EXPECT_EQ(rewards_of(together), expect_together);  // bit for bit
+  {
+    auto o = options("b");
+    o.chunk = 1;
+    testing::enqueue(*queue_, alone);
+    auto w = worker(o);
+    w->start();
+    ASSERT_TRUE(wait_for([&] { return all_done(alone); }, kWait));
+  }
+  EXPECT_EQ(rewards_of(alone), expect_alone);
+
+  // Batch composition: a batch-of-one run is only expected to be close to the batched one
+  // (BLAS may block differently per batch size); equal is fine too.
+  const auto together_alone = testing::reference_rewards(*p0, together, 1, dense);
+  for (std::size_t i = 0; i < together.size(); ++i) {
+    EXPECT_NEAR(together_alone[i], expect_together[i], 1e-4) << together[i].id;
+  }
+  std::cout << "[ info     ] batch of one vs batch of four: "
+            << (together_alone == expect_together ? "bit-identical" : "close, not identical")
+            << "\n";
+}
+
+TEST_F(ExplorerTest, FetchesNewerWeightsOnlyWhenATaskNeedsThem) {
+  auto p0 = testing::micro_policy(3);
+  auto p1 = testing::micro_policy(4);
+  auto p2 = testing::micro_policy(5);
+  publish(0, *p0);
+  DenseReward dense;
+  auto o = options("a");
+  o.chunk = 1;  // compare against batch-of-one references
+  o.max_staleness = 1;
+  auto w = worker(o);
+  w->start();
+
+  const auto t0 = testing::seed_tasks(kRunId, 1, 1, 2, 0, kSteps);
+  testing::enqueue(*queue_, t0);
+  ASSERT_TRUE(wait_for([&] { return all_done(t0); }, kWait));
+  EXPECT_EQ(versions_of(t0), (std::vector<std::int64_t>{0, 0}));
+  EXPECT_EQ(rewards_of(t0), testing::reference_rewards(*p0, t0, 1, dense));
+
+  // v1 exists, but tasks asking for v1 may use v0 (one version stale): no fetch.
+  publish(1, *p1);
+  const auto t1 = testing::seed_tasks(kRunId, 2, 1, 2, 1, kSteps);
+  testing::enqueue(*queue_, t1);
+  ASSERT_TRUE(wait_for([&] { return all_done(t1); }, kWait));
+  EXPECT_EQ(versions_of(t1), (std::vector<std::int64_t>{0, 0}));
+  EXPECT_EQ(w->metrics().weights_loaded.value(), 1);
+
+  // Tasks asking for v2 need >= v1: the newest published (v1) is fetched.
+  const auto t2 = testing::seed_tasks(kRunId, 3, 1, 2, 2, kSteps);
+  testing::enqueue(*queue_, t2);
+  ASSERT_TRUE(wait_for([&] { return all_done(t2); }, kWait));
+  EXPECT_EQ(versions_of(t2), (std::vector<std::int64_t>{1, 1}));
+  EXPECT_EQ(rewards_of(t2), testing::reference_rewards(*p1, t2, 1, dense));
+  EXPECT_EQ(w->metrics().weights_version.value(), 1);
+
+  // Tasks asking for v3 need v2, not published yet: released and retried, never run on v1.
+  const auto t3 = testing::seed_tasks(kRunId, 4, 1, 2, 3, kSteps);
+  testing::enqueue(*queue_, t3);
+  ASSERT_TRUE(wait_for([&] { return w->metrics().tasks_released.value() >= 4; }, kWait));
+  EXPECT_FALSE(queue_->result(t3[0].id).has_value());
+  EXPECT_FALSE(queue_->result(t3[1].id).has_value());
+  publish(2, *p2);
+  ASSERT_TRUE(wait_for([&] { return all_done(t3); }, kWait));
+  EXPECT_EQ(versions_of(t3), (std::vector<std::int64_t>{2, 2}));
+  EXPECT_EQ(rewards_of(t3), testing::reference_rewards(*p2, t3, 1, dense));
+  EXPECT_EQ(w->metrics().weights_loaded.value(), 3);
+  expect_results_match(t3, o.max_staleness);
+}
+
+TEST_F(ExplorerTest, CorruptWeightsChunkIsDetectedAndNeverUsed) {
+  auto p0 = testing::micro_policy(6);
+  auto p1 = testing::micro_policy(7);
+  auto p2 = testing::micro_policy(8);
+  publish(0, *p0);
+  publish(1, *p1);
+  const auto manifest = store_->manifest(1);
+  ASSERT_TRUE(manifest.has_value());
+  ASSERT_GE(manifest->chunks, 2u);
+  {  // flip one byte of chunk 1 of v1, keeping its length
+    redis::RedisClient client(redis());
+    const std::string key = store_->chunk_key(1, 1);
+    std::string chunk = client.command({"GET", key}).as_string();
+    chunk[chunk.size() / 2] ^= 0x5a;
+    client.command({"SET", key, chunk});
+  }
+  EXPECT_THROW(store_->fetch(1), store::ChecksumMismatch);
+
+  DenseReward dense;
+  auto o = options("a");
+  o.chunk = 1;
+  o.max_staleness = 0;
+  auto w = worker(o);
+  w->start();
+  const auto tasks = testing::seed_tasks(kRunId, 2, 1, 2, 1, kSteps);  // need exactly v1+
+  testing::enqueue(*queue_, tasks);
+  ASSERT_TRUE(wait_for([&] { return w->metrics().weights_corrupt.value() >= 2; }, kWait));
+  EXPECT_FALSE(queue_->result(tasks[0].id).has_value());
+  EXPECT_FALSE(queue_->result(tasks[1].id).has_value());
+  EXPECT_EQ(w->metrics().weights_loaded.value(), 0);
+  EXPECT_EQ(w->metrics().weights_version.value(), -1);
+
+  publish(2, *p2);
+  ASSERT_TRUE(wait_for([&] { return all_done(tasks); }, kWait));
+  EXPECT_EQ(versions_of(tasks), (std::vector<std::int64_t>{2, 2}));
+  EXPECT_EQ(rewards_of(tasks), testing::reference_rewards(*p2, tasks, 1, dense));
+  EXPECT_EQ(w->metrics().weights_loaded.value(), 1);
+}
+
+TEST_F(ExplorerTest, MalformedTasksAreDeadLetteredWhileGoodOnesComplete) {
+  auto p0 = testing::micro_policy(9);
+  publish(0, *p0);
+  const auto good = testing::seed_tasks(kRunId, 1, 1, 3, 0, kSteps);
+  testing::enqueue(*queue_, good);
+  queue_->enqueue("bad/garbage", "not msgpack at all");
+  auto other_run = good[0].task;
+  other_run.run_id = "another-run";
+  queue_->enqueue("bad/run", other_run.encode());
+  auto bad_prompt = good[0].task;
+  bad_prompt.prompt_text = "a purple unicorn";
+  queue_->enqueue("bad/prompt", bad_prompt.encode());
+
+  auto w = worker(options("a"));
+  w->start();
+  ASSERT_TRUE(
+      wait_for([&] { return queue_->dead_letters(10).size() == 3 && all_done(good); }, kWait));
+  std::map<std::string, queue::DeadLetter> dead;
+  for (auto& d : queue_->dead_letters(10))
+    dead[d.task_id] = d;
+  ASSERT_EQ(dead.size(), 3u);
+  EXPECT_NE(dead["bad/garbage"].error.find("wire:"), std::string::npos)
+      << dead["bad/garbage"].error;
+  EXPECT_NE(dead["bad/run"].error.find("run_id"), std::string::npos) << dead["bad/run"].error;
+  EXPECT_NE(dead["bad/prompt"].error.find("prompt_text"), std::string::npos)
+      << dead["bad/prompt"].error;
+  for (const auto& [id, d] : dead) {
+    EXPECT_EQ(d.deliveries, 3) << id;
+    EXPECT_FALSE(queue_->result(id).has_value()) << id;
+  }
+  // Each bad task was rejected once per delivery.
+  EXPECT_EQ(w->metrics().malformed_tasks.value(), 9);
+  expect_results_match(good, 1);
+  EXPECT_EQ(queue_->stats().length, 0);
+}
+
+TEST_F(ExplorerTest, TwoExplorersShareAQueueWithOneResultPerTask) {
+  auto p0 = testing::micro_policy(10);
+  publish(0, *p0);
+  const auto tasks = testing::seed_tasks(kRunId, 1, 4, 4, 0, kSteps);
+  auto oa = options("a");
+  auto ob = options("b");
+  oa.batch = ob.batch = 2;
+  auto a = worker(oa);
+  auto b = worker(ob);
+  a->start();
+  b->start();
+  testing::enqueue(*queue_, tasks);
+  ASSERT_TRUE(wait_for([&] { return all_done(tasks); }, kWait));
+  a->stop();
+  b->stop();
+  expect_results_match(tasks, 1);
+  for (const auto& t : tasks) {
+    const auto who = result(t.id)->explorer_id;
+    EXPECT_TRUE(who == "a" || who == "b") << who;
+  }
+  // One recorded result per task; nothing left in the queue, nothing acknowledged twice.
+  EXPECT_EQ(a->metrics().tasks_completed.value() + b->metrics().tasks_completed.value(), 16);
+  const auto stats = queue_->stats();
+  EXPECT_EQ(stats.results, 16);
+  EXPECT_EQ(stats.acked_total, 16);
+  EXPECT_EQ(stats.length, 0);
+}
+
+TEST_F(ExplorerTest, StopReleasesLeasedTasksForAnotherExplorer) {
+  auto p0 = testing::micro_policy(11);
+  publish(0, *p0);
+  const auto tasks = testing::seed_tasks(kRunId, 1, 1, 4, 0, kSteps);
+  testing::enqueue(*queue_, tasks);
+
+  auto oa = options("a");
+  oa.chunk = 1;  // four chunks: the first is in flight when the stop comes
+  auto gate = std::make_unique<GateReward>();
+  GateReward* gate_ptr = gate.get();
+  auto a = worker(oa, std::move(gate));
+  a->start();
+  ASSERT_TRUE(gate_ptr->wait_entered(kWait));
+  EXPECT_EQ(queue_->stats().leased, 4);  // a holds all four
+  const auto requested = std::chrono::steady_clock::now();
+  a->request_stop();
+  gate_ptr->open();
+  EXPECT_EQ(a->stop(), ExitReason::kStopped);
+  EXPECT_LT(std::chrono::steady_clock::now() - requested, oa.grace_period);
+
+  // The chunk in flight was finished; the other three were given back, none lost.
+  EXPECT_EQ(a->metrics().tasks_completed.value(), 1);
+  EXPECT_EQ(a->metrics().tasks_released.value(), 3);
+  EXPECT_EQ(queue_->stats().results, 1);
+  EXPECT_EQ(queue_->stats().length, 3);
+
+  auto b = worker(options("b"));
+  b->start();
+  ASSERT_TRUE(wait_for([&] { return all_done(tasks); }, kWait));
+  EXPECT_EQ(b->metrics().tasks_completed.value(), 3);
+  EXPECT_EQ(result(tasks[0].id)->explorer_id, "a");
+  for (std::size_t i = 1; i < tasks.size(); ++i)
+    EXPECT_EQ(result(tasks[i].id)->explorer_id, "b");
+  expect_results_match(tasks, 1);
+  EXPECT_EQ(queue_->stats().acked_total, 4);
+}
+
+TEST_F(ExplorerTest, SurvivesARedisOutage) {
+  auto p0 = testing::micro_policy(12);
+  publish(0, *p0);
+  auto w = worker(options("a"));
+  w->start();
+  const auto before = testing::seed_tasks(kRunId, 1, 1, 2, 0, kSteps);
+  testing::enqueue(*queue_, before);
+  ASSERT_TRUE(wait_for([&] { return all_done(before); }, kWait));
+
+  server_->kill();
+  ASSERT_TRUE(wait_for([&] { return w->metrics().redis_errors.value() >= 2; }, kWait));
+  EXPECT_FALSE(w->returned());
+  server_->start();
+  const auto after = testing::seed_tasks(kRunId, 2, 1, 2, 0, kSteps);
+  testing::enqueue(*queue_, after);
+  ASSERT_TRUE(wait_for([&] { return all_done(after); }, kWait));
+  expect_results_match(after, 1);
+}
+
+TEST(ExplorerOptionsTest, ValidateNamesTheField) {
+  ExplorerOptions o;
+  o.run_id = "r";
+  o.id = "";
+  try {
+    o.validate();
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("ExplorerOptions.id"), std::string::npos);
+  }
+  o.id = "~reserved";
+  EXPECT_THROW(o.validate(), std::invalid_argument);
+  o.id = "x";
+  o.batch = 0;
+  EXPECT_THROW(o.validate(), std::invalid_argument);
+  o.batch = 1;
+  EXPECT_NO_THROW(o.validate());
+}
+
+}  // namespace
+}  // namespace spotlight::explorer
