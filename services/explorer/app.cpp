@@ -20,7 +20,7 @@
 #include "common/store/redis_weight_store.hpp"
 #include "services/explorer/explorer.hpp"
 #include "services/reward/remote_reward.hpp"
-#include "services/reward/stop_signals.hpp"
+#include "common/signals/stop_signals.hpp"
 
 namespace spotlight::explorer {
 namespace {
@@ -57,7 +57,7 @@ std::unique_ptr<reward::RewardFunction> make_explorer_reward(const config::Confi
 int run_explorer(const config::Config& config) {
   try {
     // First, before any thread exists; a signal that arrives while starting is kept.
-    reward::StopSignals signals;
+    signals::StopSignals signals;
 
     const ExplorerOptions options = explorer_options(config);
     if (const auto threads = config.get<int>("run.threads"); threads > 0) {

@@ -11,7 +11,7 @@
 #include "common/metrics/server.hpp"
 #include "services/reward/reward_config.hpp"
 #include "services/reward/reward_service.hpp"
-#include "services/reward/stop_signals.hpp"
+#include "common/signals/stop_signals.hpp"
 
 namespace spotlight::reward {
 namespace {
@@ -33,7 +33,7 @@ int run_reward_service(const config::Config& config) {
   try {
     // First, so that no thread (ZeroMQ, HTTP) exists before stop signals are handled; a signal
     // that arrives while starting is kept until wait() below.
-    StopSignals signals;
+    signals::StopSignals signals;
 
     std::unique_ptr<RewardFunction> reward;
     RewardServiceOptions options;

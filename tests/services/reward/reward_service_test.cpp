@@ -22,7 +22,7 @@
 #include "common/wire/messages.hpp"
 #include "services/reward/remote_reward.hpp"
 #include "services/reward/reward_config.hpp"
-#include "services/reward/stop_signals.hpp"
+#include "common/signals/stop_signals.hpp"
 #include "tests/common/metrics/http_get.hpp"
 
 namespace spotlight::reward {
@@ -445,8 +445,8 @@ TEST(RemoteRewardConfig, ClientKeys) {
 }
 
 TEST(StopSignals, ASignalOrAStopRequestEndsTheWait) {
-  StopSignals signals;
-  EXPECT_THROW(StopSignals(), std::logic_error);
+  signals::StopSignals signals;
+  EXPECT_THROW(signals::StopSignals(), std::logic_error);
   ASSERT_EQ(std::raise(SIGTERM), 0);  // before wait(): not lost
   EXPECT_EQ(signals.wait(), SIGTERM);
   std::stop_source stop;

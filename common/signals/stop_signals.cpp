@@ -1,4 +1,4 @@
-#include "services/reward/stop_signals.hpp"
+#include "common/signals/stop_signals.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -10,7 +10,7 @@
 #include <poll.h>
 #include <unistd.h>
 
-namespace spotlight::reward {
+namespace spotlight::signals {
 namespace {
 
 constexpr int kSignals[] = {SIGTERM, SIGINT};
@@ -93,4 +93,4 @@ std::optional<int> StopSignals::wait(std::stop_token stop) {
   }
 }
 
-}  // namespace spotlight::reward
+}  // namespace spotlight::signals

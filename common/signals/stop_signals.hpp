@@ -13,7 +13,7 @@
 #include <optional>
 #include <stop_token>
 
-namespace spotlight::reward {
+namespace spotlight::signals {
 
 class StopSignals {
  public:
@@ -29,4 +29,4 @@ class StopSignals {
   std::optional<int> wait(std::stop_token stop = {});
 };
 
-}  // namespace spotlight::reward
+}  // namespace spotlight::signals
