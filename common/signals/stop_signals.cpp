@@ -93,4 +93,15 @@ std::optional<int> StopSignals::wait(std::stop_token stop) {
   }
 }
 
+std::string signal_name(int signal_number) {
+  switch (signal_number) {
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    default:
+      return "signal " + std::to_string(signal_number);
+  }
+}
+
 }  // namespace spotlight::signals

@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <stop_token>
+#include <string>
 
 namespace spotlight::signals {
 
@@ -28,5 +29,8 @@ class StopSignals {
   // std::nullopt; a signal already pending is returned first).
   std::optional<int> wait(std::stop_token stop = {});
 };
+
+// "SIGTERM", "SIGINT", else "signal <n>", for logs.
+std::string signal_name(int signal_number);
 
 }  // namespace spotlight::signals

@@ -16,11 +16,11 @@
 #include "common/policy/policy.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/run/run_config.hpp"
+#include "common/signals/stop_signals.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "services/explorer/explorer.hpp"
 #include "services/reward/remote_reward.hpp"
-#include "common/signals/stop_signals.hpp"
 
 namespace spotlight::explorer {
 namespace {
@@ -28,17 +28,6 @@ namespace {
 constexpr int kExitGraceExceeded = 3;
 // Slack on top of the grace period before the process gives up on its explorer thread.
 constexpr std::chrono::seconds kWatchdogSlack{5};
-
-std::string signal_name(int signo) {
-  switch (signo) {
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGINT:
-      return "SIGINT";
-    default:
-      return "signal " + std::to_string(signo);
-  }
-}
 
 }  // namespace
 
@@ -96,7 +85,7 @@ int run_explorer(const config::Config& config) {
       done.set_value();
     });
     if (const auto signo = signals.wait(finished.get_token())) {
-      log::info("received {}: stopping within {} s", signal_name(*signo),
+      log::info("received {}: stopping within {} s", signals::signal_name(*signo),
                 std::chrono::duration<double>(options.grace_period).count());
       loop.request_stop();
       if (done_future.wait_for(options.grace_period + kWatchdogSlack) !=

@@ -9,26 +9,11 @@
 #include "common/config/error.hpp"
 #include "common/log/log.hpp"
 #include "common/metrics/server.hpp"
+#include "common/signals/stop_signals.hpp"
 #include "services/reward/reward_config.hpp"
 #include "services/reward/reward_service.hpp"
-#include "common/signals/stop_signals.hpp"
 
 namespace spotlight::reward {
-namespace {
-
-std::string signal_name(int signo) {
-  switch (signo) {
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGINT:
-      return "SIGINT";
-    default:
-      return "signal " + std::to_string(signo);
-  }
-}
-
-}  // namespace
-
 int run_reward_service(const config::Config& config) {
   try {
     // First, so that no thread (ZeroMQ, HTTP) exists before stop signals are handled; a signal
@@ -65,7 +50,7 @@ int run_reward_service(const config::Config& config) {
       served.request_stop();
     });
     if (const auto signo = signals.wait(served.get_token())) {
-      log::info("received {}, stopping", signal_name(*signo));
+      log::info("received {}, stopping", signals::signal_name(*signo));
       service.stop();
     }
     loop.join();

@@ -101,7 +101,10 @@ RunPublisher::RunPublisher(std::string run_id, store::WeightStore& weights,
 
 void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
                                  const IterationReport* last) {
+  const auto publish_start = Clock::now();
   const auto manifest = weights_.publish(version, policy.weights_bytes());
+  const double publish_ms =
+      std::chrono::duration<double, std::milli>(Clock::now() - publish_start).count();
   if (last) {
     nlohmann::json timing{{"iteration", last->iteration},
                           {"iteration_seconds", last->iteration_seconds},
@@ -121,7 +124,8 @@ void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
     bus_->publish("iteration", static_cast<uint64_t>(version) + 1, event.encode());
   }
   SPOTLIGHT_LOG(info) << "published weights v" << version << " (" << manifest.bytes << " bytes, "
-                      << manifest.algorithm << " " << manifest.checksum << ")";
+                      << manifest.algorithm << " " << manifest.checksum << ") in " << publish_ms
+                      << " ms";
 }
 
 void RunPublisher::finished(int64_t iterations) {
