@@ -25,7 +25,17 @@ const config::Schema& run_schema() {
                   "Share of each category's prompts held out for validation.")
           .range(0.01, 0.5),
       Entry::double_list("task.category_weights", {1, 1, 1, 1, 1},
-                         "Weights of single_object, two_object, counting, position, text prompts.")
+                         "Weights of single_object, two_object, counting, position, text prompts "
+                         "in training and validation.")
+          .check("must have 5 non-negative weights, one positive",
+                 [](const config::Value& v) {
+                   const auto& w = std::get<std::vector<double>>(v);
+                   return w.size() == 5 &&
+                          std::all_of(w.begin(), w.end(), [](double x) { return x >= 0; }) &&
+                          std::any_of(w.begin(), w.end(), [](double x) { return x > 0; });
+                 }),
+      Entry::double_list("pretrain.category_weights", {1, 1, 1, 1, 1},
+                         "Category mix of the pretraining data (as task.category_weights).")
           .check("must have 5 non-negative weights, one positive",
                  [](const config::Value& v) {
                    const auto& w = std::get<std::vector<double>>(v);

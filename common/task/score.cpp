@@ -187,12 +187,18 @@ Evaluation evaluate(const std::vector<Prompt>& prompts, const std::vector<Image>
     reward_sum += s.reward;
   }
   double accuracy_sum = 0.0;
+  int geneval_categories = 0;
   for (const auto& [category, count] : e.per_category_count) {
     e.per_category[category] = correct[category] / count;
     e.per_category_reward[category] /= count;
+    if (category == Category::kText) {
+      e.ocr_score = e.per_category[category];  // the OCR-like task is scored on its own
+      continue;
+    }
     accuracy_sum += e.per_category[category];
+    ++geneval_categories;
   }
-  e.geneval_score = accuracy_sum / e.per_category_count.size();
+  e.geneval_score = geneval_categories ? accuracy_sum / geneval_categories : 0.0;
   e.mean_reward = reward_sum / prompts.size();
   return e;
 }

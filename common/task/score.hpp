@@ -23,8 +23,12 @@ struct Score {
 Score score(const Prompt& prompt, const Image& image, const TaskOptions& options);
 
 struct Evaluation {
-  double geneval_score = 0.0;  // mean over the categories present of their strict accuracy
-  double mean_reward = 0.0;    // mean reward over all images
+  // Mean strict accuracy over the GenEval-like categories present (single_object, two_object,
+  // counting, position), as GenEval's overall score; the OCR-like text category is not part of
+  // it and has its own score.
+  double geneval_score = 0.0;
+  double ocr_score = 0.0;    // strict accuracy of the text prompts present (exact digit string)
+  double mean_reward = 0.0;  // mean reward over all images
   std::map<Category, double> per_category;         // strict accuracy per category present
   std::map<Category, double> per_category_reward;  // mean reward per category present
   std::map<Category, int> per_category_count;      // number of prompts per category present

@@ -89,6 +89,7 @@ int run_pretrain(const config::Config& c) {
                {"steps", report.steps},
                {"final_loss", report.final_loss},
                {"base_geneval_score", validation.geneval_score},
+               {"base_ocr_score", validation.ocr_score},
                {"base_mean_reward", validation.mean_reward},
                {"checkpoint", out.string()}};
   std::ofstream(out.string() + ".json") << summary.dump(2) << "\n";
@@ -190,6 +191,7 @@ int run_train(const config::Config& c) {
                {"train_wall_seconds", last_wall}};
   if (first_validation) summary["base_geneval_score"] = first_validation->geneval_score;
   if (last_validation) summary["final_geneval_score"] = last_validation->geneval_score;
+  if (last_validation) summary["final_ocr_score"] = last_validation->ocr_score;
   if (last_validation) summary["final_mean_reward"] = last_validation->mean_reward;
   if (!taus.empty()) summary["kendall_tau"] = taus;
   if (iterations_run > 0) {

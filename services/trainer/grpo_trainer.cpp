@@ -29,8 +29,10 @@ double seconds_since(Clock::time_point start) {
 }
 
 Json to_json(const ValidationReport& v) {
-  Json j{
-      {"geneval_score", v.geneval_score}, {"mean_reward", v.mean_reward}, {"seconds", v.seconds}};
+  Json j{{"geneval_score", v.geneval_score},
+         {"ocr_score", v.ocr_score},
+         {"mean_reward", v.mean_reward},
+         {"seconds", v.seconds}};
   for (const auto& [name, score] : v.per_category)
     j["per_category"][name] = score;
   return j;
@@ -112,6 +114,7 @@ ValidationReport GrpoTrainer::validate() {
   const auto evaluation = task::evaluate(prompts, images, policy_.task_options());
   ValidationReport report;
   report.geneval_score = evaluation.geneval_score;
+  report.ocr_score = evaluation.ocr_score;
   report.mean_reward = evaluation.mean_reward;
   for (const auto& [category, score] : evaluation.per_category) {
     report.per_category.emplace_back(std::string(task::name(category)), score);

@@ -50,7 +50,8 @@ struct GrpoOptions {
 };
 
 struct ValidationReport {
-  double geneval_score = 0.0;
+  double geneval_score = 0.0;  // the GenEval-like categories (task::Evaluation)
+  double ocr_score = 0.0;      // the OCR-like text prompts, when validated
   double mean_reward = 0.0;
   std::vector<std::pair<std::string, double>> per_category;
   double seconds = 0.0;

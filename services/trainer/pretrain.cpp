@@ -17,7 +17,12 @@ PretrainReport pretrain(policy::Policy& policy, const PretrainOptions& o,
   auto& model = policy.model();
   model->train();
   const auto& m = policy.model_options();
-  task::PromptGenerator generator(policy.task_options());
+  auto task_options = policy.task_options();
+  if (o.category_weights.size() == 5) {
+    const auto& w = o.category_weights;
+    task_options.weights = {w[0], w[1], w[2], w[3], w[4]};
+  }
+  task::PromptGenerator generator(task_options);
   torch::optim::AdamW optimizer(model->parameters(),
                                 torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay));
   const auto start = std::chrono::steady_clock::now();

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "common/policy/policy.hpp"
 
@@ -22,6 +23,9 @@ struct PretrainOptions {
   uint64_t seed = 1;
   double max_seconds = 0.0;  // stop early after this wall time (0: no limit)
   int log_every = 50;
+  // Category mix of the pretraining data (single_object, two_object, counting, position, text);
+  // empty: the policy's task options.
+  std::vector<double> category_weights;
 };
 
 struct PretrainProgress {

@@ -16,6 +16,7 @@ PretrainOptions pretrain_options(const config::Config& c) {
   o.warmup = c.get<int>("pretrain.warmup");
   o.seed = c.get<uint64_t>("pretrain.seed");
   o.max_seconds = c.get_double("pretrain.max_seconds");
+  o.category_weights = c.get_double_list("pretrain.category_weights");
   return o;
 }
 

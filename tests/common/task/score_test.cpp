@@ -480,7 +480,7 @@ TEST(EditDistance, KnownPairs) {
   EXPECT_EQ(edit_distance("12", "1?2"), 1);
 }
 
-TEST(Evaluate, MeanOfPerCategoryAccuracies) {
+TEST(Evaluate, GenEvalScoreIsTheMeanOfItsCategoriesAndOcrIsScoredApart) {
   const TaskOptions options;
   const std::vector<Prompt> prompts = validation_prompts(options, 50);  // 10 per category
   std::vector<Image> images;
@@ -498,7 +498,9 @@ TEST(Evaluate, MeanOfPerCategoryAccuracies) {
     EXPECT_DOUBLE_EQ(e.per_category.at(c), 0.5) << name(c);
     EXPECT_EQ(e.per_category_count.at(c), 10);
   }
-  EXPECT_DOUBLE_EQ(e.geneval_score, (1.0 + 4 * 0.5) / 5);
+  // GenEval-like categories only: counting 1.0, single/two/position 0.5; text on its own.
+  EXPECT_DOUBLE_EQ(e.geneval_score, (1.0 + 3 * 0.5) / 4);
+  EXPECT_DOUBLE_EQ(e.ocr_score, 0.5);
   // Blank images earn 0, correct ones 1: mean reward = share correct.
   EXPECT_DOUBLE_EQ(e.mean_reward, (10 + 4 * 5) / 50.0);
   EXPECT_THROW(evaluate(prompts, {}, options), TaskError);
