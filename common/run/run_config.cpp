@@ -6,6 +6,17 @@ namespace spotlight::run {
 
 using config::Entry;
 
+namespace {
+
+// One weight per task category (single_object, two_object, counting, position, text).
+bool valid_category_weights(const config::Value& value) {
+  const auto& w = std::get<std::vector<double>>(value);
+  return w.size() == 5 && std::all_of(w.begin(), w.end(), [](double x) { return x >= 0; }) &&
+         std::any_of(w.begin(), w.end(), [](double x) { return x > 0; });
+}
+
+}  // namespace
+
 const config::Schema& run_schema() {
   static const config::Schema schema{
       Entry::string("run.dir", "runs/default", "Run directory: checkpoints, metrics, summary."),
@@ -27,22 +38,10 @@ const config::Schema& run_schema() {
       Entry::double_list("task.category_weights", {1, 1, 1, 1, 1},
                          "Weights of single_object, two_object, counting, position, text prompts "
                          "in training and validation.")
-          .check("must have 5 non-negative weights, one positive",
-                 [](const config::Value& v) {
-                   const auto& w = std::get<std::vector<double>>(v);
-                   return w.size() == 5 &&
-                          std::all_of(w.begin(), w.end(), [](double x) { return x >= 0; }) &&
-                          std::any_of(w.begin(), w.end(), [](double x) { return x > 0; });
-                 }),
+          .check("must have 5 non-negative weights, one positive", valid_category_weights),
       Entry::double_list("pretrain.category_weights", {1, 1, 1, 1, 1},
                          "Category mix of the pretraining data (as task.category_weights).")
-          .check("must have 5 non-negative weights, one positive",
-                 [](const config::Value& v) {
-                   const auto& w = std::get<std::vector<double>>(v);
-                   return w.size() == 5 &&
-                          std::all_of(w.begin(), w.end(), [](double x) { return x >= 0; }) &&
-                          std::any_of(w.begin(), w.end(), [](double x) { return x > 0; });
-                 }),
+          .check("must have 5 non-negative weights, one positive", valid_category_weights),
       Entry::integer("pretrain.steps", 600, "Flow-matching steps.").range(1, 10000000),
       Entry::integer("pretrain.batch", 64, "Images per step.").range(1, 65536),
       Entry::real("pretrain.lr", 1e-3, "Peak AdamW learning rate (warmup, then cosine).")
