@@ -69,6 +69,17 @@ std::vector<task::Image> Policy::latents_to_images(const at::Tensor& latents) co
   return images;
 }
 
+std::vector<task::Image> Policy::final_images(
+    const std::vector<sampler::Trajectory>& chunks) const {
+  std::vector<task::Image> images;
+  for (const auto& chunk : chunks) {
+    auto part = latents_to_images(chunk.final());
+    images.insert(images.end(), std::make_move_iterator(part.begin()),
+                  std::make_move_iterator(part.end()));
+  }
+  return images;
+}
+
 std::vector<sampler::Trajectory> Policy::sample(const std::vector<task::Prompt>& prompts,
                                                 const std::vector<uint64_t>& seeds,
                                                 const sampler::SamplerOptions& options, int chunk) {

@@ -19,7 +19,6 @@
 
 namespace spotlight::policy {
 
-
 // Task options matching a model preset (image size).
 task::TaskOptions task_options_for(const model::MMDiTOptions& model, task::TaskOptions base = {});
 
@@ -35,6 +34,8 @@ class Policy {
   at::Tensor tokens(const std::vector<task::Prompt>& prompts) const;  // [B, text_len] on device
   at::Tensor images_to_latents(const std::vector<task::Image>& images) const;  // [-1, 1]
   std::vector<task::Image> latents_to_images(const at::Tensor& latents) const;
+  // The final images of sampled chunks, in sample order.
+  std::vector<task::Image> final_images(const std::vector<sampler::Trajectory>& chunks) const;
 
   // Samples prompts[i] with seeds[i] in chunks of `chunk` samples (the batch composition is a
   // function of the inputs alone, which keeps results bit-reproducible).

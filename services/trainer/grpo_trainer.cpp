@@ -106,11 +106,7 @@ ValidationReport GrpoTrainer::validate() {
   ode.sde = false;
   ode.steps = o_.validation_steps;
   ode.shift = o_.sampler.shift;
-  std::vector<task::Image> images;
-  for (const auto& trajectory : policy_.sample(prompts, seeds, ode, 32)) {
-    auto part = policy_.latents_to_images(trajectory.final());
-    images.insert(images.end(), part.begin(), part.end());
-  }
+  const auto images = policy_.final_images(policy_.sample(prompts, seeds, ode, 32));
   const auto evaluation = task::evaluate(prompts, images, policy_.task_options());
   ValidationReport report;
   report.geneval_score = evaluation.geneval_score;
@@ -156,11 +152,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
 
   // 3. Rewards and advantages.
   auto reward_start = Clock::now();
-  std::vector<task::Image> images;
-  for (const auto& c : chunks) {
-    auto part = policy_.latents_to_images(c.final());
-    images.insert(images.end(), part.begin(), part.end());
-  }
+  const auto images = policy_.final_images(chunks);
   const auto scores = reward_.score(flat_prompts, images);
   std::vector<double> rewards;
   for (const auto& s : scores)
@@ -295,11 +287,8 @@ std::optional<double> GrpoTrainer::staleness_audit(const std::vector<task::Promp
   auto audit_options = o_.sampler;
   audit_options.keep_trajectory = false;
   if (explored && o_.exploration_steps > 0) audit_options.steps = o_.exploration_steps;
-  std::vector<task::Image> audit_images;
-  for (const auto& c : policy_.sample(audit_prompts, audit_seeds, audit_options, o_.micro_batch)) {
-    auto part = policy_.latents_to_images(c.final());
-    audit_images.insert(audit_images.end(), part.begin(), part.end());
-  }
+  const auto audit_images = policy_.final_images(
+      policy_.sample(audit_prompts, audit_seeds, audit_options, o_.micro_batch));
   const auto fresh = reward_.score(audit_prompts, audit_images);
   double tau_sum = 0;
   int tau_count = 0;
