@@ -123,6 +123,16 @@ const config::Schema& run_schema() {
       Entry::real("explorer.grace_seconds", 30,
                   "After a preemption notice (SIGTERM), exit within this time.")
           .positive(),
+      Entry::boolean("explorer.commit_inflight", true,
+                     "On a preemption notice, commit in-flight samples for another explorer."),
+      Entry::string("explorer.preemption_notice_file", "",
+                    "A preemption notice is this file appearing; empty: off."),
+      Entry::string("explorer.preemption_notice_url", "",
+                    "http:// URL polled for a preemption notice (200 with a body other than "
+                    "FALSE: notice; 404: none); empty: off."),
+      Entry::integer("explorer.preemption_poll_ms", 1000,
+                     "Poll period of the preemption notice file and URL.")
+          .range(10, 600000),
       Entry::integer("planner.lookahead", 1, "Iterations explored ahead of the trainer.")
           .range(1, 100),
       Entry::integer("planner.poll_ms", 100, "Planner loop period.").range(1, 600000),
