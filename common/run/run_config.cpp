@@ -136,6 +136,9 @@ const config::Schema& run_schema() {
       Entry::integer("planner.lookahead", 1, "Iterations explored ahead of the trainer.")
           .range(1, 100),
       Entry::integer("planner.poll_ms", 100, "Planner loop period.").range(1, 600000),
+      Entry::boolean("planner.reap_dead_explorers", true,
+                     "Hand back the leases of explorers whose heartbeats stopped at once "
+                     "(else they wait for exploration.lease_timeout_ms)."),
       Entry::string("metrics.bind", "",
                     "Prometheus exposer address (host:port, port 0: any); empty: off.")};
   return schema;

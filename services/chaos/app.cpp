@@ -40,6 +40,7 @@ std::string chaos_usage() {
          "becomes the process serial) and preempting them with SIGTERM (+ grace) or SIGKILL.\n"
          "  --time-scale X      trace seconds per real second (default 1)\n"
          "  --max-explorers N   processes at the trace's peak (default 4)\n"
+         "  --min-explorers N   processes kept even when the trace has none (default 0)\n"
          "  --kill-ratio R      share of preemptions that are SIGKILL (default 0.5)\n"
          "  --seed S            draws of victims and signals (default 0)\n"
          "  --grace-seconds G   a SIGTERM'd process is SIGKILL'd after G + 5 s (default 30)\n"
@@ -70,6 +71,8 @@ ChaosCommand parse_chaos_command(const std::vector<std::string>& args) {
       c.driver.time_scale = to_double(a, value(a));
     } else if (a == "--max-explorers") {
       c.schedule.max_explorers = static_cast<int>(to_int(a, value(a)));
+    } else if (a == "--min-explorers") {
+      c.schedule.min_explorers = static_cast<int>(to_int(a, value(a)));
     } else if (a == "--kill-ratio") {
       c.schedule.kill_ratio = to_double(a, value(a));
     } else if (a == "--seed") {

@@ -1,5 +1,6 @@
 #include "services/chaos/chaos_schedule.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -7,6 +8,9 @@ namespace spotlight::chaos {
 
 void ScheduleOptions::validate() const {
   if (max_explorers < 1) throw std::invalid_argument("ScheduleOptions.max_explorers: must be >= 1");
+  if (min_explorers < 0 || min_explorers > max_explorers) {
+    throw std::invalid_argument("ScheduleOptions.min_explorers: must be in [0, max_explorers]");
+  }
   if (!(kill_ratio >= 0.0 && kill_ratio <= 1.0)) {
     throw std::invalid_argument("ScheduleOptions.kill_ratio: must be in [0, 1]");
   }
@@ -32,9 +36,10 @@ ChaosSchedule::ChaosSchedule(AvailabilityTrace trace, ScheduleOptions options)
 
 int ChaosSchedule::target(std::size_t tick) const {
   const int peak = trace_.peak();
-  if (peak == 0) return 0;
+  if (peak == 0) return options_.min_explorers;
   const long long count = trace_.counts[tick % trace_.counts.size()];
-  return static_cast<int>((count * options_.max_explorers + peak / 2) / peak);
+  return std::max(options_.min_explorers,
+                  static_cast<int>((count * options_.max_explorers + peak / 2) / peak));
 }
 
 std::vector<Action> ChaosSchedule::plan(std::size_t tick,

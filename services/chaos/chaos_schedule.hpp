@@ -3,7 +3,7 @@
 // function of (trace, options, the processes running) -- no processes, no clock, so it is unit-
 // tested directly.
 //
-//   target(tick) = round(trace.counts[tick] * max_explorers / trace.peak())
+//   target(tick) = max(min_explorers, round(trace.counts[tick] * max_explorers / trace.peak()))
 //   plan(tick, running):
 //     |running| < target:  start target - |running| processes
 //     |running| > target:  preempt |running| - target of them at once (a correlated burst when
@@ -21,7 +21,9 @@
 namespace spotlight::chaos {
 
 struct ScheduleOptions {
-  int max_explorers = 4;    // the trace's peak maps to this many processes, >= 1
+  int max_explorers = 4;  // the trace's peak maps to this many processes, >= 1
+  // A floor (on-demand capacity kept when the spot market has none), in [0, max_explorers].
+  int min_explorers = 0;
   double kill_ratio = 0.5;  // share of preemptions that are SIGKILL (no notice), in [0, 1]
   std::uint64_t seed = 0;
 

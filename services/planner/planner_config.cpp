@@ -57,8 +57,10 @@ std::unique_ptr<Planner> make_planner(const config::Config& c,
   PlannerParts parts;
   parts.queue = std::make_unique<queue::RedisLeaseQueue>(redis, run::explore_queue_options(c));
   parts.store = std::make_unique<store::RedisKeyValueStore>(redis, keys.prefix);
-  parts.directory =
-      std::make_unique<RedisExplorerDirectory>(redis, keys, run::explore_queue_options(c));
+  if (c.get_bool("planner.reap_dead_explorers")) {  // the fast path for SIGKILLed explorers
+    parts.directory =
+        std::make_unique<RedisExplorerDirectory>(redis, keys, run::explore_queue_options(c));
+  }
   parts.policy = std::make_unique<FixedExplorationPolicy>(fixed_exploration(c));
   return std::make_unique<Planner>(planner_options(c), keys, std::move(parts), std::move(registry));
 }

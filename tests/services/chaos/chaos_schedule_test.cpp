@@ -99,6 +99,10 @@ TEST(ChaosSchedule, TargetScalesThePeakToMaxExplorers) {
   EXPECT_EQ(s.target(5), 0);
   EXPECT_EQ(s.target(6), 0);  // wraps around
   EXPECT_EQ(s.target(9), 4);
+  ChaosSchedule floor(trace_of({0, 16, 1}), {.max_explorers = 4, .min_explorers = 1});
+  EXPECT_EQ(floor.target(0), 1);
+  EXPECT_EQ(floor.target(1), 4);
+  EXPECT_EQ(floor.target(2), 1);
 }
 
 TEST(ChaosSchedule, MatchesTheTraceEveryTickWithBurstsOnDrops) {
@@ -160,6 +164,8 @@ TEST(ChaosSchedule, SameSeedSamePlanOtherSeedOtherVictims) {
 TEST(ChaosSchedule, RejectsBadOptions) {
   EXPECT_THROW(ChaosSchedule(trace_of({1}), {.max_explorers = 0}), std::invalid_argument);
   EXPECT_THROW(ChaosSchedule(trace_of({1}), {.kill_ratio = 1.5}), std::invalid_argument);
+  EXPECT_THROW(ChaosSchedule(trace_of({1}), {.max_explorers = 2, .min_explorers = 3}),
+               std::invalid_argument);
   EXPECT_THROW(ChaosSchedule(trace_of({}), {}), std::invalid_argument);
 }
 
