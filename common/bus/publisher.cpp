@@ -1,5 +1,6 @@
 #include "common/bus/publisher.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -59,6 +60,7 @@ struct Publisher::Impl {
   std::set<std::string, std::less<>> subscribed;
   std::vector<std::string> endpoints;
   std::string failure;  // non-empty once the I/O thread died
+  std::atomic<std::uint64_t> rejected_frames{0};
 
   std::thread io;
 };
@@ -202,14 +204,15 @@ bool Publisher::Impl::drain_commands() {
 void Publisher::Impl::drain_subscriptions() {
   zmq::message_t msg;
   while (xpub.recv(msg, zmq::recv_flags::dontwait)) {
-    // XPUB delivers (un)subscriptions as one frame: [1 = subscribe | 0 = unsubscribe][topic].
-    if (msg.size() == 0) continue;
-    const auto* bytes = msg.data<char>();
-    const bool subscribe = bytes[0] == 1;
-    if (!subscribe && bytes[0] != 0) continue;
-    std::string topic(bytes + 1, msg.size() - 1);
+    const auto parsed = detail::parse_subscription(msg.to_string_view());
+    if (!parsed) {
+      // Subscribers only send (un)subscriptions; anything else is a hostile or broken peer.
+      rejected_frames.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    std::string topic(parsed->topic);
     if (topic.starts_with(detail::kAckTopicPrefix)) {
-      if (subscribe) {
+      if (parsed->subscribe) {
         xpub.send(zmq::buffer(topic), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
         xpub.send(zmq::buffer(detail::encode_u64(0)),
                   zmq::send_flags::sndmore | zmq::send_flags::dontwait);
@@ -219,7 +222,7 @@ void Publisher::Impl::drain_subscriptions() {
     }
     {
       std::lock_guard lock(state_mutex);
-      if (subscribe) {
+      if (parsed->subscribe) {
         subscribed.insert(std::move(topic));
       } else {
         subscribed.erase(topic);
@@ -268,6 +271,10 @@ bool Publisher::wait_for_subscriber(std::string_view topic, std::chrono::millise
   return impl_->state_cv.wait_for(lock, timeout, [&] {
     return impl_->subscribed.find(topic) != impl_->subscribed.end() || !impl_->failure.empty();
   }) && impl_->subscribed.find(topic) != impl_->subscribed.end();
+}
+
+PublisherCounters Publisher::counters() const {
+  return PublisherCounters{impl_->rejected_frames.load(std::memory_order_relaxed)};
 }
 
 std::vector<std::string> Publisher::endpoints() const {

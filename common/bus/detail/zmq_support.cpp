@@ -69,23 +69,6 @@ void check_topic(std::string_view topic) {
   }
 }
 
-std::string encode_u64(std::uint64_t value) {
-  std::string out(8, '\0');
-  for (int i = 7; i >= 0; --i) {
-    out[static_cast<std::size_t>(i)] = static_cast<char>(value & 0xff);
-    value >>= 8;
-  }
-  return out;
-}
-
-std::optional<std::uint64_t> decode_u64(std::string_view bytes) {
-  if (bytes.size() != 8) return std::nullopt;
-  std::uint64_t value = 0;
-  for (const char c : bytes)
-    value = (value << 8) | static_cast<std::uint8_t>(c);
-  return value;
-}
-
 std::uint64_t random_u64() {
   thread_local std::mt19937_64 gen{std::random_device{}()};
   return gen();
