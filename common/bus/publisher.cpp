@@ -50,6 +50,7 @@ struct Publisher::Impl {
 
   // Owned by the I/O thread once it runs.
   zmq::socket_t xpub;
+  zmq::socket_t monitor;  // failed handshakes of xpub
   zmq::socket_t cmd_in;
 
   std::mutex cmd_mutex;  // guards cmd_out
@@ -61,6 +62,7 @@ struct Publisher::Impl {
   std::vector<std::string> endpoints;
   std::string failure;  // non-empty once the I/O thread died
   std::atomic<std::uint64_t> rejected_frames{0};
+  std::atomic<std::uint64_t> handshake_failures{0};
 
   std::thread io;
 };
@@ -73,6 +75,7 @@ Publisher::Impl::Impl(PublisherOptions opts)
   detail::apply_curve(xpub, options.curve, "publisher");
   detail::apply_max_message_size(xpub, options.max_message_size, "publisher");
   xpub.set(zmq::sockopt::sndhwm, options.send_high_water_mark);
+  monitor = detail::monitor_handshake_failures(xpub, "publisher");
 
   const std::string inproc = "inproc://spotlight.bus.publisher." + detail::random_hex(8);
   cmd_in.bind(inproc);
@@ -135,13 +138,18 @@ std::string Publisher::Impl::sync_command(Command kind, const std::string& endpo
 void Publisher::Impl::io_loop() {
   try {
     zmq::pollitem_t items[] = {{cmd_in.handle(), 0, ZMQ_POLLIN, 0},
-                               {xpub.handle(), 0, ZMQ_POLLIN, 0}};
+                               {xpub.handle(), 0, ZMQ_POLLIN, 0},
+                               {monitor.handle(), 0, ZMQ_POLLIN, 0}};
     for (;;) {
       try {
-        zmq::poll(items, 2, std::chrono::milliseconds(-1));
+        zmq::poll(items, 3, std::chrono::milliseconds(-1));
       } catch (const zmq::error_t& e) {
         if (e.num() == EINTR) continue;
         throw;
+      }
+      if (items[2].revents & ZMQ_POLLIN) {
+        handshake_failures.fetch_add(detail::count_handshake_failures(monitor),
+                                     std::memory_order_relaxed);
       }
       if (items[1].revents & ZMQ_POLLIN) drain_subscriptions();
       if ((items[0].revents & ZMQ_POLLIN) && !drain_commands()) break;
@@ -150,6 +158,8 @@ void Publisher::Impl::io_loop() {
     std::lock_guard lock(state_mutex);
     failure = e.what();
   }
+  detail::stop_monitor(xpub);
+  monitor.close();
   xpub.set(zmq::sockopt::linger, static_cast<int>(options.linger.count()));
   xpub.close();
   cmd_in.close();
@@ -274,7 +284,8 @@ bool Publisher::wait_for_subscriber(std::string_view topic, std::chrono::millise
 }
 
 PublisherCounters Publisher::counters() const {
-  return PublisherCounters{impl_->rejected_frames.load(std::memory_order_relaxed)};
+  return PublisherCounters{impl_->rejected_frames.load(std::memory_order_relaxed),
+                           impl_->handshake_failures.load(std::memory_order_relaxed)};
 }
 
 std::vector<std::string> Publisher::endpoints() const {

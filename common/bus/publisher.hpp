@@ -41,6 +41,8 @@ struct PublisherOptions {
 struct PublisherCounters {
   // Frames from subscribers that are not (un)subscriptions (a broken or hostile peer); dropped.
   std::uint64_t rejected_frames = 0;
+  // Connections that failed the ZMTP/CURVE handshake (wrong key, not ZMTP, hung up early).
+  std::uint64_t handshake_failures = 0;
 };
 
 class Publisher {

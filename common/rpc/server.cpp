@@ -27,6 +27,7 @@ struct RpcServer::Impl {
   BatchHandler handler;
   RpcServerOptions options;
   zmq::socket_t router;
+  zmq::socket_t monitor;  // failed handshakes of `router`
   zmq::socket_t wake_in;  // run() side of the stop signal
   std::mutex wake_mutex;  // guards wake_out
   zmq::socket_t wake_out;
@@ -41,8 +42,10 @@ struct RpcServer::Impl {
   std::atomic<std::uint64_t> rejected_delimiter{0};
   std::atomic<std::uint64_t> rejected_header{0};
   std::atomic<std::uint64_t> rejected_too_large{0};
+  std::atomic<std::uint64_t> rejected_handshake{0};
 
   void count_reject(bus::detail::FrameReject why);
+  ~Impl() { bus::detail::stop_monitor(router); }
 };
 
 void RpcServer::Impl::count_reject(bus::detail::FrameReject why) {
@@ -59,6 +62,9 @@ void RpcServer::Impl::count_reject(bus::detail::FrameReject why) {
       break;
     case FrameReject::kTooLarge:
       ++rejected_too_large;
+      break;
+    case FrameReject::kHandshake:
+      ++rejected_handshake;
       break;
     case FrameReject::kNone:
     case FrameReject::kBadCommand:
@@ -82,6 +88,7 @@ RpcServer::Impl::Impl(BatchHandler h, RpcServerOptions o)
   }
   bus::detail::apply_curve(router, options.curve, "rpc server");
   bus::detail::apply_max_message_size(router, options.max_message_size, "rpc server");
+  monitor = bus::detail::monitor_handshake_failures(router, "rpc server");
   router.set(zmq::sockopt::sndhwm, options.high_water_mark);
   router.set(zmq::sockopt::rcvhwm, options.high_water_mark);
   router.set(zmq::sockopt::linger, 0);
@@ -202,12 +209,13 @@ void RpcServer::run(std::stop_token stop_token) {
   batch.reserve(s.options.max_batch);
   Clock::time_point batch_deadline{};
   zmq::pollitem_t items[] = {{s.router.handle(), 0, ZMQ_POLLIN, 0},
-                             {s.wake_in.handle(), 0, ZMQ_POLLIN, 0}};
+                             {s.wake_in.handle(), 0, ZMQ_POLLIN, 0},
+                             {s.monitor.handle(), 0, ZMQ_POLLIN, 0}};
   while (!s.stop_requested) {
     const auto timeout = batch.empty() ? std::chrono::milliseconds(-1)
                                        : bus::detail::poll_timeout(batch_deadline - Clock::now());
     try {
-      zmq::poll(items, 2, timeout);
+      zmq::poll(items, 3, timeout);
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR) continue;
       throw RpcError(std::string("rpc server: poll: ") + e.what());
@@ -216,6 +224,10 @@ void RpcServer::run(std::stop_token stop_token) {
       zmq::message_t drop;
       while (s.wake_in.recv(drop, zmq::recv_flags::dontwait)) {
       }
+    }
+    if (items[2].revents & ZMQ_POLLIN) {
+      for (std::size_t n = bus::detail::count_handshake_failures(s.monitor); n > 0; --n)
+        s.count_reject(bus::detail::FrameReject::kHandshake);
     }
     if (s.stop_requested) break;
     // Bounded, so a flood of malformed messages cannot keep a batch from being answered.
@@ -247,6 +259,7 @@ RpcServerCounters RpcServer::counters() const {
   c.rejected_delimiter = impl_->rejected_delimiter.load();
   c.rejected_header = impl_->rejected_header.load();
   c.rejected_too_large = impl_->rejected_too_large.load();
+  c.rejected_handshake = impl_->rejected_handshake.load();
   return c;
 }
 

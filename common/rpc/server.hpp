@@ -80,7 +80,8 @@ struct RpcServerOptions {
   int high_water_mark = kDefaultRpcHighWaterMark;  // ZMQ_SNDHWM/RCVHWM per client
   bus::CurveOptions curve;                         // usually curve.server
   // Called on the run() thread for every message rejected before the handler, with the reason:
-  // "frame_count", "delimiter", "header" or "too_large". Must not throw; may be empty.
+  // "frame_count", "delimiter", "header", "too_large", or "handshake" for a connection that
+  // failed its ZMTP/CURVE handshake (wrong key, not ZMTP, hung up). Must not throw; may be empty.
   std::function<void(std::string_view reason)> on_reject;
 };
 
@@ -94,6 +95,9 @@ struct RpcServerCounters {
   std::uint64_t rejected_delimiter = 0;    // first frame not empty
   std::uint64_t rejected_header = 0;       // header not 9 bytes of protocol version 1 + id
   std::uint64_t rejected_too_large = 0;    // payload above max_request_bytes
+  // Connections that failed the ZMTP/CURVE handshake (not in `malformed`: no message arrived).
+  // Counted while run() serves.
+  std::uint64_t rejected_handshake = 0;
 };
 
 class RpcServer {

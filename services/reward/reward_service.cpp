@@ -111,7 +111,8 @@ RewardService::Impl::Impl(std::unique_ptr<RewardFunction> r, RewardServiceOption
   }
   const std::string rejected_help =
       "Messages rejected before scoring (RPC framing, size, wire decoding), by reason.";
-  std::vector<std::string> reasons = {"frame_count", "delimiter", "header", "too_large"};
+  std::vector<std::string> reasons = {"frame_count", "delimiter", "header", "too_large",
+                                      "handshake"};
   for (wire::WireErrorKind kind : kWireErrorKinds)
     reasons.emplace_back(wire::to_string(kind));
   for (const auto& reason : reasons) {

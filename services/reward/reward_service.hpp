@@ -25,8 +25,9 @@
 // - Metrics (registry of service "reward"): spotlight_reward_requests_total, _batches_total,
 //   _images_scored_total, _correct_total, _malformed_total, _errors_total{kind} (wire error
 //   kinds, bad_image, bad_prompt, score_failed), _rejected_messages_total{reason} (messages
-//   refused before scoring: RPC frame_count, delimiter, header, too_large, and the wire error
-//   kinds of undecodable payloads), histograms _batch_size_requests,
+//   refused before scoring: RPC frame_count, delimiter, header, too_large, handshake (a
+//   connection that failed its ZMTP/CURVE handshake), and the wire error kinds of undecodable
+//   payloads), histograms _batch_size_requests,
 //   _batch_size_images, _score_seconds, gauges _reward_mean and _reward_std (last scored batch).
 // - bind() before run(); stop() is thread-safe; handle() is thread-safe.
 

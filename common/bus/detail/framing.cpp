@@ -33,6 +33,8 @@ std::string_view to_string(FrameReject reject) {
       return "too_large";
     case FrameReject::kBadCommand:
       return "bad_command";
+    case FrameReject::kHandshake:
+      return "handshake";
   }
   return "unknown";
 }

@@ -36,8 +36,9 @@ enum class FrameReject {
   kHeader,      // a version / request header of the wrong size or protocol version
   kTooLarge,    // payload above the configured limit
   kBadCommand,  // a publisher's incoming frame that is not a (un)subscription
+  kHandshake,   // a connection that failed its ZMTP/CURVE handshake (bad greeting, wrong key)
 };
-// "none", "frame_count", "delimiter", "header", "too_large", "bad_command".
+// "none", "frame_count", "delimiter", "header", "too_large", "bad_command", "handshake".
 std::string_view to_string(FrameReject reject);
 
 // One message received by a Subscriber. The views point into the frames.

@@ -38,6 +38,15 @@ void apply_max_message_size(zmq::socket_t& socket, std::int64_t limit, const std
 std::string bind(zmq::socket_t& socket, const std::string& endpoint, const std::string& what);
 void connect(zmq::socket_t& socket, const std::string& endpoint, const std::string& what);
 
+// Reports failed handshakes of `socket` (ZMQ_EVENT_HANDSHAKE_FAILED_*: a greeting that is not
+// ZMTP or names another mechanism, a CURVE peer with the wrong key, a peer that hung up while
+// handshaking) to the returned PAIR socket; poll it and call count_handshake_failures(). Call
+// stop_monitor(socket) before closing `socket`. Throws BusError naming `what`.
+zmq::socket_t monitor_handshake_failures(zmq::socket_t& socket, const std::string& what);
+// Drains the monitor without blocking; returns the number of failed handshakes it reported.
+std::size_t count_handshake_failures(zmq::socket_t& monitor);
+void stop_monitor(zmq::socket_t& socket);
+
 // `bytes` random bytes as lowercase hex (for instance ids, inproc names, tokens).
 std::string random_hex(std::size_t bytes);
 std::uint64_t random_u64();

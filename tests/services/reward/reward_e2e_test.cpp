@@ -11,6 +11,7 @@
 #include <optional>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <arpa/inet.h>
@@ -390,6 +391,16 @@ TEST(RewardBinary, HostileInputOnEverySocketIsRejectedCountedAndServingContinues
   EXPECT_EQ(sample(text, http + "{reason=\"too_large\"}"), 1) << text;
   EXPECT_EQ(sample(text, http + "{reason=\"bad_request\"}"), 1) << text;
   EXPECT_EQ(sample(text, "spotlight_reward_images_scored_total"), 2) << text;
+  // The refused greeting is a failed handshake; the raw garbage peers may add to it when they
+  // hang up mid-handshake. The server counts monitor events asynchronously: poll for it.
+  const std::string handshake = rejected + "{reason=\"handshake\"}";
+  const auto deadline = Clock::now() + kStartTimeout;
+  double handshakes = sample(text, handshake);
+  while (handshakes < 1 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+    handshakes = sample(testing::http_get("127.0.0.1", http_port, "/metrics").body, handshake);
+  }
+  EXPECT_GE(handshakes, 1) << text;
 
   process.signal(SIGTERM);
   const auto status = process.wait_exit(kStopTimeout);
