@@ -1,5 +1,6 @@
 #include "common/metrics/server.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cstring>
@@ -21,6 +22,8 @@ namespace spotlight::metrics {
 namespace {
 
 constexpr std::size_t kMinMetricsRequestBytes = 64;
+constexpr std::chrono::milliseconds kLingerTime{200};  // after an answer, see answer()
+constexpr std::size_t kLingerMaxBytes = std::size_t{1} << 20;
 
 struct HostPort {
   std::string host;
@@ -141,6 +144,20 @@ struct MetricsServer::Impl {
       const ssize_t n = ::send(fd, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
       if (n <= 0) return;
       sent += static_cast<size_t>(n);
+    }
+    // Lingering close: closing with unread request bytes makes the kernel send a reset, which can
+    // destroy the answer (e.g. a 431) before the client reads it. Discard what the client still
+    // sends, briefly and boundedly, after announcing the end of the answer.
+    ::shutdown(fd, SHUT_WR);
+    const auto linger_until = std::min(deadline, Clock::now() + kLingerTime);
+    for (std::size_t drained = 0; drained < kLingerMaxBytes;) {
+      const auto remaining =
+          std::chrono::ceil<std::chrono::milliseconds>(linger_until - Clock::now()).count();
+      pollfd pfd{fd, POLLIN, 0};
+      if (remaining <= 0 || ::poll(&pfd, 1, static_cast<int>(remaining)) <= 0) return;
+      const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+      if (n <= 0) return;
+      drained += static_cast<std::size_t>(n);
     }
   }
 };
