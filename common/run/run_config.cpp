@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/bus/curve_config.hpp"
+
 namespace spotlight::run {
 
 using config::Entry;
@@ -140,7 +142,18 @@ const config::Schema& run_schema() {
                      "Hand back the leases of explorers whose heartbeats stopped at once "
                      "(else they wait for exploration.lease_timeout_ms)."),
       Entry::string("metrics.bind", "",
-                    "Prometheus exposer address (host:port, port 0: any); empty: off.")};
+                    "Prometheus exposer address (host:port, port 0: any); empty: off."),
+      Entry::integer("bus.max_message_bytes", bus::kDefaultMaxMessageSize,
+                     "Largest ZeroMQ frame of the trainer's bus, either way (ZMQ_MAXMSGSIZE).")
+          .range(bus::kMinMaxMessageSize, std::int64_t{1} << 30),
+      Entry::string("bus.curve.server_secret_file", "",
+                    "zcert key pair file (spotlight-keygen): the trainer's bus is CURVE-encrypted; "
+                    "empty: plain text."),
+      Entry::string("reward.curve.server_public_file", "",
+                    "zcert file with the reward service's public key: requests are "
+                    "CURVE-encrypted; empty: plain text."),
+      Entry::string("reward.curve.client_secret_file", "",
+                    "zcert key pair file of this reward client; empty: an ephemeral key pair.")};
   return schema;
 }
 
@@ -176,6 +189,18 @@ redis::RedisOptions redis_options(const config::Config& c) {
   o.db = c.get<int>("redis.db");
   o.command_timeout = std::chrono::milliseconds(c.get_int("redis.command_timeout_ms"));
   return redis::with_env_credentials(o);
+}
+
+bus::PublisherOptions trainer_bus_options(const config::Config& c) {
+  bus::PublisherOptions o;
+  o.max_message_size = c.get_int("bus.max_message_bytes");
+  o.curve = bus::curve_server_options(c, "bus.curve.server_secret_file");
+  return o;
+}
+
+bus::CurveOptions reward_client_curve(const config::Config& c) {
+  return bus::curve_client_options(c, "reward.curve.server_public_file",
+                                   "reward.curve.client_secret_file");
 }
 
 RunKeys::RunKeys(const std::string& run_id)

@@ -42,6 +42,7 @@ std::unique_ptr<reward::RewardFunction> make_explorer_reward(const config::Confi
   options.rpc.timeout = std::chrono::milliseconds(config.get_int("reward.timeout_ms"));
   // The run schema counts attempts in all; the RPC client counts retries after the first.
   options.rpc.retries = config.get<int>("reward.retries") - 1;
+  options.rpc.curve = run::reward_client_curve(config);
   return std::make_unique<reward::RemoteReward>(options);
 }
 

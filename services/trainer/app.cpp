@@ -137,7 +137,7 @@ int run_train(const config::Config& c) {
         std::make_unique<store::RedisWeightStore>(redis, store::WeightStoreOptions{keys.prefix});
     state = std::make_unique<store::RedisKeyValueStore>(redis, keys.prefix);
     if (const auto& endpoint = c.get_string("bus.trainer_endpoint"); !endpoint.empty()) {
-      bus = std::make_unique<bus::Publisher>();
+      bus = std::make_unique<bus::Publisher>(run::trainer_bus_options(c));
       SPOTLIGHT_LOG(info) << "publishing notices on " << bus->bind(endpoint);
     }
     AsyncSeedOptions async;
