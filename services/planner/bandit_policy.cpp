@@ -141,4 +141,11 @@ void BanditExplorationPolicy::observe_timing(double seconds_per_sample_step) {
   *seconds_per_sample_step_ = (1 - w) * *seconds_per_sample_step_ + w * seconds_per_sample_step;
 }
 
+void BanditExplorationPolicy::observe(const IterationOutcome& outcome) {
+  if (outcome.seconds_per_sample_step) observe_timing(*outcome.seconds_per_sample_step);
+  if (outcome.group_variance && outcome.decision.candidates > 0) {
+    observe_reward(outcome.decision, *outcome.group_variance);
+  }
+}
+
 }  // namespace spotlight::planner

@@ -78,6 +78,8 @@ class BanditExplorationPolicy final : public ExplorationPolicy {
   void observe_reward(const ExplorationDecision& arm, double reward);
   // A measured time of one sample at one sampler step on one explorer (> 0; others ignored).
   void observe_timing(double seconds_per_sample_step);
+  // Both of the above from an outcome (group_variance as the reward).
+  void observe(const IterationOutcome& outcome) override;
 
   std::optional<double> seconds_per_sample_step() const { return seconds_per_sample_step_; }
   const std::optional<BanditChoice>& last_choice() const { return last_; }

@@ -41,10 +41,23 @@ struct ExplorationDecision {
   bool operator==(const ExplorationDecision&) const = default;
 };
 
+// What an explored iteration turned out to be, fed back once the trainer has trained on it.
+struct IterationOutcome {
+  std::int64_t iteration = 0;
+  ExplorationDecision decision;  // what was planned for it (its plan record)
+  // Mean within-group variance of the rewards the trainer trained on; nullopt: not reported.
+  std::optional<double> group_variance;
+  // Mean measured seconds of one sample at one sampler step on one explorer; nullopt: no result.
+  std::optional<double> seconds_per_sample_step;
+};
+
 class ExplorationPolicy {
  public:
   virtual ~ExplorationPolicy() = default;
   virtual ExplorationDecision decide(const IterationContext& context) = 0;
+  // Learns from an outcome (default: nothing to learn). Called at most once per iteration by one
+  // planner; a restarted planner starts without the earlier outcomes.
+  virtual void observe(const IterationOutcome& outcome) {}
 };
 
 // The same N and steps for every iteration (exploration.candidates, exploration.steps).
