@@ -159,6 +159,16 @@ const config::Schema& run_schema() {
           .at_least(0),
       Entry::string("planner.decisions_file", "",
                     "JSONL of every plan and its reason (default: <run.dir>/planner.jsonl)."),
+      Entry::real("cost.reserved_price_per_hour", 4.0,
+                  "Price of one reserved device-hour (the trainer's class).")
+          .at_least(0),
+      Entry::real("cost.spot_price_ratio", 0.27,
+                  "Spot price as a share of the reserved price (explorers' class).")
+          .at_least(0),
+      Entry::real("cost.devices", 0,
+                  "Devices this process holds, for cost accounting (0: run.threads when set, "
+                  "else 1).")
+          .at_least(0),
       Entry::string("metrics.bind", "",
                     "Prometheus exposer address (host:port, port 0: any); empty: off.")};
   return schema;
