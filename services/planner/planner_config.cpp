@@ -87,8 +87,10 @@ std::unique_ptr<Planner> make_planner(const config::Config& c,
   PlannerParts parts;
   parts.queue = std::make_unique<queue::RedisLeaseQueue>(redis, run::explore_queue_options(c));
   parts.store = std::make_unique<store::RedisKeyValueStore>(redis, keys.prefix);
+  const PlannerOptions options = planner_options(c);
   parts.directory =
-      std::make_unique<RedisExplorerDirectory>(redis, keys, run::explore_queue_options(c));
+      std::make_unique<RedisExplorerDirectory>(redis, keys, run::explore_queue_options(c),
+                                               options.heartbeat_period * options.dead_heartbeats);
   parts.policy = exploration_policy(c);
   return std::make_unique<Planner>(planner_options(c), keys, std::move(parts), std::move(registry));
 }
