@@ -12,6 +12,8 @@
 
 #include <ATen/Parallel.h>
 
+#include "common/cost/cost_config.hpp"
+#include "common/cost/cost_flusher.hpp"
 #include "common/log/log.hpp"
 #include "common/metrics/server.hpp"
 #include "common/policy/policy.hpp"
@@ -83,6 +85,14 @@ int run_explorer(const config::Config& config) {
               config.get_string("model.device"), reward->name());
 
     Explorer explorer(options, ExplorerParts{queue, weights, kv, *reward, policy, *registry});
+    // Cost: spot devices, busy while sampling and scoring (the sample-time histogram's sum).
+    store::RedisKeyValueStore cost_ledger(redis, keys.prefix);  // the flusher thread's own
+    cost::CostMeter meter(cost::DeviceClass::kSpot, cost::devices_from(config),
+                          cost::prices_from(config));
+    cost::CostReporter cost_reporter(meter, registry.get(), &cost_ledger);
+    cost::CostFlusher cost_flusher(
+        cost_reporter, [&] { meter.set_busy_seconds(explorer.metrics().sample_seconds.sum()); },
+        options.heartbeat_interval);
     std::stop_source finished;  // requested when the explorer returns, whatever the reason
     std::stop_source wake;      // the loop finished or a notice came
     std::promise<void> done;
