@@ -63,6 +63,7 @@ int run_explorer(const config::Config& config) {
     signals::StopSignals signals;
 
     const ExplorerOptions options = explorer_options(config);
+    const PreemptionNoticeOptions notice_options = preemption_notice_options(config);
     if (const auto threads = config.get<int>("run.threads"); threads > 0) {
       at::set_num_threads(threads);
     }
@@ -110,7 +111,7 @@ int run_explorer(const config::Config& config) {
     // A notice from the file/URL watcher wakes the wait below like the loop's end does.
     std::atomic<bool> noticed{false};
     std::stop_callback on_finished(finished.get_token(), [&] { wake.request_stop(); });
-    PreemptionWatcher watcher(preemption_notice_options(config), [&](std::string reason) {
+    PreemptionWatcher watcher(notice_options, [&](std::string reason) {
       log::info("preemption notice: {}", reason);
       noticed = true;
       wake.request_stop();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <span>
 #include <stdexcept>
@@ -176,6 +177,8 @@ void Explorer::process(std::vector<queue::Lease> leases) {
     std::int64_t need = held.front().task.weights_version - options_.max_staleness;
     for (const auto& h : held)
       need = std::max(need, h.task.weights_version - options_.max_staleness);
+    fetch_commits(held);
+    if (const auto committed = committed_version(held, need)) weights_.load_exact(*committed);
     const std::optional<std::int64_t> loaded = weights_.ensure(need);
     if (!loaded || *loaded < need) {
       // Serve what the loaded version can, give the rest back until their weights exist.
@@ -204,7 +207,7 @@ void Explorer::process(std::vector<queue::Lease> leases) {
       last_iteration_logged_ = held.front().task.iteration;
       log::info("exploring iteration {} with weights version {}", last_iteration_logged_, *loaded);
     }
-    load_commits(held, *loaded);
+    check_commits(held, *loaded);
     // Tasks of one step count and resume step are sampled together, in lease order.
     std::stable_sort(held.begin(), held.end(), [](const Held& a, const Held& b) {
       return std::pair(a.task.sampler_steps, a.resume_step()) <
@@ -243,41 +246,62 @@ void Explorer::process(std::vector<queue::Lease> leases) {
   }
 }
 
-void Explorer::load_commits(std::span<Held> held, std::int64_t version) {
-  const auto& m = parts_.policy.model_options();
-  const std::vector<std::int64_t> shape{m.channels(), m.image_size(), m.image_size()};
+void Explorer::fetch_commits(std::span<Held> held) {
   for (auto& h : held) {
-    std::optional<wire::InflightCommit> commit;
     try {
-      commit = inflight_.get(h.lease.task_id);
+      h.resume = inflight_.get(h.lease.task_id);
+      h.had_commit = h.resume.has_value();
     } catch (const wire::WireError& e) {
       h.had_commit = true;
+      h.resume.reset();
       metrics_.discarded_commits.inc();
       log::warn("task '{}': in-flight commit does not decode ({}); starting from step 0",
                 h.lease.task_id, e.what());
-      continue;
     }
-    if (!commit) continue;
-    h.had_commit = true;
+  }
+}
+
+std::optional<std::int64_t> Explorer::committed_version(std::span<const Held> held,
+                                                        std::int64_t need) {
+  std::map<std::int64_t, int> votes;
+  for (const auto& h : held) {
+    if (h.resume && h.resume->weights_version >= need) ++votes[h.resume->weights_version];
+  }
+  std::optional<std::int64_t> best;
+  int most = 0;
+  for (const auto& [version, n] : votes) {
+    if (n >= most) {  // ties: the newer version
+      most = n;
+      best = version;
+    }
+  }
+  return best;
+}
+
+void Explorer::check_commits(std::span<Held> held, std::int64_t version) {
+  const auto& m = parts_.policy.model_options();
+  const std::vector<std::int64_t> shape{m.channels(), m.image_size(), m.image_size()};
+  for (auto& h : held) {
+    if (!h.resume) continue;
+    const wire::InflightCommit& commit = *h.resume;
     std::string why;
-    if (commit->task_id != h.lease.task_id || commit->seed != h.task.seed) {
+    if (commit.task_id != h.lease.task_id || commit.seed != h.task.seed) {
       why = "it belongs to another task or seed";
-    } else if (commit->weights_version != version) {
-      why = "it used weights version " + std::to_string(commit->weights_version) +
+    } else if (commit.weights_version != version) {
+      why = "it used weights version " + std::to_string(commit.weights_version) +
             ", this explorer holds " + std::to_string(version);
-    } else if (commit->latent_shape != shape) {
+    } else if (commit.latent_shape != shape) {
       why = "its latent shape does not fit the model";
-    } else if (commit->step_index < 1 || commit->step_index >= h.task.sampler_steps) {
-      why = "step " + std::to_string(commit->step_index) + " is not in [1, " +
+    } else if (commit.step_index < 1 || commit.step_index >= h.task.sampler_steps) {
+      why = "step " + std::to_string(commit.step_index) + " is not in [1, " +
             std::to_string(h.task.sampler_steps) + ")";
     }
     if (!why.empty()) {
       metrics_.discarded_commits.inc();
       log::info("task '{}': in-flight commit not usable ({}); starting from step 0",
                 h.lease.task_id, why);
-      continue;
+      h.resume.reset();
     }
-    h.resume = std::move(commit);
   }
 }
 

@@ -17,8 +17,11 @@
 //     weights.ensure(max over tasks of weights_version - max_staleness)   (PolicyWeights)
 //     tasks the loaded version cannot serve -> release(lease); wait weights_retry_interval
 //     per task: commit = inflight.get(task id)    (InflightStore; see inflight_store.hpp)
-//                usable if its weights version == the loaded one, seed and shape match and
-//                1 <= step < steps; else counted as discarded (the task starts at step 0)
+//     v = the weights version most commits of the batch were made with, among those >= the
+//         batch's need; if any: weights.load_exact(v) (resuming saves the committed steps)
+//     weights.ensure(need) as above, then per commit: usable if its weights version == the
+//         loaded one, seed and shape match and 1 <= step < steps; else counted as discarded
+//         (the task starts at step 0)
 //     the rest, grouped by (sampler_steps, resume step) (lease order within a group), chunk by
 //     chunk:
 //       stop requested  -> release the leases not sampled yet, return kStopped
@@ -123,7 +126,12 @@ class Explorer {
   std::vector<queue::Lease> next_leases();
   std::optional<Held> admit(queue::Lease lease);
   void process(std::vector<queue::Lease> leases);
-  void load_commits(std::span<Held> held, std::int64_t version);
+  // Reads the commits of `held` (a commit that does not decode is discarded and counted).
+  void fetch_commits(std::span<Held> held);
+  // The version to load for resuming: the one most commits with version >= need were made with.
+  std::optional<std::int64_t> committed_version(std::span<const Held> held, std::int64_t need);
+  // Keeps the commits usable with `version` (see the top of this file); counts the others.
+  void check_commits(std::span<Held> held, std::int64_t version);
   void sample_chunk(std::span<Held> chunk, std::int64_t version);
   // Commits (if options_.commit_inflight) and releases `active` stopped at `step`; `latents` is
   // [B, C, H, W] float32 values of the chunk, sample after sample.

@@ -28,6 +28,11 @@ std::optional<std::int64_t> PolicyWeights::ensure(std::int64_t min_version) {
   return loaded_;
 }
 
+bool PolicyWeights::load_exact(std::int64_t version) {
+  if (loaded_ == version) return true;
+  return try_load(version);
+}
+
 bool PolicyWeights::try_load(std::int64_t version) {
   const auto now = Clock::now();
   if (const auto it = failed_until_.find(version); it != failed_until_.end()) {

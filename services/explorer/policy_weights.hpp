@@ -45,6 +45,11 @@ class PolicyWeights {
   // See the top of this file. Throws store::StoreUnavailable.
   std::optional<std::int64_t> ensure(std::int64_t min_version);
 
+  // Loads exactly `version` (the version in-flight commits were made with, to resume them)
+  // unless it is loaded already. True when the policy holds it afterwards; false when it is not
+  // published (any more) or is rejected as in ensure(). Throws store::StoreUnavailable.
+  bool load_exact(std::int64_t version);
+
  private:
   using Clock = std::chrono::steady_clock;
   bool try_load(std::int64_t version);

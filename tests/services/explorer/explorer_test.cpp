@@ -616,7 +616,9 @@ TEST_F(ExplorerTest, WithoutCommitsAStoppedChunkRestartsFromStepZero) {
   EXPECT_EQ(kv_->counter(kSampleStepsKey), 4 * (kLongSteps + kStopStep));
 }
 
-TEST_F(ExplorerTest, ACommitOfOtherWeightsIsDiscardedAndTheTaskRestarts) {
+// A newer version published meanwhile does not waste the commits: the next explorer loads the
+// version they were made with (still within the staleness bound) and resumes them.
+TEST_F(ExplorerTest, ANewerVersionMeanwhileStillResumesWithTheCommittedOne) {
   constexpr int kLongSteps = 8;
   auto p0 = testing::micro_policy(15);
   auto p1 = testing::micro_policy(16);
@@ -625,6 +627,7 @@ TEST_F(ExplorerTest, ACommitOfOtherWeightsIsDiscardedAndTheTaskRestarts) {
   const auto tasks = testing::seed_tasks(kRunId, 1, 2, 2, 0, kLongSteps);
   sampler::SamplerOptions sde;
   sde.steps = kLongSteps;
+  const auto expect = testing::reference_rewards(*p0, tasks, 4, dense, sde);
   testing::enqueue(*queue_, tasks);
   auto a = worker(options("a"));
   a->stop_after_steps(4 * 2);
@@ -633,14 +636,49 @@ TEST_F(ExplorerTest, ACommitOfOtherWeightsIsDiscardedAndTheTaskRestarts) {
   EXPECT_EQ(a->stop(), ExitReason::kStopped);
   EXPECT_EQ(a->metrics().inflight_commits.value(), 4);
 
-  publish(1, *p1);  // a newer version: the next explorer loads it, the commits were made with 0
-  const auto expect = testing::reference_rewards(*p1, tasks, 4, dense, sde);
+  publish(1, *p1);  // newest now; a fresh explorer would otherwise load it
   auto b = worker(options("b"));
+  b->start();
+  ASSERT_TRUE(wait_for([&] { return all_done(tasks); }, kWait));
+  EXPECT_EQ(b->metrics().resumes.value(), 4);
+  EXPECT_EQ(b->metrics().discarded_commits.value(), 0);
+  EXPECT_EQ(versions_of(tasks), std::vector<std::int64_t>(4, 0));
+  EXPECT_EQ(rewards_of(tasks), expect);
+  EXPECT_EQ(kv_->counter(kSampleStepsKey), 4 * kLongSteps);
+}
+
+// A commit made with weights older than the staleness bound allows is discarded: the task
+// restarts from step 0 with the newest version.
+TEST_F(ExplorerTest, ACommitOlderThanTheStalenessBoundIsDiscarded) {
+  constexpr int kLongSteps = 8;
+  auto p0 = testing::micro_policy(17);
+  auto p1 = testing::micro_policy(18);
+  auto p2 = testing::micro_policy(19);
+  publish(0, *p0);
+  DenseReward dense;
+  // Tasks asking for version 2; explorer a tolerates staleness 2 and samples them with v0.
+  const auto tasks = testing::seed_tasks(kRunId, 3, 2, 2, 2, kLongSteps);
+  sampler::SamplerOptions sde;
+  sde.steps = kLongSteps;
+  testing::enqueue(*queue_, tasks);
+  auto oa = options("a");
+  oa.max_staleness = 2;
+  auto a = worker(oa);
+  a->stop_after_steps(4 * 2);
+  a->start();
+  ASSERT_TRUE(wait_for([&] { return a->returned(); }, kWait));
+  EXPECT_EQ(a->stop(), ExitReason::kStopped);
+  EXPECT_EQ(a->metrics().inflight_commits.value(), 4);
+
+  publish(1, *p1);
+  publish(2, *p2);
+  const auto expect = testing::reference_rewards(*p2, tasks, 4, dense, sde);
+  auto b = worker(options("b"));  // staleness 1: needs >= v1, the v0 commits cannot be used
   b->start();
   ASSERT_TRUE(wait_for([&] { return all_done(tasks); }, kWait));
   EXPECT_EQ(b->metrics().resumes.value(), 0);
   EXPECT_EQ(b->metrics().discarded_commits.value(), 4);
-  EXPECT_EQ(versions_of(tasks), std::vector<std::int64_t>(4, 1));
+  EXPECT_EQ(versions_of(tasks), std::vector<std::int64_t>(4, 2));
   EXPECT_EQ(rewards_of(tasks), expect);
   for (const auto& t : tasks)
     EXPECT_FALSE(kv_->get(InflightStore::key(t.id)).has_value());
