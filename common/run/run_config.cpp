@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "common/bus/curve.hpp"
 #include "common/bus/curve_config.hpp"
+#include "common/bus/publisher.hpp"
 
 namespace spotlight::run {
 

@@ -8,8 +8,6 @@
 #include <chrono>
 #include <string>
 
-#include "common/bus/curve.hpp"
-#include "common/bus/publisher.hpp"
 #include "common/config/config.hpp"
 #include "common/config/schema.hpp"
 #include "common/policy/policy_options.hpp"
@@ -17,6 +15,11 @@
 #include "common/redis/client.hpp"
 #include "common/sampler/sampler_options.hpp"
 #include "common/task/options.hpp"
+
+namespace spotlight::bus {
+struct CurveOptions;      // common/bus/curve.hpp
+struct PublisherOptions;  // common/bus/publisher.hpp
+}  // namespace spotlight::bus
 
 namespace spotlight::run {
 
