@@ -1,7 +1,7 @@
 // spotlight-sim: the cluster-scale simulator (services/simulator/simulation.hpp).
 //
 //   spotlight-sim [--hardware H100|H200] [--sizes 16,32,64,128] [--seeds 3] [--reserved 32]
-//                 [--kappa K] [--out FILE.md] [TRACE.json ...]
+//                 [--kappa K] [--signal std|informative] [--out FILE.md] [TRACE.json ...]
 //   (traces default: deploy/traces/availability_*.json; kappa: how polarised prompts are)
 #include <algorithm>
 #include <cstdlib>
@@ -26,9 +26,9 @@ std::vector<int> parse_list(const std::string& text) {
 }
 
 int usage() {
-  std::cerr
-      << "usage: spotlight-sim [--hardware H100|H200] [--sizes 16,32,64,128] [--seeds N] "
-         "[--reserved GPUS] [--kappa K] [--max-iterations N] [--out FILE.md] [TRACE.json ...]\n";
+  std::cerr << "usage: spotlight-sim [--hardware H100|H200] [--sizes 16,32,64,128] [--seeds N] "
+               "[--reserved GPUS] [--kappa K] [--signal std|informative] [--max-iterations N] "
+               "[--out FILE.md] [TRACE.json ...]\n";
   return 2;
 }
 
@@ -68,6 +68,10 @@ int main(int argc, char** argv) {
       } else if (a == "--kappa") {
         o.sim.kappa = std::stod(value());
         if (!(o.sim.kappa > 0)) throw std::invalid_argument("--kappa must be > 0");
+      } else if (a == "--signal") {
+        o.sim.signal = value();
+        if (o.sim.signal != "std" && o.sim.signal != "informative")
+          throw std::invalid_argument("--signal must be std or informative");
       } else if (a == "--out") {
         out_path = value();
       } else if (a == "--help" || a == "-h") {

@@ -156,10 +156,11 @@ void write_assumptions(std::ostream& out, const SimOptions& o) {
          "flipped with probability 0.5 exp(-S/"
       << o.steps_scale << ") (+" << o.stale_flip
       << " with one-version-stale weights); selection = rl::select_max_variance on what "
-         "exploration saw; score s += eta x mean group std of the true rewards trained on x "
-         "(s_max - s), eta = "
-      << o.eta << ", s from " << o.base_score << " to the target " << o.target_score << " (s_max "
-      << o.max_score
+         "exploration saw; score s += eta x mean group signal x (s_max - s), the signal of a group "
+         "being the std of the true rewards trained on (signal std) or 0.5 if they differ at all "
+         "(signal informative); here signal = "
+      << o.signal << ", eta = " << o.eta << ", s from " << o.base_score << " to the target "
+      << o.target_score << " (s_max " << o.max_score
       << "). A group whose rewards are all alike contributes nothing (Flow-GRPO drops A = 0).\n";
   out << "- Cost: reserved " << o.reserved_price_per_hour << " per GPU-hour for the whole run; "
       << "spot " << o.spot_ratio

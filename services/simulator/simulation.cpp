@@ -362,7 +362,8 @@ class Run {
         for (int j = 0; j < o_.group_size; ++j)
           trained.push_back(true_reward(iteration_, i, j));  // candidates 0..G-1: mode none's seeds
       }
-      std_sum += std::sqrt(rl::variance(trained));
+      const double v = rl::variance(trained);
+      std_sum += o_.signal == "informative" ? (v > 0 ? 0.5 : 0.0) : std::sqrt(v);
       variance_sum_ += rl::variance(trained);
     }
     mean_std_ = std_sum / o_.prompts;

@@ -19,8 +19,9 @@
 //     kappa*(1-s_k)), s_k the current score; a seed's reward is Bernoulli(p_i) (GenEval-like:
 //     correct or not). Exploration sees that reward flipped with probability
 //     flip(S) = 0.5*exp(-S/steps_scale) (+ stale_flip in async: one version old weights).
-//   learning: s_{k+1} = s_k + eta * mean_i std(true rewards of the G trained seeds of prompt i)
-//     * (s_max - s_k): a group whose rewards are all alike teaches nothing.
+//   learning: s_{k+1} = s_k + eta * mean_i signal_i * (s_max - s_k), signal_i = std of the true
+//     rewards of the G trained seeds of prompt i (or 0.5 * [they differ], signal "informative"):
+//     a group whose rewards are all alike teaches nothing.
 //   cost: R reserved GPUs for the wall time + every spot GPU held (starting, busy or idle) at
 //     spot_ratio x the reserved price.
 
@@ -71,6 +72,9 @@ struct SimOptions {
   double target_score = 0.80;
   double max_score = 0.95;
   double eta = 0.04;
+  // What a trained group contributes: "std" (its reward std) or "informative" (0.5 if its rewards
+  // differ at all, else 0: with std-normalised advantages any mixed group gives a full update).
+  std::string signal = "std";
   double kappa = 2.0;
   double steps_scale = 3.0;
   double stale_flip = 0.03;
