@@ -18,6 +18,16 @@ at::Tensor initial_latents(const model::MMDiTOptions& m, const std::vector<uint6
 
 Trajectory sample(model::MMDiT& model, const at::Tensor& tokens, const std::vector<uint64_t>& seeds,
                   const SamplerOptions& options, const std::optional<ResumePoint>& resume) {
+  VelocityFn velocity = [&model](const at::Tensor& x, const at::Tensor& t, const at::Tensor& text,
+                                 const at::Tensor& pooled) {
+    return model->forward_encoded(x, t, text, pooled);
+  };
+  return sample(model, velocity, tokens, seeds, options, resume);
+}
+
+Trajectory sample(model::MMDiT& model, const VelocityFn& velocity, const at::Tensor& tokens,
+                  const std::vector<uint64_t>& seeds, const SamplerOptions& options,
+                  const std::optional<ResumePoint>& resume) {
   torch::NoGradGuard no_grad;
   const auto& m = model->options();
   const auto tensor_options = tokens.options().dtype(model->patch_embed->weight.scalar_type());
@@ -34,7 +44,7 @@ Trajectory sample(model::MMDiT& model, const at::Tensor& tokens, const std::vect
   auto [text, pooled] = model->encode_text(tokens);
   for (int k = start; k < options.steps; ++k) {
     const double t = grid[k], t_next = grid[k + 1];
-    auto v = model->forward_encoded(x, torch::full({batch}, t, tensor_options), text, pooled);
+    auto v = velocity(x, torch::full({batch}, t, tensor_options), text, pooled);
     if (options.sde && options.noise_level > 0.0) {
       const auto c = sde_coefficients(t, t_next, options.noise_level, grid[1]);
       auto mean = sde_mean(x, v, c);
