@@ -20,6 +20,7 @@
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "services/explorer/explorer.hpp"
+#include "services/explorer/sp_sampler.hpp"
 #include "services/reward/remote_reward.hpp"
 
 namespace spotlight::explorer {
@@ -71,6 +72,11 @@ int run_explorer(const config::Config& config) {
               config.get_string("model.device"), reward->name());
 
     Explorer explorer(options, ExplorerParts{queue, weights, kv, *reward, policy, *registry});
+    std::unique_ptr<SpSampler> sp;  // explorer.sp.size > 1: chunks run on an SP group
+    if (const auto sp_options = sp_sampler_options(config)) {
+      sp = std::make_unique<SpSampler>(*sp_options, policy, *registry);
+      explorer.set_chunk_sampler(std::ref(*sp));
+    }
     std::stop_source finished;  // requested when the explorer returns, whatever the reason
     std::promise<void> done;
     auto done_future = done.get_future();

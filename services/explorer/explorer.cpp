@@ -255,8 +255,11 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
   const auto start = Clock::now();
   std::vector<task::Image> images;
   try {
+    if (chunk_sampler_) images = chunk_sampler_(version, prompts, seeds, sampler);
     for (const auto& trajectory :
-         parts_.policy.sample(prompts, seeds, sampler, static_cast<int>(prompts.size()))) {
+         chunk_sampler_ ? std::vector<sampler::Trajectory>{}
+                        : parts_.policy.sample(prompts, seeds, sampler,
+                                               static_cast<int>(prompts.size()))) {
       auto part = parts_.policy.latents_to_images(trajectory.final());
       images.insert(images.end(), std::make_move_iterator(part.begin()),
                     std::make_move_iterator(part.end()));

@@ -43,7 +43,9 @@ struct NodeScheduler::Impl {
   std::int64_t regroups = 0;
   std::int64_t weights_epoch = 0;
   std::optional<WeightsLocation> store_location;  // of the current weights, if from the store
-  bool weights_in_segment = false;                // current weights also in segment "<name>-w"
+  // A shared-memory segment holding the current weights (written at load or by a peer's
+  // export), kept until the next load so that replacements only map and verify it.
+  std::optional<std::string> current_segment;
   std::optional<metrics::Histogram> regroup_seconds;
   std::optional<metrics::Counter> regroups_total;
 
@@ -95,6 +97,10 @@ struct NodeScheduler::Impl {
       if (!sent[i]) continue;
       try {
         auto line = targets[i]->process->receive(options.reply_timeout);
+        while (line && (line->empty() || line->front() != '{')) {  // not ours (a library's print)
+          log::debug("node: rank pid {} printed: {}", targets[i]->process->pid(), *line);
+          line = targets[i]->process->receive(options.reply_timeout);
+        }
         if (!line) {
           log::warn("node: rank pid {} did not answer within reply_timeout; killing it",
                     targets[i]->process->pid());
@@ -267,7 +273,7 @@ LoadReport NodeScheduler::load_weights(std::string_view bytes) {
   ++impl_->weights_epoch;
   impl_->store_location.reset();
   parallel::publish_shared_weights(impl_->segment("w"), bytes);
-  impl_->weights_in_segment = true;
+  impl_->current_segment = impl_->segment("w");
   auto report =
       impl_->load(impl_->live(), Json{{"op", "load"}, {"shm", impl_->segment("w")}}, "shm");
   report.seconds = since(start);
@@ -278,7 +284,7 @@ LoadReport NodeScheduler::load_weights(std::string_view bytes) {
 LoadReport NodeScheduler::load_weights(const WeightsLocation& where) {
   ++impl_->weights_epoch;
   impl_->store_location = where;
-  impl_->weights_in_segment = false;
+  impl_->current_segment.reset();
   auto report = impl_->load(impl_->live(), impl_->store_command(where), "store");
   impl_->group.clear();
   return report;
@@ -366,21 +372,32 @@ LoadReport NodeScheduler::replenish(WeightsSource prefer) {
   std::vector<Member*> fresh;
   for (std::size_t i = before; i < s.members.size(); ++i)
     fresh.push_back(s.members[i].get());
-  // A live peer with the current weights exports them; the new ranks map the segment.
-  for (Member* peer : s.live()) {
-    if (prefer == WeightsSource::kStore && s.store_location) break;
-    if (peer->weights_epoch != s.weights_epoch) continue;
-    auto answer = s.exchange({peer}, {Json{{"op", "export"}, {"shm", s.segment("peer")}}})[0];
-    if (!answer || !answer->value("ok", false)) continue;
-    try {
-      auto report = s.load(fresh, Json{{"op", "load"}, {"shm", s.segment("peer")}}, "shm");
-      report.seconds = since(start);
-      report.spawn_seconds = spawn_seconds;
-      return report;
-    } catch (const NodeError& e) {
-      log::warn("node: peer copy failed ({}); falling back to the weight store", e.what());
+  // A live peer with the current weights exports them once per load; new ranks map the segment.
+  if (prefer == WeightsSource::kPeer || !s.store_location) {
+    double export_seconds = 0;
+    if (!s.current_segment) {
+      for (Member* peer : s.live()) {
+        if (peer->weights_epoch != s.weights_epoch) continue;
+        auto answer = s.exchange({peer}, {Json{{"op", "export"}, {"shm", s.segment("peer")}}})[0];
+        if (answer && answer->value("ok", false)) {
+          s.current_segment = s.segment("peer");
+          export_seconds = answer->value("seconds", 0.0);
+          break;
+        }
+      }
     }
-    break;
+    if (s.current_segment) {
+      try {
+        auto report = s.load(fresh, Json{{"op", "load"}, {"shm", *s.current_segment}}, "shm");
+        report.seconds = since(start);
+        report.spawn_seconds = spawn_seconds;
+        report.export_seconds = export_seconds;
+        return report;
+      } catch (const NodeError& e) {
+        log::warn("node: peer copy failed ({}); falling back to the weight store", e.what());
+        s.current_segment.reset();
+      }
+    }
   }
   if (!s.store_location) throw NodeError("node: no peer and no store location for weights");
   auto report = s.load(fresh, s.store_command(*s.store_location), "store");

@@ -85,9 +85,10 @@ struct RegroupReport {
 };
 
 struct LoadReport {
-  double seconds = 0;        // the weights copy/fetch + load (not the spawn)
-  double spawn_seconds = 0;  // replenish(): starting the new processes until ready
-  std::string source;        // "shm" or "store"
+  double seconds = 0;         // the weights copy/fetch + load (not the spawn)
+  double spawn_seconds = 0;   // replenish(): starting the new processes until ready
+  double export_seconds = 0;  // replenish(): a peer writing the segment (first copy per load)
+  std::string source;         // "shm" or "store"
   int ranks = 0;
 };
 
