@@ -29,6 +29,7 @@ struct Member {
   std::unique_ptr<RankProcess> process;
   bool lost = false;
   std::int64_t weights_epoch = -1;  // the load this rank holds (-1: none)
+  int slot = 0;                     // 0..ranks-1, unique among live members: its GPU on CUDA
 };
 
 }  // namespace
@@ -38,7 +39,8 @@ struct NodeScheduler::Impl {
   int heads = 0;
   c10::intrusive_ptr<c10d::Store> store;
   std::vector<std::unique_ptr<Member>> members;
-  std::vector<Member*> group;
+  std::vector<Member*> group;  // the current generation's members, in rank order
+  bool group_broken = false;   // a member was lost since the group formed
   std::int64_t generation = 0;
   std::int64_t regroups = 0;
   std::int64_t weights_epoch = 0;
@@ -51,17 +53,34 @@ struct NodeScheduler::Impl {
 
   std::string segment(const std::string& what) const { return options.name + "-" + what; }
 
+  // A bare "cuda" gives every rank its own GPU: cuda:<slot>. Other devices are used as given.
+  std::string rank_device(int slot) const {
+    return options.device == "cuda" ? "cuda:" + std::to_string(slot) : options.device;
+  }
+
+  int free_slot(const std::vector<std::unique_ptr<Member>>& fresh) const {
+    for (int slot = 0;; ++slot) {
+      auto taken = [slot](const std::unique_ptr<Member>& m) { return !m->lost && m->slot == slot; };
+      if (std::none_of(members.begin(), members.end(), taken) &&
+          std::none_of(fresh.begin(), fresh.end(), taken)) {
+        return slot;
+      }
+    }
+  }
+
   void spawn(int count) {
     std::vector<std::unique_ptr<Member>> fresh;
     for (int i = 0; i < count; ++i) {
       auto m = std::make_unique<Member>();
+      m->slot = free_slot(fresh);
       m->process = std::make_unique<RankProcess>(
           options.rank_binary,
-          std::vector<std::string>{
-              "rank", "--store-port=" + std::to_string(parallel::store_port(store)),
-              "--group=" + options.name, "--preset=" + options.preset, "--device=" + options.device,
-              "--threads=" + std::to_string(options.threads_per_rank),
-              "--op-timeout-ms=" + std::to_string(options.op_timeout.count())},
+          std::vector<std::string>{"rank",
+                                   "--store-port=" + std::to_string(parallel::store_port(store)),
+                                   "--group=" + options.name, "--preset=" + options.preset,
+                                   "--device=" + rank_device(m->slot),
+                                   "--threads=" + std::to_string(options.threads_per_rank),
+                                   "--op-timeout-ms=" + std::to_string(options.op_timeout.count())},
           options.rank_log);
       fresh.push_back(std::move(m));
     }
@@ -130,7 +149,7 @@ struct NodeScheduler::Impl {
   }
 
   bool group_intact() {
-    if (group.empty()) return false;
+    if (group.empty() || group_broken) return false;
     for (Member* m : group) {
       if (m->lost || !m->process->running()) return false;
     }
@@ -203,6 +222,7 @@ struct NodeScheduler::Impl {
         ok = ok && a && a->value("ok", false);
       if (ok) {
         group = ready;
+        group_broken = false;
         ++regroups;
         const double seconds = since(start);
         if (regroup_seconds) regroup_seconds->observe(seconds);
@@ -220,7 +240,7 @@ struct NodeScheduler::Impl {
   }
 
   void prune_group_pointers() {
-    std::erase_if(group, [](Member* m) { return m->lost; });
+    if (std::erase_if(group, [](Member* m) { return m->lost; }) > 0) group_broken = true;
     prune();
   }
 };

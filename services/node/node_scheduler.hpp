@@ -48,7 +48,7 @@ struct NodeOptions {
   int ranks = 2;                      // rank processes kept alive: SP members + spares
   int sp_size = 2;                    // wanted group size
   std::string preset = "tiny";
-  std::string device = "cpu";
+  std::string device = "cpu";  // "cuda": rank slot i uses cuda:i (NCCL); else used as given
   int threads_per_rank = 1;
   std::string name;  // unique per node: store prefix and shm segment names; "" = "node<pid>"
   std::chrono::milliseconds op_timeout = parallel::kDefaultOpTimeout;  // ranks' collectives

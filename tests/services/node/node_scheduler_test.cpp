@@ -73,7 +73,8 @@ TEST(NodeScheduler, RegroupsSurvivorsAndSpareAfterSigkill) {
   auto policy = make_policy();
   const auto request = make_request();
   const auto reference = reference_latents(policy, request);
-  NodeScheduler node(node_options(3, 2));
+  metrics::Registry registry("explorer");
+  NodeScheduler node(node_options(3, 2), &registry);
   node.start();
   EXPECT_EQ(node.load_weights(policy.weights_bytes()).ranks, 3);
   const auto first = node.regroup();
@@ -167,7 +168,19 @@ TEST(NodeScheduler, RanksLoadWeightsFromTheStore) {
   EXPECT_EQ(load.source, "store");
   EXPECT_EQ(load.ranks, 2);
   node.regroup();
-  expect_close(node.sample(make_request()).latents, reference_latents(policy, make_request()));
+  const auto reference = reference_latents(policy, make_request());
+  expect_close(node.sample(make_request()).latents, reference);
+
+  // A replacement copies from a peer's export by default, or fetches from the store.
+  for (auto source : {NodeScheduler::WeightsSource::kPeer, NodeScheduler::WeightsSource::kStore}) {
+    kill(node.group_pids()[0], SIGKILL);
+    ASSERT_EQ(node.await_loss(std::chrono::seconds(30)), 1);
+    const auto copy = node.replenish(source);
+    EXPECT_EQ(copy.source, source == NodeScheduler::WeightsSource::kPeer ? "shm" : "store");
+    EXPECT_EQ(copy.ranks, 1);
+    expect_close(node.sample(make_request()).latents, reference);
+    EXPECT_EQ(node.group_size(), 2);
+  }
   where.version = 5;  // absent
   EXPECT_THROW(node.load_weights(where), NodeError);
 }
