@@ -1,6 +1,7 @@
 #include "services/node/node_scheduler.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <csignal>
 #include <utility>
 
@@ -247,7 +248,10 @@ struct NodeScheduler::Impl {
 
 NodeScheduler::NodeScheduler(NodeOptions options, metrics::Registry* registry)
     : impl_(std::make_unique<Impl>()) {
-  if (options.name.empty()) options.name = "node" + std::to_string(getpid());
+  static std::atomic<int> schedulers{0};
+  if (options.name.empty()) {
+    options.name = "node" + std::to_string(getpid()) + "-" + std::to_string(schedulers++);
+  }
   if (options.ranks < 1 || options.sp_size < 1) {
     throw std::invalid_argument("node: ranks and sp_size must be >= 1");
   }

@@ -16,7 +16,8 @@
 //
 // regroup() picks the live ranks holding the current weights, the largest size <= sp_size that
 // the model's heads divide by, and has them join generation+1; it returns once every member has
-// joined. Not thread-safe: one thread drives a scheduler.
+// joined. Not thread-safe: one thread drives a scheduler. Rank processes die with the thread that
+// spawned them (PR_SET_PDEATHSIG): drive a scheduler from a thread that outlives its use.
 
 #include <chrono>
 #include <cstdint>
@@ -50,7 +51,8 @@ struct NodeOptions {
   std::string preset = "tiny";
   std::string device = "cpu";  // "cuda": rank slot i uses cuda:i (NCCL); else used as given
   int threads_per_rank = 1;
-  std::string name;  // unique per node: store prefix and shm segment names; "" = "node<pid>"
+  // Store prefix and shm segment names, unique per scheduler; "": "node<pid>-<n>".
+  std::string name;
   std::chrono::milliseconds op_timeout = parallel::kDefaultOpTimeout;  // ranks' collectives
   std::chrono::milliseconds start_timeout{60000};   // spawn until the rank is ready
   std::chrono::milliseconds reply_timeout{300000};  // any command's answer

@@ -1,7 +1,7 @@
 #pragma once
 // One rank process of a node, spoken to over its stdin/stdout: one JSON object per line each way
-// (services/node/rank_worker.hpp lists the commands). The child dies with its parent
-// (PR_SET_PDEATHSIG); its stderr goes to the parent's stderr or a log file.
+// (services/node/rank_worker.hpp lists the commands). The child dies with the parent *thread*
+// that started it (PR_SET_PDEATHSIG); its stderr goes to the parent's stderr or a log file.
 
 #include <chrono>
 #include <filesystem>

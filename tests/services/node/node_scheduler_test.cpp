@@ -19,11 +19,11 @@ namespace {
 
 constexpr const char* kPreset = "micro";
 
-policy::Policy make_policy() {
+policy::Policy make_policy(const std::string& preset = kPreset) {
   policy::PolicyOptions options;
-  options.preset = kPreset;
+  options.preset = preset;
   options.init_seed = 5;
-  policy::Policy p(options, policy::task_options_for(model::mmdit_preset(kPreset)));
+  policy::Policy p(options, policy::task_options_for(model::mmdit_preset(preset)));
   torch::NoGradGuard no_grad;
   torch::manual_seed(5);
   // A fresh model's output is 0 (adaLN-zero): perturb it so samples depend on every weight.
@@ -48,12 +48,12 @@ at::Tensor reference_latents(policy::Policy& policy, const SampleRequest& reques
   return policy.sample(prompts, request.seeds, request.sampler, 2)[0].final().contiguous();
 }
 
-NodeOptions node_options(int ranks, int sp_size) {
+NodeOptions node_options(int ranks, int sp_size, const std::string& preset = kPreset) {
   NodeOptions o;
   o.rank_binary = testing::binary_path("services/node/spotlight-node");
   o.ranks = ranks;
   o.sp_size = sp_size;
-  o.preset = kPreset;
+  o.preset = preset;
   o.op_timeout = std::chrono::milliseconds(3000);
   return o;
 }
@@ -146,6 +146,23 @@ TEST(NodeScheduler, ShrinksTheGroupWhenNoSpareIsLeft) {
   EXPECT_EQ(node.await_loss(std::chrono::seconds(30)), 1);
   EXPECT_EQ(node.regroup().size, 1);
   expect_close(node.sample(request).latents, reference);  // same seed, same image at SP 1
+}
+
+TEST(NodeScheduler, FourRankProcessesGiveTheSingleProcessImageAndShrinkToTwo) {
+  // The tiny preset has 4 heads: SP 4, and after a loss the largest size they divide by (2).
+  auto policy = make_policy("tiny");
+  auto request = make_request();
+  request.sampler.steps = 2;
+  const auto reference = reference_latents(policy, request);
+  NodeScheduler node(node_options(4, 4, "tiny"));
+  node.start();
+  node.load_weights(policy.weights_bytes());
+  EXPECT_EQ(node.regroup().size, 4);
+  expect_close(node.sample(request).latents, reference);
+  kill(node.group_pids()[2], SIGKILL);
+  ASSERT_EQ(node.await_loss(std::chrono::seconds(30)), 1);
+  EXPECT_EQ(node.regroup().size, 2);  // 3 survivors, 4 heads
+  expect_close(node.sample(request).latents, reference);
 }
 
 TEST(NodeScheduler, RanksLoadWeightsFromTheStore) {

@@ -149,8 +149,9 @@ int main(int argc, char** argv) {
     std::printf("weights for a new rank (%s): peer shm p50 %.1f ms, store p50 %.1f ms (%.1fx)\n",
                 preset, percentile(peer, 0.5) * 1e3, percentile(from_store, 0.5) * 1e3,
                 percentile(from_store, 0.5) / percentile(peer, 0.5));
-    std::printf("  (a peer exported the segment once per load: %.1f ms, not in the p50 above)\n",
-                exported.empty() ? 0.0 : exported.front() * 1e3);
+    std::printf(
+        "  (a peer exported the segment once per load: %.1f ms, counted in the first copy only)\n",
+        exported.empty() ? 0.0 : exported.front() * 1e3);
     out["weights_copy_ms"][preset] = {
         {"peer_shm_p50", percentile(peer, 0.5) * 1e3},
         {"peer_export_once", exported.empty() ? 0.0 : exported.front() * 1e3},
