@@ -113,25 +113,51 @@ struct NodeScheduler::Impl {
       }
     }
     if (after_send) after_send();
-    for (std::size_t i = 0; i < targets.size(); ++i) {
-      if (!sent[i]) continue;
-      try {
-        auto line = targets[i]->process->receive(options.reply_timeout);
-        while (line && (line->empty() || line->front() != '{')) {  // not ours (a library's print)
-          log::debug("node: rank pid {} printed: {}", targets[i]->process->pid(), *line);
-          line = targets[i]->process->receive(options.reply_timeout);
+    // Answers are read as they come. Once a member reports a failed collective (a peer is gone
+    // or hangs), the others get 2 x op_timeout more: a member still silent then is hung (e.g.
+    // stopped) and is killed, so a hung rank costs seconds, not reply_timeout.
+    auto deadline = Clock::now() + options.reply_timeout;
+    std::vector<bool> pending = sent;
+    for (;;) {
+      std::vector<pollfd> fds;
+      std::vector<std::size_t> index;
+      for (std::size_t i = 0; i < targets.size(); ++i) {
+        if (!pending[i]) continue;
+        try {  // a complete line may already be buffered
+          auto line = targets[i]->process->receive(std::chrono::milliseconds(0));
+          while (line && (line->empty() || line->front() != '{')) {  // a library's print
+            log::debug("node: rank pid {} printed: {}", targets[i]->process->pid(), *line);
+            line = targets[i]->process->receive(std::chrono::milliseconds(0));
+          }
+          if (line) {
+            answers[i] = Json::parse(*line);
+            pending[i] = false;
+            if (!answers[i]->value("ok", false) && answers[i]->value("communicator", false)) {
+              deadline = std::min(deadline, Clock::now() + 2 * options.op_timeout);
+            }
+            continue;
+          }
+        } catch (const RankLost&) {
+          targets[i]->lost = true;
+          pending[i] = false;
+          continue;
         }
-        if (!line) {
-          log::warn("node: rank pid {} did not answer within reply_timeout; killing it",
+        fds.push_back(pollfd{targets[i]->process->stdout_fd(), POLLIN, 0});
+        index.push_back(i);
+      }
+      if (fds.empty()) break;
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      if (left <= 0) {
+        for (std::size_t i : index) {
+          log::warn("node: rank pid {} did not answer in time; killing it",
                     targets[i]->process->pid());
           targets[i]->process->kill(SIGKILL);
           targets[i]->lost = true;
-          continue;
         }
-        answers[i] = Json::parse(*line);
-      } catch (const RankLost&) {
-        targets[i]->lost = true;
+        break;
       }
+      poll(fds.data(), fds.size(), static_cast<int>(left));
     }
     return answers;
   }

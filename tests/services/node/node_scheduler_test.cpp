@@ -134,6 +134,22 @@ TEST(NodeScheduler, SampleSurvivesAMemberKilledMidJob) {
   expect_close(result.latents, reference);
 }
 
+TEST(NodeScheduler, AHungMemberIsKilledAndTheSampleRetried) {
+  auto policy = make_policy();
+  const auto request = make_request();
+  const auto reference = reference_latents(policy, request);
+  NodeScheduler node(node_options(3, 2));
+  node.start();
+  node.load_weights(policy.weights_bytes());
+  node.regroup();
+  const auto hung = node.group_pids()[1];
+  ASSERT_EQ(kill(hung, SIGSTOP), 0);  // alive but silent: its peer's collectives time out
+  const auto result = node.sample(request);
+  EXPECT_GE(result.regroups, 1);
+  EXPECT_FALSE(contains(node.all_pids(), hung)) << "the hung rank was kept";
+  expect_close(result.latents, reference);
+}
+
 TEST(NodeScheduler, ShrinksTheGroupWhenNoSpareIsLeft) {
   auto policy = make_policy();
   const auto request = make_request();
