@@ -196,10 +196,14 @@ at::Tensor MMDiTImpl::forward(const at::Tensor& x, const at::Tensor& t, const at
   return forward_encoded(x, t, text, pooled);
 }
 
+at::Tensor MMDiTImpl::condition(const at::Tensor& t, const at::Tensor& pooled_text) {
+  auto temb = time_fc2->forward(F::silu(time_fc1->forward(timestep_embedding(t))));
+  return F::silu(temb + pooled_fc->forward(pooled_text));
+}
+
 at::Tensor MMDiTImpl::forward_encoded(const at::Tensor& x, const at::Tensor& t,
                                       const at::Tensor& text, const at::Tensor& pooled_text) {
-  auto temb = time_fc2->forward(F::silu(time_fc1->forward(timestep_embedding(t))));
-  auto cond = F::silu(temb + pooled_fc->forward(pooled_text));
+  auto cond = condition(t, pooled_text);
   auto h = patch_embed->forward(patchify(x)) + image_position;
   auto c = text;
   for (const auto& module : *blocks) {

@@ -88,6 +88,8 @@ struct MMDiTImpl : torch::nn::Module {
   at::Tensor forward_encoded(const at::Tensor& x, const at::Tensor& t, const at::Tensor& text,
                              const at::Tensor& pooled_text);
   std::pair<at::Tensor, at::Tensor> encode_text(const at::Tensor& tokens);
+  // The blocks' conditioning vector [B, hidden] from t [B] and the pooled text encoding.
+  at::Tensor condition(const at::Tensor& t, const at::Tensor& pooled_text);
 
   at::Tensor patchify(const at::Tensor& x) const;    // [B, C, H, W] -> [B, N, C*p*p]
   at::Tensor unpatchify(const at::Tensor& x) const;  // inverse

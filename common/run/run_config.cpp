@@ -144,6 +144,15 @@ const config::Schema& run_schema() {
       Entry::integer("explorer.preemption_poll_ms", 1000,
                      "Poll period of the preemption notice file and URL.")
           .range(10, 600000),
+      // Sequence parallelism (services/explorer/sp_sampler.hpp): sp.size > 1 samples every chunk
+      // on an SP group of rank processes kept by the explorer's node scheduler.
+      Entry::integer("explorer.sp.size", 1, "SP group size; 1: sample in-process.").range(1, 64),
+      Entry::integer("explorer.sp.spares", 1, "Spare rank processes kept warm for regrouping.")
+          .range(0, 64),
+      Entry::integer("explorer.sp.op_timeout_ms", 5000, "SP collective / rendezvous timeout.")
+          .range(10, 600000),
+      Entry::string("explorer.sp.rank_binary", "",
+                    "spotlight-node executable; empty: ../node/spotlight-node next to this one."),
       Entry::integer("planner.lookahead", 1, "Iterations explored ahead of the trainer.")
           .range(1, 100),
       Entry::integer("planner.poll_ms", 100, "Planner loop period.").range(1, 600000),

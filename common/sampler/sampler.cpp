@@ -19,8 +19,14 @@ at::Tensor initial_latents(const model::MMDiTOptions& m, const std::vector<uint6
 
 Trajectory sample(model::MMDiT& model, const at::Tensor& tokens, const std::vector<uint64_t>& seeds,
                   const SamplerOptions& options, const std::optional<ResumePoint>& resume) {
+  return sample(model, VelocityFn{}, tokens, seeds, options, resume);
+}
+
+Trajectory sample(model::MMDiT& model, const VelocityFn& velocity, const at::Tensor& tokens,
+                  const std::vector<uint64_t>& seeds, const SamplerOptions& options,
+                  const std::optional<ResumePoint>& resume) {
   torch::NoGradGuard no_grad;
-  Stepper stepper(model, tokens, seeds, options, resume);
+  Stepper stepper(model, tokens, seeds, options, resume, velocity);
   std::vector<at::Tensor> latents;
   std::vector<at::Tensor> log_probs;
   if (options.keep_trajectory) latents.push_back(stepper.latent());

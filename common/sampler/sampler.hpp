@@ -6,6 +6,7 @@
 // only when the batch composition is the same (BLAS results may depend on batch size).
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -15,7 +16,6 @@
 #include "common/sampler/sampler_options.hpp"
 
 namespace spotlight::sampler {
-
 
 struct Trajectory {
   at::Tensor latents;    // [B, steps+1, C, H, W] when keep_trajectory, else [B, 1, C, H, W] (final)
@@ -32,6 +32,15 @@ struct ResumePoint {
 // Runs the sampler under NoGradGuard. `tokens` is [B, text_len] on the model's device.
 Trajectory sample(model::MMDiT& model, const at::Tensor& tokens, const std::vector<uint64_t>& seeds,
                   const SamplerOptions& options,
+                  const std::optional<ResumePoint>& resume = std::nullopt);
+
+// The velocity the sampler integrates: model->forward_encoded by default; the sequence-parallel
+// runtime substitutes its sharded forward (same contract, same result within float tolerance).
+using VelocityFn = std::function<at::Tensor(const at::Tensor& x, const at::Tensor& t,
+                                            const at::Tensor& text, const at::Tensor& pooled)>;
+// As above with `velocity` in place of model->forward_encoded (`model` still encodes the text).
+Trajectory sample(model::MMDiT& model, const VelocityFn& velocity, const at::Tensor& tokens,
+                  const std::vector<uint64_t>& seeds, const SamplerOptions& options,
                   const std::optional<ResumePoint>& resume = std::nullopt);
 
 // Initial latents of the given seeds: [B, C, H, W].

@@ -11,8 +11,9 @@
 namespace spotlight::sampler {
 
 Stepper::Stepper(model::MMDiT& model, const at::Tensor& tokens, std::vector<uint64_t> seeds,
-                 const SamplerOptions& options, const std::optional<ResumePoint>& start)
-    : model_(model), seeds_(std::move(seeds)), options_(options) {
+                 const SamplerOptions& options, const std::optional<ResumePoint>& start,
+                 VelocityFn velocity)
+    : model_(model), velocity_(std::move(velocity)), seeds_(std::move(seeds)), options_(options) {
   torch::NoGradGuard no_grad;
   if (options_.steps < 1) throw std::invalid_argument("sampler: steps must be >= 1");
   const auto& m = model_->options();
@@ -43,7 +44,9 @@ at::Tensor Stepper::advance() {
   const int k = step_;
   const double t = grid_[k], t_next = grid_[k + 1];
   const auto batch = static_cast<int64_t>(seeds_.size());
-  auto v = model_->forward_encoded(x_, torch::full({batch}, t, tensor_options_), text_, pooled_);
+  const auto t_batch = torch::full({batch}, t, tensor_options_);
+  auto v = velocity_ ? velocity_(x_, t_batch, text_, pooled_)
+                     : model_->forward_encoded(x_, t_batch, text_, pooled_);
   at::Tensor log_prob;
   if (options_.sde && options_.noise_level > 0.0) {
     const auto c = sde_coefficients(t, t_next, options_.noise_level, grid_[1]);

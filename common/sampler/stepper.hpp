@@ -30,8 +30,10 @@ class Stepper {
   // Starts at grid index 0 from the seeds' initial latents, or at `start`. Throws
   // std::invalid_argument when start->step is not in [0, options.steps] or start->latent is not
   // [seeds.size(), C, H, W] of the model.
+  // `velocity` replaces model->forward_encoded when set (e.g. the SP group's sharded forward).
   Stepper(model::MMDiT& model, const at::Tensor& tokens, std::vector<uint64_t> seeds,
-          const SamplerOptions& options, const std::optional<ResumePoint>& start = std::nullopt);
+          const SamplerOptions& options, const std::optional<ResumePoint>& start = std::nullopt,
+          VelocityFn velocity = {});
 
   int step() const { return step_; }  // grid index of latent()
   int steps() const { return options_.steps; }
@@ -44,6 +46,7 @@ class Stepper {
 
  private:
   model::MMDiT& model_;
+  VelocityFn velocity_;  // empty: model_->forward_encoded
   std::vector<uint64_t> seeds_;
   SamplerOptions options_;
   std::vector<double> grid_;

@@ -24,6 +24,7 @@
 #include "common/store/redis_weight_store.hpp"
 #include "services/explorer/explorer.hpp"
 #include "services/explorer/preemption_notice.hpp"
+#include "services/explorer/sp_sampler.hpp"
 #include "services/reward/remote_reward.hpp"
 
 namespace spotlight::explorer {
@@ -94,6 +95,11 @@ int run_explorer(const config::Config& config) {
     cost::CostFlusher cost_flusher(
         cost_reporter, [&] { meter.set_busy_seconds(explorer.metrics().sample_seconds.sum()); },
         options.heartbeat_interval);
+    std::unique_ptr<SpSampler> sp;  // explorer.sp.size > 1: chunks run on an SP group
+    if (const auto sp_options = sp_sampler_options(config)) {
+      sp = std::make_unique<SpSampler>(*sp_options, policy, *registry);
+      explorer.set_chunk_sampler(std::ref(*sp));
+    }
     std::stop_source finished;  // requested when the explorer returns, whatever the reason
     std::stop_source wake;      // the loop finished or a notice came
     std::promise<void> done;

@@ -327,39 +327,52 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
   const auto start = Clock::now();
   std::vector<task::Image> images;
   try {
-    std::optional<sampler::ResumePoint> resume;
-    if (active.front()->resume) {
-      // Every task of the chunk has a usable commit at the same step (process() groups them).
-      std::vector<float> values;
-      for (Held* h : active)
-        values.insert(values.end(), h->resume->latent.begin(), h->resume->latent.end());
-      auto latent = torch::from_blob(values.data(),
-                                     {batch, sample_shape[0], sample_shape[1], sample_shape[2]},
-                                     torch::kFloat)
-                        .clone();
-      resume = sampler::ResumePoint{latent, static_cast<int>(active.front()->resume_step())};
-    }
-    sampler::Stepper stepper(parts_.policy.model(), parts_.policy.tokens(prompts), seeds, sampler,
-                             resume);
-    if (resume) {
-      metrics_.resumes.inc(static_cast<double>(batch));
-      add_run_counter(kResumedStepsKey, batch * resume->step);
-      log::info("resuming {} committed task(s) at step {} of {}", batch, resume->step,
-                sampler.steps);
-    }
-    while (!stepper.done()) {
-      if (stopping()) {
-        auto cpu = stepper.latent().detach().to(torch::kCPU, torch::kFloat).contiguous();
-        const float* data = cpu.data_ptr<float>();
-        commit_and_release(active, stepper.step(), version,
-                           std::vector<float>(data, data + cpu.numel()), sample_shape);
-        return;
+    if (chunk_sampler_) {
+      // An SP group samples the whole chunk in its rank processes: there is no step boundary here,
+      // so a notice during it commits nothing, and commits made elsewhere are not resumed.
+      for (Held* h : active) {
+        if (!h->resume) continue;
+        metrics_.discarded_commits.inc();
+        h->resume.reset();
       }
-      stepper.advance();
-      metrics_.sample_steps.inc(static_cast<double>(batch));
-      add_run_counter(kSampleStepsKey, batch);
+      images = chunk_sampler_(version, prompts, seeds, sampler);
+      metrics_.sample_steps.inc(static_cast<double>(batch * sampler.steps));
+      add_run_counter(kSampleStepsKey, batch * sampler.steps);
+    } else {
+      std::optional<sampler::ResumePoint> resume;
+      if (active.front()->resume) {
+        // Every task of the chunk has a usable commit at the same step (process() groups them).
+        std::vector<float> values;
+        for (Held* h : active)
+          values.insert(values.end(), h->resume->latent.begin(), h->resume->latent.end());
+        auto latent = torch::from_blob(values.data(),
+                                       {batch, sample_shape[0], sample_shape[1], sample_shape[2]},
+                                       torch::kFloat)
+                          .clone();
+        resume = sampler::ResumePoint{latent, static_cast<int>(active.front()->resume_step())};
+      }
+      sampler::Stepper stepper(parts_.policy.model(), parts_.policy.tokens(prompts), seeds, sampler,
+                               resume);
+      if (resume) {
+        metrics_.resumes.inc(static_cast<double>(batch));
+        add_run_counter(kResumedStepsKey, batch * resume->step);
+        log::info("resuming {} committed task(s) at step {} of {}", batch, resume->step,
+                  sampler.steps);
+      }
+      while (!stepper.done()) {
+        if (stopping()) {
+          auto cpu = stepper.latent().detach().to(torch::kCPU, torch::kFloat).contiguous();
+          const float* data = cpu.data_ptr<float>();
+          commit_and_release(active, stepper.step(), version,
+                             std::vector<float>(data, data + cpu.numel()), sample_shape);
+          return;
+        }
+        stepper.advance();
+        metrics_.sample_steps.inc(static_cast<double>(batch));
+        add_run_counter(kSampleStepsKey, batch);
+      }
+      images = parts_.policy.latents_to_images(stepper.latent());
     }
-    images = parts_.policy.latents_to_images(stepper.latent());
   } catch (const std::exception& e) {
     log::error("sampling {} task(s) failed: {}", active.size(), e.what());
     for (Held* h : active)

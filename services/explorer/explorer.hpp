@@ -52,6 +52,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <stop_token>
@@ -64,6 +65,7 @@
 #include "common/run/run_config.hpp"
 #include "common/store/key_value_store.hpp"
 #include "common/store/weight_store.hpp"
+#include "common/task/image.hpp"
 #include "common/task/prompt.hpp"
 #include "common/wire/messages.hpp"
 #include "services/explorer/explorer_metrics.hpp"
@@ -96,11 +98,20 @@ enum class ExitReason {
 // steps skipped by resuming commits.
 inline constexpr const char* kSampleStepsKey = "explorer:sample_steps";
 inline constexpr const char* kResumedStepsKey = "explorer:resumed_steps";
+// Samples a chunk in place of parts.policy (e.g. on an SP group, services/explorer/sp_sampler.hpp):
+// one image per prompt, in order, with the weights `version` that parts.policy holds. A throw
+// fails the chunk's leases like an in-process sampling error.
+using ChunkSampler = std::function<std::vector<task::Image>(
+    std::int64_t version, const std::vector<task::Prompt>& prompts,
+    const std::vector<std::uint64_t>& seeds, const sampler::SamplerOptions& sampler)>;
 
 class Explorer {
  public:
   // Throws std::invalid_argument for invalid options.
   Explorer(ExplorerOptions options, ExplorerParts parts);
+
+  // Replaces in-process sampling; call before run().
+  void set_chunk_sampler(ChunkSampler sampler) { chunk_sampler_ = std::move(sampler); }
 
   // The loop described at the top of this file; never throws for runtime failures.
   ExitReason run(std::stop_token stop);
@@ -161,6 +172,7 @@ class Explorer {
   ExplorerMetrics metrics_;
   PolicyWeights weights_;
   InflightStore inflight_;
+  ChunkSampler chunk_sampler_;  // empty: parts_.policy samples
 
   std::stop_token stop_;
   std::atomic<std::int64_t> stop_requested_ns_{0};  // steady clock; 0: not requested
