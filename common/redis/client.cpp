@@ -65,7 +65,8 @@ bool is_timeout_errno(int err) {
 }  // namespace
 
 RedisOptions with_env_credentials(RedisOptions options) {
-  if (const char* password = std::getenv(kPasswordEnvVar); password != nullptr) {
+  // An empty variable is no password: deployments pass it through whether it is set or not.
+  if (const char* password = std::getenv(kPasswordEnvVar); password != nullptr && *password) {
     options.password = password;
   }
   if (const char* user = std::getenv(kUserEnvVar); user != nullptr && options.user.empty()) {

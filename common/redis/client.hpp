@@ -49,7 +49,8 @@ struct RedisOptions {
 };
 
 // Returns `options` with password (and user, when set and options.user is empty) taken from the
-// environment variables kPasswordEnvVar / kUserEnvVar. Unset variables leave fields unchanged.
+// environment variables kPasswordEnvVar / kUserEnvVar. Unset or empty variables leave fields
+// unchanged.
 RedisOptions with_env_credentials(RedisOptions options);
 
 // A Lua script run with EVALSHA, loaded on first use per connection and again after NOSCRIPT

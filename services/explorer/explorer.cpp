@@ -409,6 +409,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
     result.prompt_index = task.prompt_index;
     result.seed = task.seed;
     result.weights_version_used = version;
+    metrics_.staleness_versions.observe(static_cast<double>(task.iteration - version));
     result.reward = scores[i].reward;
     result.correct = scores[i].correct;
     result.explorer_id = options_.id;

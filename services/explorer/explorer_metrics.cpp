@@ -42,7 +42,11 @@ ExplorerMetrics::ExplorerMetrics(metrics::Registry& r)
                                         metrics::exponential_buckets(0.001, 4, 10))),
       sample_seconds(r.histogram("spotlight_explorer_sample_seconds",
                                  "Sampling and scoring time per sample.",
-                                 metrics::exponential_buckets(0.0005, 4, 10))) {
+                                 metrics::exponential_buckets(0.0005, 4, 10))),
+      staleness_versions(
+          r.histogram("spotlight_explorer_staleness_versions",
+                      "Iteration explored for minus the weights version used, per result.",
+                      metrics::linear_buckets(0, 1, 6))) {
   weights_version.set(-1);
 }
 

@@ -32,6 +32,9 @@ struct ExplorerMetrics {
   metrics::Gauge weights_version;            // loaded version; -1 before the first load
   metrics::Histogram weights_fetch_seconds;  // fetch + verify + load of one version
   metrics::Histogram sample_seconds;         // per sample, sampling + scoring
+  // Per result: the iteration the seed is explored for minus the weights version used (the
+  // trainer trains iteration t with version t, so 1 is the designed one-version staleness).
+  metrics::Histogram staleness_versions;
 };
 
 }  // namespace spotlight::explorer

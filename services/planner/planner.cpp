@@ -54,6 +54,7 @@ Planner::Planner(PlannerOptions options, PlannerKeys keys, PlannerParts parts,
       parts_(std::move(parts)),
       registry_(std::move(registry)),
       metrics_(PlannerMetrics::create(registry_)),
+      queue_totals_(registry_),
       generator_(options_.task) {
   options_.validate();
   require(parts_.queue != nullptr, "parts.queue", "missing");
@@ -347,6 +348,7 @@ void Planner::refresh_gauges(const queue::QueueStats& stats) {
   metrics_.queue_depth.set(static_cast<double>(stats.length));
   metrics_.dead_letters.set(static_cast<double>(stats.dead_letters));
   metrics_.oldest_lease_age_seconds.set(seconds(stats.oldest_lease_age));
+  queue_totals_.update(stats);
 }
 
 int Planner::run(const StopFlag& stop) {

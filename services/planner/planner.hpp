@@ -51,6 +51,7 @@
 #include "services/planner/explorer_reaper.hpp"
 #include "services/planner/planner_keys.hpp"
 #include "services/planner/planner_metrics.hpp"
+#include "services/planner/queue_metrics.hpp"
 #include "services/planner/stop_flag.hpp"
 
 namespace spotlight::planner {
@@ -154,6 +155,7 @@ class Planner {
   PlannerParts parts_;
   std::shared_ptr<metrics::Registry> registry_;
   PlannerMetrics metrics_;
+  QueueTotalsMetrics queue_totals_;
   task::PromptGenerator generator_;
   std::unique_ptr<ExplorerReaper> reaper_;
   std::chrono::steady_clock::time_point next_reap_{};

@@ -23,6 +23,7 @@
 #include "common/task/generator.hpp"
 #include "services/trainer/async_exploration.hpp"
 #include "services/trainer/trainer_config.hpp"
+#include "services/trainer/trainer_metrics.hpp"
 
 namespace spotlight::trainer {
 namespace {
@@ -167,15 +168,23 @@ int run_train(const config::Config& c) {
   };
   GrpoTrainer trainer(options, policy, *reward, std::move(seeds), reference.get());
   trainer.set_observer(publisher.get());
+  auto registry = std::make_shared<metrics::Registry>("trainer");
+  TrainerMetrics trainer_metrics(*registry, options.iterations,
+                                 options.prompts_per_iteration * options.group_size);
+  const auto metrics_server =
+      metrics::MetricsServer::start(*registry, metrics::metrics_server_options(c));
+  if (metrics_server) SPOTLIGHT_LOG(info) << "metrics on " << metrics_server->url();
   if (const auto next = trainer.resume(); next > 0) {
     SPOTLIGHT_LOG(info) << "resumed from checkpoint: next iteration " << next;
   }
+  trainer_metrics.started(trainer.next_iteration());
   std::optional<ValidationReport> first_validation, last_validation;
   double last_wall = 0;
   std::vector<double> taus;
   double explore_seconds = 0, iteration_seconds = 0;
   int fallback_prompts = 0, iterations_run = 0;
   trainer.run([&](const IterationReport& r) {
+    trainer_metrics.observe(r);
     if (r.iteration < 0) {
       first_validation = r.validation;
       SPOTLIGHT_LOG(info) << "base model: " << format_validation(*r.validation);

@@ -162,6 +162,10 @@ TEST_F(RedisClientTest, EnvCredentials) {
   ::unsetenv(kPasswordEnvVar);
   ::unsetenv(kUserEnvVar);
   EXPECT_EQ(with_env_credentials({}).password, std::nullopt);
+  // Compose and Kubernetes pass the variable through set or not: empty means no password.
+  ::setenv(kPasswordEnvVar, "", 1);
+  EXPECT_EQ(with_env_credentials({}).password, std::nullopt);
+  ::unsetenv(kPasswordEnvVar);
 }
 
 TEST(RedisClientAuthTest, PasswordAndAclUser) {

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Writes the Grafana dashboards in this folder (run-overview, exploration, systems) from the
+panel lists below: edit a list, run `python3 dashboards/generate.py`, commit the JSON.
+
+Every query may use only metrics some service exports (tests/dashboards checks it against the
+sources) plus Prometheus's own `up`. The compose end-to-end test (tests/compose) checks that every
+panel's query returns data from a running job."""
+import json
+import os
+
+DATASOURCE = {"type": "prometheus", "uid": "spotlight-prometheus"}
+
+# (title, unit, [(expr, legend)], kind, description); kind "timeseries" or "stat".
+RUN_OVERVIEW = [
+    ("Validation score (GenEval-like)", "percentunit",
+     [("spotlight_trainer_validation_score", "validation score")], "timeseries",
+     "Held-out prompts, fixed seeds, ODE sampler; updated every validation.every iterations."),
+    ("Iterations", "none",
+     [("spotlight_trainer_iterations_completed", "completed"),
+      ("spotlight_trainer_iterations_target", "target")], "timeseries",
+     "Iterations trained so far and the run's trainer.iterations."),
+    ("Rollout reward", "none",
+     [("spotlight_trainer_reward_mean", "mean"), ("spotlight_trainer_reward_std", "std")],
+     "timeseries", "Reward of the on-policy rollouts of the last iteration."),
+    ("Validation reward", "none",
+     [("spotlight_trainer_validation_reward", "validation mean reward")], "timeseries",
+     "Mean reward of the newest validation."),
+    ("Estimated time to the last iteration", "s",
+     [("(spotlight_trainer_iterations_target - spotlight_trainer_iterations_completed)"
+       " * spotlight_trainer_iteration_seconds_sum / spotlight_trainer_iteration_seconds_count",
+       "seconds left")], "stat",
+     "Iterations left times the mean iteration time so far."),
+    ("Mean iteration time", "s",
+     [("spotlight_trainer_iteration_seconds_sum / spotlight_trainer_iteration_seconds_count",
+       "mean")], "stat", "Wall time per iteration, staleness audit excluded."),
+]
+
+EXPLORATION = [
+    ("Queue depth", "none",
+     [("spotlight_planner_queue_depth", "not acknowledged"),
+      ("spotlight_planner_dead_letters", "dead letters")], "timeseries",
+     "Seed tasks waiting or leased, and tasks in the dead-letter stream."),
+    ("Oldest lease age", "s",
+     [("spotlight_planner_oldest_lease_age_seconds", "oldest lease")], "timeseries",
+     "Idle time of the stalest lease; a dead explorer's leases grow until reclaimed."),
+    ("Queue flow", "ops",
+     [("rate(spotlight_planner_queue_leased_total[1m])", "leased"),
+      ("rate(spotlight_planner_queue_acked_total[1m])", "acknowledged"),
+      ("rate(spotlight_planner_queue_reclaimed_total[1m])", "reclaimed"),
+      ("rate(spotlight_planner_queue_dead_lettered_total[1m])", "dead-lettered")], "timeseries",
+     "Queue-wide rates from the totals kept in Redis."),
+    ("Reclaims and hand-backs", "none",
+     [("spotlight_planner_queue_reclaimed_total", "reclaimed (expired leases)"),
+      ("spotlight_planner_released_leases_total", "released (dead explorers)")], "timeseries",
+     "Leases that had to be re-delivered."),
+    ("Explorers", "none",
+     [("spotlight_planner_live_explorers", "live (heartbeat)"),
+      ("count(up{job=\"explorer\"} == 1)", "scraped")], "timeseries",
+     "Explorers with a fresh heartbeat, and explorer replicas Prometheus reaches."),
+    ("Staleness (versions)", "none",
+     [("sum(rate(spotlight_explorer_staleness_versions_sum[2m]))"
+       " / sum(rate(spotlight_explorer_staleness_versions_count[2m]))", "mean"),
+      ("max(spotlight_trainer_weights_version) - min(spotlight_explorer_weights_version)",
+       "trainer - oldest explorer")], "timeseries",
+     "Iteration explored for minus the weights version used (design: 1)."),
+    ("Kendall tau (staleness audit)", "none",
+     [("spotlight_trainer_kendall_tau", "tau")], "timeseries",
+     "Rank correlation of stale and fresh rewards of the same seeds."),
+    ("Selection", "none",
+     [("spotlight_trainer_selected_group_variance", "selected-group variance"),
+      ("spotlight_trainer_zero_std_group_ratio", "zero-std group ratio")], "timeseries",
+     "What exploration buys: variance of the selected groups, groups that teach nothing."),
+    ("Explorer samples/s", "none",
+     [("sum(rate(spotlight_explorer_tasks_completed_total[1m]))", "all explorers"),
+      ("spotlight_explorer_samples_per_second", "{{instance}} (last chunk)")], "timeseries",
+     "Seed tasks explored per second."),
+    ("Fallback prompts", "none",
+     [("spotlight_trainer_fallback_prompts_total", "prompts on random seeds")], "timeseries",
+     "Prompts whose explored seeds were not ready in time."),
+]
+
+SYSTEMS = [
+    ("Trainer step time split", "s",
+     [("rate(spotlight_trainer_step_seconds_total[2m])", "{{phase}}")], "timeseries",
+     "Seconds per second in each phase: rollout, reward, train, wait_for_seeds, audit."),
+    ("Last iteration by phase", "s",
+     [("spotlight_trainer_step_seconds", "{{phase}}")], "timeseries",
+     "The phases of the newest iteration."),
+    ("Throughput", "none",
+     [("rate(spotlight_trainer_samples_total[2m])", "trainer rollout samples/s"),
+      ("sum(rate(spotlight_explorer_tasks_completed_total[2m]))", "explored seeds/s"),
+      ("rate(spotlight_reward_images_scored_total[2m])", "images scored/s")], "timeseries",
+     "Samples per second through each service."),
+    ("Reward service batches", "none",
+     [("histogram_quantile(0.5, sum by (le) (rate(spotlight_reward_batch_size_images_bucket[2m])))",
+       "median images per batch"),
+      ("rate(spotlight_reward_requests_total[2m])", "requests/s")], "timeseries",
+     "Batching of scoring requests from the trainer and every explorer."),
+    ("Explorer weights fetch", "s",
+     [("sum(rate(spotlight_explorer_weights_fetch_seconds_sum[5m]))"
+       " / sum(rate(spotlight_explorer_weights_fetch_seconds_count[5m]))", "mean fetch+load"),
+      ("sum(spotlight_explorer_weights_loaded_total)", "versions loaded")], "timeseries",
+     "Pulling a new weights version from the weight store."),
+    ("Errors", "none",
+     [("sum(rate(spotlight_explorer_redis_errors_total[2m]))", "explorer Redis errors/s"),
+      ("rate(spotlight_planner_redis_errors_total[2m])", "planner failed passes/s"),
+      ("sum(rate(spotlight_reward_errors_total[2m]))", "reward error replies/s")], "timeseries",
+     "Should stay at zero."),
+    ("Targets up", "none", [("up", "{{job}} {{instance}}")], "timeseries",
+     "Every scraped service."),
+]
+
+
+def panel(index, grid, title, unit, queries, kind, description):
+    refs = "ABCDEFGH"
+    return {
+        "id": index + 1,
+        "type": kind,
+        "title": title,
+        "description": description,
+        "datasource": DATASOURCE,
+        "gridPos": grid,
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "options": {"legend": {"displayMode": "list", "placement": "bottom", "showLegend": True}}
+        if kind == "timeseries" else {"reduceOptions": {"calcs": ["lastNotNull"]}},
+        "targets": [{"refId": refs[i], "datasource": DATASOURCE, "expr": expr,
+                     "legendFormat": legend} for i, (expr, legend) in enumerate(queries)],
+    }
+
+
+def dashboard(uid, title, panels):
+    return {
+        "uid": uid,
+        "title": title,
+        "tags": ["spotlight"],
+        "timezone": "browser",
+        "schemaVersion": 39,
+        "version": 1,
+        "editable": False,
+        "refresh": "10s",
+        "time": {"from": "now-30m", "to": "now"},
+        "panels": [panel(i, grid, *p) for i, (grid, p) in enumerate(zip(layout(panels), panels))],
+    }
+
+
+def layout(panels):
+    """Left to right, top to bottom: stats 8 wide, graphs 12 wide."""
+    x = y = row_height = 0
+    for p in panels:
+        w, h = (8, 5) if p[3] == "stat" else (12, 8)
+        if x + w > 24:
+            x, y, row_height = 0, y + row_height, 0
+        yield {"x": x, "y": y, "w": w, "h": h}
+        x += w
+        row_height = max(row_height, h)
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name, uid, title, panels in [
+        ("run-overview", "spotlight-run", "Spotlight / Run overview", RUN_OVERVIEW),
+        ("exploration", "spotlight-exploration", "Spotlight / Exploration", EXPLORATION),
+        ("systems", "spotlight-systems", "Spotlight / Systems", SYSTEMS),
+    ]:
+        with open(os.path.join(here, name + ".json"), "w") as f:
+            json.dump(dashboard(uid, title, panels), f, indent=2)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
