@@ -168,12 +168,8 @@ int run_train(const config::Config& c) {
   };
   GrpoTrainer trainer(options, policy, *reward, std::move(seeds), reference.get());
   trainer.set_observer(publisher.get());
-  auto registry = std::make_shared<metrics::Registry>("trainer");
   TrainerMetrics trainer_metrics(*registry, options.iterations,
                                  options.prompts_per_iteration * options.group_size);
-  const auto metrics_server =
-      metrics::MetricsServer::start(*registry, metrics::metrics_server_options(c));
-  if (metrics_server) SPOTLIGHT_LOG(info) << "metrics on " << metrics_server->url();
   if (const auto next = trainer.resume(); next > 0) {
     SPOTLIGHT_LOG(info) << "resumed from checkpoint: next iteration " << next;
   }
