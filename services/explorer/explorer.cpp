@@ -164,7 +164,11 @@ std::optional<Explorer::Held> Explorer::admit(queue::Lease lease) {
   if (!prompt) {
     return reject("field 'prompt_text': '" + task.prompt_text + "' is not a prompt of the task");
   }
-  return Held{std::move(lease), std::move(task), std::move(*prompt)};
+  Held held;
+  held.lease = std::move(lease);
+  held.task = std::move(task);
+  held.prompt = std::move(*prompt);
+  return held;
 }
 
 void Explorer::process(std::vector<queue::Lease> leases) {
@@ -370,6 +374,13 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
         stepper.advance();
         metrics_.sample_steps.inc(static_cast<double>(batch));
         add_run_counter(kSampleStepsKey, batch);
+        // A chunk may take longer than the reaper's dead_after or the lease timeout: stay alive.
+        try {
+          heartbeat_if_due();
+        } catch (const store::StoreUnavailable&) {
+          metrics_.redis_errors.inc();
+        }
+        extend_if_due(chunk);
       }
       images = parts_.policy.latents_to_images(stepper.latent());
     }

@@ -32,6 +32,8 @@
 //       score, then per task
 //       complete(lease, SeedResult)    (retried while Redis is unavailable; a duplicate is
 //                                       counted, never an error); inflight.erase(task id)
+//     after every step: heartbeat / extend the chunk's leases when due (a long chunk must not
+//     look dead to the planner's reaper nor let its leases expire);
 //     every step adds the chunk's size to the run counter explorer:sample_steps (KV store), and
 //     a resume adds the steps it skipped to explorer:resumed_steps: work done and work saved
 //     across all explorers, killed ones included
