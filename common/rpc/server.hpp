@@ -26,7 +26,9 @@
 // - A message with the wrong frame count, a bad header or a payload above max_request_bytes is
 //   answered with an error status and counted as malformed; it never reaches the handler and
 //   never stops the server. Frames above max_message_size are dropped by libzmq together with
-//   the connection (no reply is possible; the client times out and reconnects).
+//   the connection (no reply is possible; the client times out and reconnects). A peer that
+//   does not complete the ZMTP/CURVE handshake within handshake_timeout is dropped and counted
+//   (rejected_handshake).
 // - bind() before run(); run() may then be called from another thread. stop() and counters()
 //   are thread-safe. A stopped server stays stopped; destroy it after run() has returned.
 
