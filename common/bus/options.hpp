@@ -13,5 +13,8 @@ inline constexpr std::int64_t kMinMaxMessageSize = 256;
 inline constexpr int kDefaultHighWaterMark = 1000;  // messages per peer
 inline constexpr std::chrono::milliseconds kDefaultLinger{1000};
 inline constexpr std::chrono::milliseconds kDefaultReconnectInterval{100};
+// ZMQ_HANDSHAKE_IVL of listening sockets: a peer that has not completed the ZMTP/CURVE handshake
+// by then (garbage, a port scanner, a stalled client) is disconnected (libzmq's default: 30 s).
+inline constexpr std::chrono::milliseconds kDefaultHandshakeTimeout{5000};
 
 }  // namespace spotlight::bus

@@ -75,6 +75,7 @@ Publisher::Impl::Impl(PublisherOptions opts)
   detail::apply_curve(xpub, options.curve, "publisher");
   detail::apply_max_message_size(xpub, options.max_message_size, "publisher");
   xpub.set(zmq::sockopt::sndhwm, options.send_high_water_mark);
+  detail::apply_handshake_timeout(xpub, options.handshake_timeout, "publisher");
   monitor = detail::monitor_handshake_failures(xpub, "publisher");
 
   const std::string inproc = "inproc://spotlight.bus.publisher." + detail::random_hex(8);

@@ -34,7 +34,10 @@ struct PublisherOptions {
   // frame accepted from subscribers (ZMQ_MAXMSGSIZE). At least kMinMaxMessageSize; negative:
   // unlimited. Keep it <= the subscribers' limit: they drop the connection on a larger frame.
   std::int64_t max_message_size = kDefaultMaxMessageSize;
-  int send_high_water_mark = kDefaultHighWaterMark;   // ZMQ_SNDHWM: notices queued per subscriber
+  int send_high_water_mark = kDefaultHighWaterMark;  // ZMQ_SNDHWM: notices queued per subscriber
+  // Peers that do not complete the ZMTP/CURVE handshake in this time are dropped (counted in
+  // handshake_failures). > 0.
+  std::chrono::milliseconds handshake_timeout = kDefaultHandshakeTimeout;
   std::chrono::milliseconds linger = kDefaultLinger;  // flush time after destruction
 };
 

@@ -86,8 +86,12 @@ RpcServer::Impl::Impl(BatchHandler h, RpcServerOptions o)
     throw RpcError("rpc server: max_message_size must be >= " +
                    std::to_string(bus::kMinMaxMessageSize) + " or negative (unlimited)");
   }
+  if (options.handshake_timeout.count() <= 0) {
+    throw RpcError("rpc server: handshake_timeout must be > 0");
+  }
   bus::detail::apply_curve(router, options.curve, "rpc server");
   bus::detail::apply_max_message_size(router, options.max_message_size, "rpc server");
+  bus::detail::apply_handshake_timeout(router, options.handshake_timeout, "rpc server");
   monitor = bus::detail::monitor_handshake_failures(router, "rpc server");
   router.set(zmq::sockopt::sndhwm, options.high_water_mark);
   router.set(zmq::sockopt::rcvhwm, options.high_water_mark);

@@ -26,7 +26,9 @@
 // - A message with the wrong frame count, a bad header or a payload above max_request_bytes is
 //   answered with an error status and counted as malformed; it never reaches the handler and
 //   never stops the server. Frames above max_message_size are dropped by libzmq together with
-//   the connection (no reply is possible; the client times out and reconnects).
+//   the connection (no reply is possible; the client times out and reconnects). A peer that
+//   does not complete the ZMTP/CURVE handshake within handshake_timeout is dropped and counted
+//   (rejected_handshake).
 // - bind() before run(); run() may then be called from another thread. stop() and counters()
 //   are thread-safe. A stopped server stays stopped; destroy it after run() has returned.
 
@@ -40,6 +42,7 @@
 #include <vector>
 
 #include "common/bus/curve.hpp"
+#include "common/bus/options.hpp"
 #include "common/rpc/options.hpp"
 
 namespace spotlight::rpc {
@@ -78,7 +81,10 @@ struct RpcServerOptions {
   // ZMQ_MAXMSGSIZE: larger frames are dropped with the connection. Negative: unlimited.
   std::int64_t max_message_size = kDefaultRpcMaxMessageSize;
   int high_water_mark = kDefaultRpcHighWaterMark;  // ZMQ_SNDHWM/RCVHWM per client
-  bus::CurveOptions curve;                         // usually curve.server
+  // Clients that do not complete the ZMTP/CURVE handshake in this time are dropped (counted as
+  // "handshake" rejects). > 0.
+  std::chrono::milliseconds handshake_timeout = bus::kDefaultHandshakeTimeout;
+  bus::CurveOptions curve;  // usually curve.server
   // Called on the run() thread for every message rejected before the handler, with the reason:
   // "frame_count", "delimiter", "header", "too_large", or "handshake" for a connection that
   // failed its ZMTP/CURVE handshake (wrong key, not ZMTP, hung up). Must not throw; may be empty.

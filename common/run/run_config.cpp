@@ -200,6 +200,10 @@ const config::Schema& run_schema() {
       Entry::integer("bus.max_message_bytes", bus::kDefaultMaxMessageSize,
                      "Largest ZeroMQ frame of the trainer's bus, either way (ZMQ_MAXMSGSIZE).")
           .range(bus::kMinMaxMessageSize, std::int64_t{1} << 30),
+      Entry::integer("bus.handshake_timeout_ms", bus::kDefaultHandshakeTimeout.count(),
+                     "Peers of the trainer's bus that do not complete the ZeroMQ (CURVE) "
+                     "handshake in this time are dropped.")
+          .range(1, 600000),
       Entry::string("bus.curve.server_secret_file", "",
                     "zcert key pair file (spotlight-keygen): the trainer's bus is CURVE-encrypted; "
                     "empty: plain text."),
@@ -249,6 +253,7 @@ bus::PublisherOptions trainer_bus_options(const config::Config& c) {
   bus::PublisherOptions o;
   o.max_message_size = c.get_int("bus.max_message_bytes");
   o.curve = bus::curve_server_options(c, "bus.curve.server_secret_file");
+  o.handshake_timeout = std::chrono::milliseconds(c.get_int("bus.handshake_timeout_ms"));
   return o;
 }
 

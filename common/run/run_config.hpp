@@ -32,8 +32,9 @@ sampler::SamplerOptions sampler_options(const config::Config& config);
 // Host, port and db from the config; user and password from SPOTLIGHT_REDIS_USER/PASSWORD.
 redis::RedisOptions redis_options(const config::Config& config);
 
-// The trainer's notice publisher: bus.max_message_bytes (ZMQ_MAXMSGSIZE) and CURVE from
-// bus.curve.server_secret_file. Throws config::ConfigError naming a key file that is unusable.
+// The trainer's notice publisher: bus.max_message_bytes (ZMQ_MAXMSGSIZE),
+// bus.handshake_timeout_ms and CURVE from bus.curve.server_secret_file. Throws config::ConfigError
+// naming a key file that is unusable.
 bus::PublisherOptions trainer_bus_options(const config::Config& config);
 // CURVE of the reward service's clients: reward.curve.server_public_file (empty: plain text) and
 // reward.curve.client_secret_file (empty: an ephemeral key pair). Throws config::ConfigError.

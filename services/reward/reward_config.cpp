@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "common/bus/curve_config.hpp"
+#include "common/bus/options.hpp"
 #include "common/config/error.hpp"
 #include "common/metrics/server.hpp"
 
@@ -52,6 +53,10 @@ const config::Schema& reward_schema() {
                        "Side of the square RGB images scored; requests of another size are "
                        "rejected.")
             .range(32, 256),
+        Entry::integer("reward.handshake_timeout_ms", bus::kDefaultHandshakeTimeout.count(),
+                       "Clients that do not complete the ZeroMQ (CURVE) handshake in this time "
+                       "are dropped and counted.")
+            .range(1, 600000),
         Entry::string("reward.curve.server_secret_file", "",
                       "zcert key pair file (spotlight-keygen): requests are CURVE-encrypted; "
                       "empty: plain text."),
@@ -76,6 +81,8 @@ RewardServiceOptions reward_service_options(const config::Config& config) {
   options.max_request_bytes = config.get<std::size_t>("reward.max_request_bytes");
   options.task = task_options(config);
   options.curve = bus::curve_server_options(config, "reward.curve.server_secret_file");
+  options.handshake_timeout =
+      std::chrono::milliseconds(config.get_int("reward.handshake_timeout_ms"));
   return options;
 }
 

@@ -189,6 +189,7 @@ RewardService::RewardService(std::unique_ptr<RewardFunction> reward, RewardServi
   rpc_options.batch_window = impl_->options.batch_window;
   rpc_options.max_request_bytes = impl_->options.max_request_bytes;
   rpc_options.curve = impl_->options.curve;
+  rpc_options.handshake_timeout = impl_->options.handshake_timeout;
   rpc_options.on_reject = [impl = impl_.get()](std::string_view reason) {
     impl->count_rejected(reason);
   };

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "common/bus/curve.hpp"
+#include "common/bus/options.hpp"
 #include "common/metrics/metrics.hpp"
 #include "common/reward/reward_function.hpp"
 #include "common/rpc/server.hpp"
@@ -55,6 +56,8 @@ struct RewardServiceOptions {
   std::size_t max_request_bytes = rpc::kDefaultMaxRequestBytes;       // larger: error reply
   task::TaskOptions task;   // images must be task.image_size square, 3 channels
   bus::CurveOptions curve;  // CURVE server keys of the RPC socket; none: plain text
+  // Clients that do not finish the ZMTP/CURVE handshake in this time are dropped; > 0.
+  std::chrono::milliseconds handshake_timeout = bus::kDefaultHandshakeTimeout;
 };
 
 class RewardService {

@@ -1,6 +1,7 @@
 #include "common/bus/detail/zmq_support.hpp"
 
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -45,6 +46,15 @@ void apply_max_message_size(zmq::socket_t& socket, std::int64_t limit, const std
                    std::to_string(kMinMaxMessageSize) + " (negative means unlimited)");
   }
   socket.set(zmq::sockopt::maxmsgsize, limit < 0 ? std::int64_t{-1} : limit);
+}
+
+void apply_handshake_timeout(zmq::socket_t& socket, std::chrono::milliseconds timeout,
+                             const std::string& what) {
+  if (timeout.count() <= 0 || timeout.count() > std::numeric_limits<int>::max()) {
+    throw BusError(what + ": handshake_timeout must be > 0 ms, got " +
+                   std::to_string(timeout.count()));
+  }
+  socket.set(zmq::sockopt::handshake_ivl, static_cast<int>(timeout.count()));
 }
 
 std::string bind(zmq::socket_t& socket, const std::string& endpoint, const std::string& what) {

@@ -33,6 +33,10 @@ void apply_curve(zmq::socket_t& socket, const CurveOptions& curve, const std::st
 // below kMinMaxMessageSize.
 void apply_max_message_size(zmq::socket_t& socket, std::int64_t limit, const std::string& what);
 
+// ZMQ_HANDSHAKE_IVL. Throws BusError naming `what` unless timeout > 0.
+void apply_handshake_timeout(zmq::socket_t& socket, std::chrono::milliseconds timeout,
+                             const std::string& what);
+
 // Binds and returns the resolved endpoint (a "*" port replaced by the real one). Binds exactly
 // the given address: there are no default or wildcard addresses. Throws BusError naming it.
 std::string bind(zmq::socket_t& socket, const std::string& endpoint, const std::string& what);

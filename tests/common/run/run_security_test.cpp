@@ -4,8 +4,13 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "common/bus/curve.hpp"
 #include "common/bus/curve_config.hpp"
@@ -87,6 +92,38 @@ TEST(RunSecurity, CurveKeyFilesEncryptTheTrainerBusAndWrongKeysAreRefused) {
   plain.connect(ep);
   plain.subscribe("weights");
   EXPECT_FALSE(plain.wait_live(300ms));
+}
+
+// Raw TCP garbage at the trainer's bus never completes a handshake: the publisher drops the peer
+// after bus.handshake_timeout_ms and counts it.
+TEST(RunSecurity, TrainerBusDropsPeersThatNeverHandshake) {
+  const auto options = trainer_bus_options(load({"bus.handshake_timeout_ms=200"}));
+  EXPECT_EQ(options.handshake_timeout, 200ms);
+  bus::Publisher pub(options);
+  const std::string ep = pub.bind("tcp://127.0.0.1:*");
+  const int port = std::stoi(ep.substr(ep.rfind(':') + 1));
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  timeval tv{10, 0};  // bound on the whole wait below
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+  const std::string garbage(1000, '\x42');
+  ASSERT_EQ(::send(fd, garbage.data(), garbage.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(garbage.size()));
+  char buffer[256];
+  ssize_t n = 0;
+  while ((n = ::recv(fd, buffer, sizeof buffer, 0)) > 0) {
+  }
+  ::close(fd);
+  EXPECT_TRUE(n == 0 || errno == ECONNRESET) << "the publisher kept the garbage peer";
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (pub.counters().handshake_failures < 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(pub.counters().handshake_failures, 1u);
 }
 
 TEST(RunSecurity, UnusableKeyFilesAreConfigErrorsNamingTheKey) {

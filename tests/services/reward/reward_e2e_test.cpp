@@ -334,10 +334,10 @@ std::string zmtp_greeting_with_wrong_mechanism() {
 // the service keeps answering valid requests.
 TEST(RewardBinary, HostileInputOnEverySocketIsRejectedCountedAndServingContinues) {
   SPOTLIGHT_REQUIRE_REWARD_BINARY();
-  RewardProcess process({"--set", "reward.bind=tcp://127.0.0.1:*", "--set",
-                         "metrics.bind=127.0.0.1:0", "--set", "reward.batch_window_ms=1", "--set",
-                         "reward.max_request_bytes=1048576", "--set",
-                         "metrics.max_request_bytes=1024"});
+  RewardProcess process(
+      {"--set", "reward.bind=tcp://127.0.0.1:*", "--set", "metrics.bind=127.0.0.1:0", "--set",
+       "reward.batch_window_ms=1", "--set", "reward.max_request_bytes=1048576", "--set",
+       "metrics.max_request_bytes=1024", "--set", "reward.handshake_timeout_ms=300"});
   const auto metrics_url =
       process.wait_for_line(std::regex(R"(metrics on (http://\S+))"), kStartTimeout);
   ASSERT_TRUE(metrics_url) << process.output();
@@ -346,12 +346,12 @@ TEST(RewardBinary, HostileInputOnEverySocketIsRejectedCountedAndServingContinues
   ASSERT_TRUE(endpoint) << process.output();
   const int http_port = port_of(*metrics_url);
 
-  // ZeroMQ: raw TCP garbage. A greeting libzmq can judge is refused at once; other bytes are
-  // taken for an old ZMTP 1.0 peer and never become a message. Neither disturbs the service.
+  // ZeroMQ: raw TCP garbage. A greeting libzmq can judge is refused at once; other bytes never
+  // complete a handshake, and the peer is dropped after reward.handshake_timeout_ms.
   const int zmq_port = port_of(*endpoint);
   EXPECT_TRUE(send_raw(zmq_port, zmtp_greeting_with_wrong_mechanism(), true));
-  EXPECT_TRUE(send_raw(zmq_port, std::string(4096, '\x7f'), false));
-  EXPECT_TRUE(send_raw(zmq_port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", false));
+  EXPECT_TRUE(send_raw(zmq_port, std::string(4096, '\x7f'), true));
+  EXPECT_TRUE(send_raw(zmq_port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", true));
   // ZeroMQ: well-formed ZMTP, broken RPC framing or payloads.
   zmq::context_t ctx;
   zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
@@ -391,16 +391,16 @@ TEST(RewardBinary, HostileInputOnEverySocketIsRejectedCountedAndServingContinues
   EXPECT_EQ(sample(text, http + "{reason=\"too_large\"}"), 1) << text;
   EXPECT_EQ(sample(text, http + "{reason=\"bad_request\"}"), 1) << text;
   EXPECT_EQ(sample(text, "spotlight_reward_images_scored_total"), 2) << text;
-  // The refused greeting is a failed handshake; the raw garbage peers may add to it when they
-  // hang up mid-handshake. The server counts monitor events asynchronously: poll for it.
+  // The refused greeting and the two timed-out garbage peers are failed handshakes. The server
+  // counts monitor events asynchronously: poll for them.
   const std::string handshake = rejected + "{reason=\"handshake\"}";
   const auto deadline = Clock::now() + kStartTimeout;
   double handshakes = sample(text, handshake);
-  while (handshakes < 1 && Clock::now() < deadline) {
+  while (handshakes < 3 && Clock::now() < deadline) {
     std::this_thread::sleep_for(10ms);
     handshakes = sample(testing::http_get("127.0.0.1", http_port, "/metrics").body, handshake);
   }
-  EXPECT_GE(handshakes, 1) << text;
+  EXPECT_EQ(handshakes, 3) << text;
 
   process.signal(SIGTERM);
   const auto status = process.wait_exit(kStopTimeout);
