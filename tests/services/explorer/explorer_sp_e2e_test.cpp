@@ -64,6 +64,9 @@ std::vector<pid_t> children(pid_t parent) {
 
 TEST(ExplorerSp, SigkillOfAGroupMemberMidJobLosesNoTask) {
   SPOTLIGHT_REQUIRE_REDIS_SERVER();
+  if (!std::filesystem::exists("/proc/self/task/" + std::to_string(getpid()) + "/children")) {
+    GTEST_SKIP() << "this kernel has no /proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN)";
+  }
   at::set_num_threads(1);
   spotlight::testing::RedisServer server;
   const std::string run_id = "e2e-sp";
