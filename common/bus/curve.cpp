@@ -118,20 +118,11 @@ std::string load_curve_public_key(const std::filesystem::path& path) {
   return *cert.public_key;
 }
 
-void save_curve_keypair(const std::filesystem::path& path, const CurveKeyPair& keys) {
-  validate_curve_key(keys.public_key, "save_curve_keypair: public_key");
-  validate_curve_key(keys.secret_key, "save_curve_keypair: secret_key");
-  std::ostringstream text;
-  text << "#   ZeroMQ CURVE key pair (zcert format); keep this file private\n"
-       << "metadata\n"
-       << "curve\n"
-       << "    public-key = \"" << keys.public_key << "\"\n"
-       << "    secret-key = \"" << keys.secret_key << "\"\n";
-  const std::string body = text.str();
-  // Created 0600 from the start (and forced to 0600 if it existed): the secret never sits in a
-  // world-readable file.
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0 || ::fchmod(fd, 0600) != 0) {
+namespace {
+
+void write_key_file(const std::filesystem::path& path, const std::string& body, mode_t mode) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0 || ::fchmod(fd, mode) != 0) {
     const std::string reason = std::strerror(errno);
     if (fd >= 0) ::close(fd);
     throw CurveError("CURVE key file " + path.string() + ": cannot create: " + reason);
@@ -147,6 +138,32 @@ void save_curve_keypair(const std::filesystem::path& path, const CurveKeyPair& k
   if (written != body.size() || !closed) {
     throw CurveError("CURVE key file " + path.string() + ": write failed");
   }
+}
+
+}  // namespace
+
+void save_curve_keypair(const std::filesystem::path& path, const CurveKeyPair& keys) {
+  validate_curve_key(keys.public_key, "save_curve_keypair: public_key");
+  validate_curve_key(keys.secret_key, "save_curve_keypair: secret_key");
+  std::ostringstream text;
+  text << "#   ZeroMQ CURVE key pair (zcert format); keep this file private\n"
+       << "metadata\n"
+       << "curve\n"
+       << "    public-key = \"" << keys.public_key << "\"\n"
+       << "    secret-key = \"" << keys.secret_key << "\"\n";
+  // Created 0600 from the start (and forced to 0600 if it existed): the secret never sits in a
+  // world-readable file.
+  write_key_file(path, text.str(), 0600);
+}
+
+void save_curve_public_key(const std::filesystem::path& path, const std::string& public_key) {
+  validate_curve_key(public_key, "save_curve_public_key: public_key");
+  std::ostringstream text;
+  text << "#   ZeroMQ CURVE public key (zcert format); safe to distribute\n"
+       << "metadata\n"
+       << "curve\n"
+       << "    public-key = \"" << public_key << "\"\n";
+  write_key_file(path, text.str(), 0644);
 }
 
 }  // namespace spotlight::bus

@@ -58,6 +58,9 @@ std::string load_curve_public_key(const std::filesystem::path& path);
 // Writes `keys` in zcert format; the file is created with mode 0600. Throws CurveError.
 void save_curve_keypair(const std::filesystem::path& path, const CurveKeyPair& keys);
 
+// Writes only the public key (for clients of a server), mode 0644. Throws CurveError.
+void save_curve_public_key(const std::filesystem::path& path, const std::string& public_key);
+
 // Throws CurveError naming `what` unless `key` is 40 characters of valid Z85.
 void validate_curve_key(const std::string& key, const std::string& what);
 

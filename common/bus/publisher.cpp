@@ -1,5 +1,6 @@
 #include "common/bus/publisher.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -49,6 +50,7 @@ struct Publisher::Impl {
 
   // Owned by the I/O thread once it runs.
   zmq::socket_t xpub;
+  zmq::socket_t monitor;  // failed handshakes of xpub
   zmq::socket_t cmd_in;
 
   std::mutex cmd_mutex;  // guards cmd_out
@@ -59,6 +61,8 @@ struct Publisher::Impl {
   std::set<std::string, std::less<>> subscribed;
   std::vector<std::string> endpoints;
   std::string failure;  // non-empty once the I/O thread died
+  std::atomic<std::uint64_t> rejected_frames{0};
+  std::atomic<std::uint64_t> handshake_failures{0};
 
   std::thread io;
 };
@@ -71,6 +75,7 @@ Publisher::Impl::Impl(PublisherOptions opts)
   detail::apply_curve(xpub, options.curve, "publisher");
   detail::apply_max_message_size(xpub, options.max_message_size, "publisher");
   xpub.set(zmq::sockopt::sndhwm, options.send_high_water_mark);
+  monitor = detail::monitor_handshake_failures(xpub, "publisher");
 
   const std::string inproc = "inproc://spotlight.bus.publisher." + detail::random_hex(8);
   cmd_in.bind(inproc);
@@ -133,13 +138,18 @@ std::string Publisher::Impl::sync_command(Command kind, const std::string& endpo
 void Publisher::Impl::io_loop() {
   try {
     zmq::pollitem_t items[] = {{cmd_in.handle(), 0, ZMQ_POLLIN, 0},
-                               {xpub.handle(), 0, ZMQ_POLLIN, 0}};
+                               {xpub.handle(), 0, ZMQ_POLLIN, 0},
+                               {monitor.handle(), 0, ZMQ_POLLIN, 0}};
     for (;;) {
       try {
-        zmq::poll(items, 2, std::chrono::milliseconds(-1));
+        zmq::poll(items, 3, std::chrono::milliseconds(-1));
       } catch (const zmq::error_t& e) {
         if (e.num() == EINTR) continue;
         throw;
+      }
+      if (items[2].revents & ZMQ_POLLIN) {
+        handshake_failures.fetch_add(detail::count_handshake_failures(monitor),
+                                     std::memory_order_relaxed);
       }
       if (items[1].revents & ZMQ_POLLIN) drain_subscriptions();
       if ((items[0].revents & ZMQ_POLLIN) && !drain_commands()) break;
@@ -148,6 +158,8 @@ void Publisher::Impl::io_loop() {
     std::lock_guard lock(state_mutex);
     failure = e.what();
   }
+  detail::stop_monitor(xpub);
+  monitor.close();
   xpub.set(zmq::sockopt::linger, static_cast<int>(options.linger.count()));
   xpub.close();
   cmd_in.close();
@@ -202,14 +214,15 @@ bool Publisher::Impl::drain_commands() {
 void Publisher::Impl::drain_subscriptions() {
   zmq::message_t msg;
   while (xpub.recv(msg, zmq::recv_flags::dontwait)) {
-    // XPUB delivers (un)subscriptions as one frame: [1 = subscribe | 0 = unsubscribe][topic].
-    if (msg.size() == 0) continue;
-    const auto* bytes = msg.data<char>();
-    const bool subscribe = bytes[0] == 1;
-    if (!subscribe && bytes[0] != 0) continue;
-    std::string topic(bytes + 1, msg.size() - 1);
+    const auto parsed = detail::parse_subscription(msg.to_string_view());
+    if (!parsed) {
+      // Subscribers only send (un)subscriptions; anything else is a hostile or broken peer.
+      rejected_frames.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    std::string topic(parsed->topic);
     if (topic.starts_with(detail::kAckTopicPrefix)) {
-      if (subscribe) {
+      if (parsed->subscribe) {
         xpub.send(zmq::buffer(topic), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
         xpub.send(zmq::buffer(detail::encode_u64(0)),
                   zmq::send_flags::sndmore | zmq::send_flags::dontwait);
@@ -219,7 +232,7 @@ void Publisher::Impl::drain_subscriptions() {
     }
     {
       std::lock_guard lock(state_mutex);
-      if (subscribe) {
+      if (parsed->subscribe) {
         subscribed.insert(std::move(topic));
       } else {
         subscribed.erase(topic);
@@ -268,6 +281,11 @@ bool Publisher::wait_for_subscriber(std::string_view topic, std::chrono::millise
   return impl_->state_cv.wait_for(lock, timeout, [&] {
     return impl_->subscribed.find(topic) != impl_->subscribed.end() || !impl_->failure.empty();
   }) && impl_->subscribed.find(topic) != impl_->subscribed.end();
+}
+
+PublisherCounters Publisher::counters() const {
+  return PublisherCounters{impl_->rejected_frames.load(std::memory_order_relaxed),
+                           impl_->handshake_failures.load(std::memory_order_relaxed)};
 }
 
 std::vector<std::string> Publisher::endpoints() const {

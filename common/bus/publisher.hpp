@@ -38,6 +38,13 @@ struct PublisherOptions {
   std::chrono::milliseconds linger = kDefaultLinger;  // flush time after destruction
 };
 
+struct PublisherCounters {
+  // Frames from subscribers that are not (un)subscriptions (a broken or hostile peer); dropped.
+  std::uint64_t rejected_frames = 0;
+  // Connections that failed the ZMTP/CURVE handshake (wrong key, not ZMTP, hung up early).
+  std::uint64_t handshake_failures = 0;
+};
+
 class Publisher {
  public:
   explicit Publisher(PublisherOptions options = {});
@@ -59,6 +66,9 @@ class Publisher {
   // Waits until at least one subscriber subscribes to exactly `topic` (ZeroMQ reports the first
   // subscription of a topic and the last unsubscription). True when one is subscribed.
   bool wait_for_subscriber(std::string_view topic, std::chrono::milliseconds timeout);
+
+  // Thread-safe snapshot.
+  PublisherCounters counters() const;
 
   // The resolved endpoints of every successful bind(), in order.
   std::vector<std::string> endpoints() const;

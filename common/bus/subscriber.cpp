@@ -137,25 +137,26 @@ bool Subscriber::Impl::pump(std::chrono::steady_clock::duration timeout) {
 }
 
 void Subscriber::Impl::handle(std::vector<zmq::message_t>& parts) {
-  if (parts.size() != detail::kNoticeFrames) {
+  std::vector<std::string_view> frames;
+  frames.reserve(parts.size());
+  for (const auto& part : parts)
+    frames.push_back(part.to_string_view());
+  const detail::ParsedNotice notice = detail::parse_notice(frames);
+  if (notice.reject != detail::FrameReject::kNone) {
     ++counters.malformed;
     return;
   }
-  const auto version = detail::decode_u64(parts[1].to_string_view());
-  if (!version) {
-    ++counters.malformed;
+  if (notice.control) {
+    if (!live_token.empty() && notice.topic == live_token) {
+      acked_by.insert(std::string(notice.payload));
+    }
     return;
   }
-  std::string topic = parts[0].to_string();
-  if (topic.starts_with(detail::kAckTopicPrefix)) {
-    if (!live_token.empty() && topic == live_token) acked_by.insert(parts[2].to_string());
-    return;
-  }
-  if (topics.find(topic) == topics.end()) {
+  if (topics.find(notice.topic) == topics.end()) {
     ++counters.filtered;
     return;
   }
-  pending.push_back(Notice{std::move(topic), *version, parts[2].to_string()});
+  pending.push_back(Notice{std::string(notice.topic), notice.version, std::string(notice.payload)});
 }
 
 Subscriber::Subscriber(SubscriberOptions options)

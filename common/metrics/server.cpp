@@ -1,8 +1,11 @@
 #include "common/metrics/server.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cstring>
+#include <map>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -12,10 +15,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/metrics/detail/http_request.hpp"
 #include "common/metrics/detail/registry_impl.hpp"
 
 namespace spotlight::metrics {
 namespace {
+
+constexpr std::size_t kMinMetricsRequestBytes = 64;
+constexpr std::chrono::milliseconds kLingerTime{200};  // after an answer, see answer()
+constexpr std::size_t kLingerMaxBytes = std::size_t{1} << 20;
 
 struct HostPort {
   std::string host;
@@ -53,55 +61,103 @@ std::optional<std::string> bind_problem(const std::string& bind) {
 // process that also loads LibTorch: its static TLS alone is larger. Scrapes are rare and tiny.)
 struct MetricsServer::Impl {
   std::shared_ptr<prometheus::Registry> registry;  // kept alive while served
+  std::shared_ptr<Registry::Impl> registry_impl;   // owns the reject counters' family
+  MetricsServerOptions options;
+  std::map<std::string, prometheus::Counter*, std::less<>> rejected;  // by reason
   std::string host;
   std::uint16_t port = 0;
   int listener = -1;
   std::atomic<bool> stopping{false};
   std::thread thread;
 
+  void count_reject(std::string_view reason) {
+    const auto it = rejected.find(reason);
+    if (it != rejected.end()) it->second->Increment();
+  }
+
   void serve() {
     while (!stopping.load()) {
       pollfd pfd{listener, POLLIN, 0};
       if (::poll(&pfd, 1, 100) <= 0) continue;  // 100 ms: how quickly a stop is noticed
-      const int fd = ::accept(listener, nullptr, nullptr);
+      const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) continue;
       answer(fd);
       ::close(fd);
     }
   }
 
+  // Reads the request head within options.request_timeout and answers it.
   void answer(int fd) {
+    using Clock = std::chrono::steady_clock;
+    const auto deadline = Clock::now() + options.request_timeout;
     std::string request;
     char buffer[2048];
-    while (request.find("\r\n\r\n") == std::string::npos && request.size() < 16384) {
+    detail::HttpRequestHead head;
+    for (;;) {
+      head = detail::parse_request_head(request, options.max_request_bytes);
+      if (head.status != detail::HttpHeadStatus::kIncomplete) break;
+      const auto remaining =
+          std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
       pollfd pfd{fd, POLLIN, 0};
-      if (::poll(&pfd, 1, 1000) <= 0) return;  // a client that sends nothing for 1 s is dropped
+      if (remaining <= 0 || ::poll(&pfd, 1, static_cast<int>(remaining)) <= 0) {
+        count_reject("timeout");
+        return;
+      }
       const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
-      if (n <= 0) return;
+      if (n <= 0) {
+        if (!request.empty()) count_reject("timeout");  // gave up before the head ended
+        return;
+      }
       request.append(buffer, static_cast<size_t>(n));
     }
-    const bool get = request.rfind("GET ", 0) == 0;
-    const auto path_end = request.find(' ', 4);
-    const std::string path =
-        get && path_end != std::string::npos ? request.substr(4, path_end - 4) : "";
     std::string status = "200 OK", type = "text/plain; version=0.0.4; charset=utf-8", body;
-    if (!get) {
+    const std::string_view path = head.target;
+    if (head.status == detail::HttpHeadStatus::kTooLarge) {
+      count_reject("too_large");
+      status = "431 Request Header Fields Too Large";
+      body = "request head above " + std::to_string(options.max_request_bytes) + " bytes\n";
+    } else if (head.status == detail::HttpHeadStatus::kBadRequest) {
+      count_reject("bad_request");
+      status = "400 Bad Request";
+      body = "malformed request line\n";
+    } else if (head.method != "GET") {
+      count_reject("method");
       status = "405 Method Not Allowed";
       body = "only GET\n";
-    } else if (path != "/metrics" && path.rfind("/metrics?", 0) != 0) {
+    } else if (path != "/metrics" && !path.starts_with("/metrics?")) {
+      count_reject("not_found");
       status = "404 Not Found";
       body = "see /metrics\n";
     } else {
       body = prometheus::TextSerializer().Serialize(registry->Collect());
     }
-    const std::string head = "HTTP/1.0 " + status + "\r\nContent-Type: " + type +
-                             "\r\nContent-Length: " + std::to_string(body.size()) +
-                             "\r\nConnection: close\r\n\r\n";
-    const std::string out = head + body;
+    const std::string head_out = "HTTP/1.0 " + status + "\r\nContent-Type: " + type +
+                                 "\r\nContent-Length: " + std::to_string(body.size()) +
+                                 "\r\nConnection: close\r\n\r\n";
+    const std::string out = head_out + body;
     for (size_t sent = 0; sent < out.size();) {
+      pollfd pfd{fd, POLLOUT, 0};
+      const auto remaining =
+          std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+      // A client that does not read its answer is dropped at the same deadline.
+      if (::poll(&pfd, 1, static_cast<int>(std::max<long long>(remaining, 100))) <= 0) return;
       const ssize_t n = ::send(fd, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
       if (n <= 0) return;
       sent += static_cast<size_t>(n);
+    }
+    // Lingering close: closing with unread request bytes makes the kernel send a reset, which can
+    // destroy the answer (e.g. a 431) before the client reads it. Discard what the client still
+    // sends, briefly and boundedly, after announcing the end of the answer.
+    ::shutdown(fd, SHUT_WR);
+    const auto linger_until = std::min(deadline, Clock::now() + kLingerTime);
+    for (std::size_t drained = 0; drained < kLingerMaxBytes;) {
+      const auto remaining =
+          std::chrono::ceil<std::chrono::milliseconds>(linger_until - Clock::now()).count();
+      pollfd pfd{fd, POLLIN, 0};
+      if (remaining <= 0 || ::poll(&pfd, 1, static_cast<int>(remaining)) <= 0) return;
+      const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+      if (n <= 0) return;
+      drained += static_cast<std::size_t>(n);
     }
   }
 };
@@ -114,7 +170,26 @@ MetricsServer::MetricsServer(const Registry& registry, const MetricsServerOption
                                 "' must be HOST:PORT with PORT in [0, 65535]");
   }
   if (options.threads < 1) throw std::invalid_argument("metrics: threads must be >= 1");
+  if (options.max_request_bytes < kMinMetricsRequestBytes) {
+    throw std::invalid_argument("metrics: max_request_bytes must be >= " +
+                                std::to_string(kMinMetricsRequestBytes));
+  }
+  if (options.request_timeout.count() <= 0) {
+    throw std::invalid_argument("metrics: request_timeout must be > 0");
+  }
+  impl_->options = options;
   impl_->registry = registry.impl_->registry;
+  impl_->registry_impl = registry.impl_;
+  {
+    Registry::Impl& r = *registry.impl_;
+    std::lock_guard lock(r.mutex);
+    const std::string name = "spotlight_" + r.service + "_rejected_http_requests_total";
+    auto& family = r.family(name, "Requests to the /metrics endpoint rejected, by reason.",
+                            MetricType::kCounter, {{"reason", ""}});
+    for (const char* reason : {"too_large", "bad_request", "method", "not_found", "timeout"}) {
+      impl_->rejected[reason] = &family.counters->Add({{"reason", reason}});
+    }
+  }
   std::string host = hp->host;
   if (host.size() > 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
   addrinfo hints{};
@@ -185,12 +260,30 @@ config::Schema metrics_schema(std::string default_bind) {
           .check("must be empty or HOST:PORT with PORT in [0, 65535]", [](const config::Value& v) {
             return !bind_problem(std::get<std::string>(v)).has_value();
           }));
+  schema.add(config::Entry::integer("metrics.max_request_bytes",
+                                    static_cast<std::int64_t>(kDefaultMetricsMaxRequestBytes),
+                                    "Largest HTTP request head the /metrics endpoint reads "
+                                    "(larger: 431, counted).")
+                 .range(static_cast<std::int64_t>(kMinMetricsRequestBytes), 1 << 20));
+  schema.add(config::Entry::integer("metrics.request_timeout_ms",
+                                    kDefaultMetricsRequestTimeout.count(),
+                                    "A /metrics client must send its request head within this "
+                                    "time (slower: dropped, counted).")
+                 .range(1, 600000));
   return schema;
 }
 
 MetricsServerOptions metrics_server_options(const config::Config& config) {
   MetricsServerOptions options;
   options.bind = config.get_string("metrics.bind");
+  // Schemas that declare only metrics.bind (e.g. the run schema) get the defaults.
+  if (config.schema().find("metrics.max_request_bytes") != nullptr) {
+    options.max_request_bytes = config.get<std::size_t>("metrics.max_request_bytes");
+  }
+  if (config.schema().find("metrics.request_timeout_ms") != nullptr) {
+    options.request_timeout =
+        std::chrono::milliseconds(config.get_int("metrics.request_timeout_ms"));
+  }
   return options;
 }
 

@@ -12,7 +12,14 @@
 // Contract: the server answers scrapes (GET /metrics, one request per connection) on its own
 // thread from construction until destruction; it keeps the registry's metrics alive while it
 // runs. Thread-safe accessors. Destruction returns within about 100 ms.
+// Hostile clients: a head above max_request_bytes gets 431, a malformed request line 400, another
+// method 405, another path 404, a client slower than request_timeout is dropped; each is counted
+// in spotlight_<service>_rejected_http_requests_total{reason="too_large" | "bad_request" |
+// "method" | "not_found" | "timeout"} of the served registry, and the server keeps serving.
+// Requests are served one at a time, so a slow client delays a scrape by up to request_timeout.
+// It listens only on the address of `bind` (no wildcard unless the address is one).
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -30,6 +37,10 @@ namespace spotlight::metrics {
 // fixed, reachable address such as "0.0.0.0:9100".
 inline constexpr const char* kDefaultMetricsBind = "127.0.0.1:0";
 inline constexpr std::size_t kDefaultMetricsThreads = 2;
+// A scrape is "GET /metrics HTTP/1.1" plus a few headers: far below this.
+inline constexpr std::size_t kDefaultMetricsMaxRequestBytes = 8192;
+// Whole time a client has to send its request head (bounds slow senders, not the response).
+inline constexpr std::chrono::milliseconds kDefaultMetricsRequestTimeout{2000};
 
 // The endpoint cannot be served (address in use, unknown host, ...).
 class MetricsError : public std::runtime_error {
@@ -41,6 +52,10 @@ struct MetricsServerOptions {
   // "HOST:PORT" (IPv6 as "[::1]:PORT"); port 0 picks a free port. Empty: metrics not served.
   std::string bind = kDefaultMetricsBind;
   std::size_t threads = kDefaultMetricsThreads;  // must be >= 1 (one serving thread is used)
+  // A request head (request line + headers + blank line) larger than this is answered 431.
+  std::size_t max_request_bytes = kDefaultMetricsMaxRequestBytes;  // >= 64
+  // A client that has not sent its whole head within this time is dropped.
+  std::chrono::milliseconds request_timeout = kDefaultMetricsRequestTimeout;  // > 0
 };
 
 // std::nullopt when `bind` is empty or HOST:PORT with PORT in [0, 65535]; else the reason.
@@ -69,7 +84,8 @@ class MetricsServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// The `metrics.bind` key (default `default_bind`), to add to a service's schema.
+// The `metrics.*` keys (metrics.bind with default `default_bind`, metrics.max_request_bytes,
+// metrics.request_timeout_ms), to add to a service's schema.
 config::Schema metrics_schema(std::string default_bind = kDefaultMetricsBind);
 MetricsServerOptions metrics_server_options(const config::Config& config);
 

@@ -128,10 +128,19 @@ struct RedisClient::Impl {
     }
     try {
       if (options.password) {
-        if (options.user.empty()) {
-          run({"AUTH", *options.password});
-        } else {
-          run({"AUTH", options.user, *options.password});
+        try {
+          if (options.user.empty()) {
+            run({"AUTH", *options.password});
+          } else {
+            run({"AUTH", options.user, *options.password});
+          }
+        } catch (const RedisCommandError& e) {
+          // Say who we tried to be and where the credentials come from; never echo the password.
+          const std::string who =
+              options.user.empty() ? "the default user" : "user '" + options.user + "'";
+          throw RedisCommandError(e.command(), e.message() + " (authenticating as " + who + " on " +
+                                                   endpoint() + "; credentials from $" +
+                                                   kUserEnvVar + " / $" + kPasswordEnvVar + ")");
         }
       }
       if (options.db != 0) run({"SELECT", std::to_string(options.db)});

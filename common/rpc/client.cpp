@@ -83,16 +83,17 @@ std::optional<std::pair<detail::ReplyHeader, std::string>> RpcClient::Impl::awai
     }
     std::vector<zmq::message_t> parts;
     while (zmq::recv_multipart(*socket, std::back_inserter(parts), zmq::recv_flags::dontwait)) {
-      std::optional<detail::ReplyHeader> header;
-      if (parts.size() == detail::kReplyFrames && parts[0].size() == 0) {
-        header = detail::decode_reply_header(parts[1].to_string_view());
-      }
-      if (!header) {
+      std::vector<std::string_view> frames;
+      frames.reserve(parts.size());
+      for (const auto& part : parts)
+        frames.push_back(part.to_string_view());
+      const auto reply = detail::parse_reply(frames);
+      if (!reply) {
         ++malformed_replies;
-      } else if (header->id != id) {
+      } else if (reply->header.id != id) {
         ++stale_replies;
       } else {
-        return std::make_pair(*header, parts[2].to_string());
+        return std::make_pair(reply->header, std::string(reply->body));
       }
       parts.clear();
     }

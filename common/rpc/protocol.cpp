@@ -1,6 +1,6 @@
 #include "common/rpc/detail/protocol.hpp"
 
-#include "common/bus/detail/zmq_support.hpp"
+#include "common/bus/detail/framing.hpp"
 
 namespace spotlight::rpc {
 
@@ -41,6 +41,47 @@ std::optional<ReplyHeader> decode_reply_header(std::string_view header) {
   const auto status = static_cast<std::uint8_t>(header[9]);
   if (!id || status > static_cast<std::uint8_t>(RpcStatus::kTooLarge)) return std::nullopt;
   return ReplyHeader{*id, static_cast<RpcStatus>(status)};
+}
+
+ParsedRequest parse_request(std::span<const std::string_view> frames,
+                            std::size_t max_request_bytes) {
+  using bus::detail::FrameReject;
+  ParsedRequest out;
+  if (frames.size() >= 2) out.id = decode_request_header(frames[1]);
+  const auto reject = [&](FrameReject why, RpcStatus status, std::string error) {
+    out.reject = why;
+    out.status = status;
+    out.error = std::move(error);
+    return out;
+  };
+  if (frames.size() != kRequestFrames) {
+    return reject(FrameReject::kFrameCount, RpcStatus::kMalformed,
+                  "expected " + std::to_string(kRequestFrames) +
+                      " frames (empty delimiter, header, payload), got " +
+                      std::to_string(frames.size()));
+  }
+  if (!frames[0].empty()) {
+    return reject(FrameReject::kDelimiter, RpcStatus::kMalformed, "first frame must be empty");
+  }
+  if (!out.id) {
+    return reject(FrameReject::kHeader, RpcStatus::kMalformed,
+                  "header frame must be 9 bytes: protocol version " +
+                      std::to_string(kProtocolVersion) + " and a 64-bit request id");
+  }
+  if (frames[2].size() > max_request_bytes) {
+    return reject(FrameReject::kTooLarge, RpcStatus::kTooLarge,
+                  "payload of " + std::to_string(frames[2].size()) +
+                      " bytes exceeds max_request_bytes " + std::to_string(max_request_bytes));
+  }
+  out.payload = frames[2];
+  return out;
+}
+
+std::optional<ParsedReply> parse_reply(std::span<const std::string_view> frames) {
+  if (frames.size() != kReplyFrames || !frames[0].empty()) return std::nullopt;
+  const auto header = decode_reply_header(frames[1]);
+  if (!header) return std::nullopt;
+  return ParsedReply{*header, frames[2]};
 }
 
 }  // namespace detail

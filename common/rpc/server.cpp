@@ -27,6 +27,7 @@ struct RpcServer::Impl {
   BatchHandler handler;
   RpcServerOptions options;
   zmq::socket_t router;
+  zmq::socket_t monitor;  // failed handshakes of `router`
   zmq::socket_t wake_in;  // run() side of the stop signal
   std::mutex wake_mutex;  // guards wake_out
   zmq::socket_t wake_out;
@@ -37,7 +38,40 @@ struct RpcServer::Impl {
   std::atomic<std::uint64_t> batches{0};
   std::atomic<std::uint64_t> errors{0};
   std::atomic<std::uint64_t> malformed{0};
+  std::atomic<std::uint64_t> rejected_frame_count{0};
+  std::atomic<std::uint64_t> rejected_delimiter{0};
+  std::atomic<std::uint64_t> rejected_header{0};
+  std::atomic<std::uint64_t> rejected_too_large{0};
+  std::atomic<std::uint64_t> rejected_handshake{0};
+
+  void count_reject(bus::detail::FrameReject why);
+  ~Impl() { bus::detail::stop_monitor(router); }
 };
+
+void RpcServer::Impl::count_reject(bus::detail::FrameReject why) {
+  using bus::detail::FrameReject;
+  switch (why) {
+    case FrameReject::kFrameCount:
+      ++rejected_frame_count;
+      break;
+    case FrameReject::kDelimiter:
+      ++rejected_delimiter;
+      break;
+    case FrameReject::kHeader:
+      ++rejected_header;
+      break;
+    case FrameReject::kTooLarge:
+      ++rejected_too_large;
+      break;
+    case FrameReject::kHandshake:
+      ++rejected_handshake;
+      break;
+    case FrameReject::kNone:
+    case FrameReject::kBadCommand:
+      break;
+  }
+  if (options.on_reject) options.on_reject(bus::detail::to_string(why));
+}
 
 RpcServer::Impl::Impl(BatchHandler h, RpcServerOptions o)
     : handler(std::move(h)),
@@ -54,6 +88,7 @@ RpcServer::Impl::Impl(BatchHandler h, RpcServerOptions o)
   }
   bus::detail::apply_curve(router, options.curve, "rpc server");
   bus::detail::apply_max_message_size(router, options.max_message_size, "rpc server");
+  monitor = bus::detail::monitor_handshake_failures(router, "rpc server");
   router.set(zmq::sockopt::sndhwm, options.high_water_mark);
   router.set(zmq::sockopt::rcvhwm, options.high_water_mark);
   router.set(zmq::sockopt::linger, 0);
@@ -81,30 +116,18 @@ std::optional<RpcRequest> RpcServer::Impl::parse(std::vector<zmq::message_t>& pa
   // parts: [peer][""][header][payload]
   if (parts.empty()) return std::nullopt;
   std::string peer = parts[0].to_string();
-  std::optional<std::uint64_t> id;
-  if (parts.size() >= 3) id = detail::decode_request_header(parts[2].to_string_view());
-  const auto reject = [&](RpcStatus status, const std::string& why) {
+  std::vector<std::string_view> frames;
+  frames.reserve(parts.size() - 1);
+  for (std::size_t i = 1; i < parts.size(); ++i)
+    frames.push_back(parts[i].to_string_view());
+  detail::ParsedRequest parsed = detail::parse_request(frames, options.max_request_bytes);
+  if (parsed.reject != bus::detail::FrameReject::kNone) {
     ++malformed;
-    reply(peer, id.value_or(0), status, why);
+    count_reject(parsed.reject);
+    reply(peer, parsed.id.value_or(0), parsed.status, parsed.error);
     return std::nullopt;
-  };
-  if (parts.size() != detail::kRequestFrames + 1) {
-    return reject(RpcStatus::kMalformed, "expected " + std::to_string(detail::kRequestFrames) +
-                                             " frames (empty delimiter, header, payload), got " +
-                                             std::to_string(parts.size() - 1));
   }
-  if (parts[1].size() != 0) return reject(RpcStatus::kMalformed, "first frame must be empty");
-  if (!id) {
-    return reject(RpcStatus::kMalformed, "header frame must be 9 bytes: protocol version " +
-                                             std::to_string(detail::kProtocolVersion) +
-                                             " and a 64-bit request id");
-  }
-  if (parts[3].size() > options.max_request_bytes) {
-    return reject(RpcStatus::kTooLarge, "payload of " + std::to_string(parts[3].size()) +
-                                            " bytes exceeds max_request_bytes " +
-                                            std::to_string(options.max_request_bytes));
-  }
-  return RpcRequest{*id, std::move(peer), parts[3].to_string()};
+  return RpcRequest{*parsed.id, std::move(peer), std::string(parsed.payload)};
 }
 
 void RpcServer::Impl::process(std::vector<RpcRequest>& batch) {
@@ -186,12 +209,13 @@ void RpcServer::run(std::stop_token stop_token) {
   batch.reserve(s.options.max_batch);
   Clock::time_point batch_deadline{};
   zmq::pollitem_t items[] = {{s.router.handle(), 0, ZMQ_POLLIN, 0},
-                             {s.wake_in.handle(), 0, ZMQ_POLLIN, 0}};
+                             {s.wake_in.handle(), 0, ZMQ_POLLIN, 0},
+                             {s.monitor.handle(), 0, ZMQ_POLLIN, 0}};
   while (!s.stop_requested) {
     const auto timeout = batch.empty() ? std::chrono::milliseconds(-1)
                                        : bus::detail::poll_timeout(batch_deadline - Clock::now());
     try {
-      zmq::poll(items, 2, timeout);
+      zmq::poll(items, 3, timeout);
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR) continue;
       throw RpcError(std::string("rpc server: poll: ") + e.what());
@@ -200,6 +224,10 @@ void RpcServer::run(std::stop_token stop_token) {
       zmq::message_t drop;
       while (s.wake_in.recv(drop, zmq::recv_flags::dontwait)) {
       }
+    }
+    if (items[2].revents & ZMQ_POLLIN) {
+      for (std::size_t n = bus::detail::count_handshake_failures(s.monitor); n > 0; --n)
+        s.count_reject(bus::detail::FrameReject::kHandshake);
     }
     if (s.stop_requested) break;
     // Bounded, so a flood of malformed messages cannot keep a batch from being answered.
@@ -222,8 +250,17 @@ void RpcServer::run(std::stop_token stop_token) {
 }
 
 RpcServerCounters RpcServer::counters() const {
-  return RpcServerCounters{impl_->requests.load(), impl_->batches.load(), impl_->errors.load(),
-                           impl_->malformed.load()};
+  RpcServerCounters c;
+  c.requests = impl_->requests.load();
+  c.batches = impl_->batches.load();
+  c.errors = impl_->errors.load();
+  c.malformed = impl_->malformed.load();
+  c.rejected_frame_count = impl_->rejected_frame_count.load();
+  c.rejected_delimiter = impl_->rejected_delimiter.load();
+  c.rejected_header = impl_->rejected_header.load();
+  c.rejected_too_large = impl_->rejected_too_large.load();
+  c.rejected_handshake = impl_->rejected_handshake.load();
+  return c;
 }
 
 }  // namespace spotlight::rpc

@@ -36,6 +36,7 @@
 #include <memory>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/bus/curve.hpp"
@@ -78,6 +79,10 @@ struct RpcServerOptions {
   std::int64_t max_message_size = kDefaultRpcMaxMessageSize;
   int high_water_mark = kDefaultRpcHighWaterMark;  // ZMQ_SNDHWM/RCVHWM per client
   bus::CurveOptions curve;                         // usually curve.server
+  // Called on the run() thread for every message rejected before the handler, with the reason:
+  // "frame_count", "delimiter", "header", "too_large", or "handshake" for a connection that
+  // failed its ZMTP/CURVE handshake (wrong key, not ZMTP, hung up). Must not throw; may be empty.
+  std::function<void(std::string_view reason)> on_reject;
 };
 
 struct RpcServerCounters {
@@ -85,6 +90,14 @@ struct RpcServerCounters {
   std::uint64_t batches = 0;    // handler calls
   std::uint64_t errors = 0;     // requests answered with kHandlerError
   std::uint64_t malformed = 0;  // messages rejected before the handler (incl. oversized)
+  // `malformed` by reason:
+  std::uint64_t rejected_frame_count = 0;  // not [""][header][payload]
+  std::uint64_t rejected_delimiter = 0;    // first frame not empty
+  std::uint64_t rejected_header = 0;       // header not 9 bytes of protocol version 1 + id
+  std::uint64_t rejected_too_large = 0;    // payload above max_request_bytes
+  // Connections that failed the ZMTP/CURVE handshake (not in `malformed`: no message arrived).
+  // Counted while run() serves.
+  std::uint64_t rejected_handshake = 0;
 };
 
 class RpcServer {

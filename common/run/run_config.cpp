@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/bus/curve_config.hpp"
+
 namespace spotlight::run {
 
 using config::Entry;
@@ -13,6 +15,13 @@ bool valid_category_weights(const config::Value& value) {
   const auto& w = std::get<std::vector<double>>(value);
   return w.size() == 5 && std::all_of(w.begin(), w.end(), [](double x) { return x >= 0; }) &&
          std::any_of(w.begin(), w.end(), [](double x) { return x > 0; });
+}
+
+bool whole_numbers_at_least(const config::Value& value, double lo) {
+  const auto& v = std::get<std::vector<double>>(value);
+  return !v.empty() && std::all_of(v.begin(), v.end(), [&](double x) {
+    return x >= lo && x == static_cast<double>(static_cast<long long>(x));
+  });
 }
 
 }  // namespace
@@ -123,11 +132,71 @@ const config::Schema& run_schema() {
       Entry::real("explorer.grace_seconds", 30,
                   "After a preemption notice (SIGTERM), exit within this time.")
           .positive(),
+      Entry::boolean("explorer.commit_inflight", true,
+                     "On a preemption notice, commit in-flight samples for another explorer."),
+      Entry::string("explorer.preemption_notice_file", "",
+                    "A preemption notice is this file appearing; empty: off."),
+      Entry::string("explorer.preemption_notice_url", "",
+                    "http:// URL polled for a preemption notice (200 with a body other than "
+                    "FALSE: notice; 404: none); empty: off."),
+      Entry::integer("explorer.preemption_poll_ms", 1000,
+                     "Poll period of the preemption notice file and URL.")
+          .range(10, 600000),
       Entry::integer("planner.lookahead", 1, "Iterations explored ahead of the trainer.")
           .range(1, 100),
       Entry::integer("planner.poll_ms", 100, "Planner loop period.").range(1, 600000),
+      Entry::boolean("planner.reap_dead_explorers", true,
+                     "Hand back the leases of explorers whose heartbeats stopped at once "
+                     "(else they wait for exploration.lease_timeout_ms)."),
+      Entry::string("planner.policy", "fixed",
+                    "How much to explore per iteration: fixed (exploration.candidates and "
+                    "exploration.steps) or bandit (an arm of planner.candidates x planner.steps "
+                    "per iteration, within the predicted training time).")
+          .one_of({"fixed", "bandit"}),
+      Entry::double_list("planner.candidates", {8, 16, 24, 32},
+                         "bandit: candidates-per-prompt (N) arms.")
+          .check("must be integers >= 1",
+                 [](const config::Value& v) { return whole_numbers_at_least(v, 1); }),
+      Entry::double_list("planner.steps", {4, 6, 10}, "bandit: exploration sampler-step arms.")
+          .check("must be integers >= 2",
+                 [](const config::Value& v) { return whole_numbers_at_least(v, 2); }),
+      Entry::real("planner.time_margin", 0.9,
+                  "bandit: an arm is feasible if its predicted exploration time is at most this "
+                  "share of the trainer's predicted training time.")
+          .positive(),
+      Entry::real("planner.ucb_exploration", 0.5, "bandit: UCB exploration width c.").at_least(0),
+      Entry::real("planner.ucb_discount", 0.95,
+                  "bandit: per-observation decay of the arm statistics (1: plain UCB1).")
+          .range(0.01, 1),
+      Entry::real("planner.prior_sample_step_seconds", 0,
+                  "bandit: seconds per sample per sampler step before any measurement (0: probe "
+                  "with the cheapest arm).")
+          .at_least(0),
+      Entry::string("planner.decisions_file", "",
+                    "JSONL of every plan and its reason (default: <run.dir>/planner.jsonl)."),
+      Entry::real("cost.reserved_price_per_hour", 4.0,
+                  "Price of one reserved device-hour (the trainer's class).")
+          .at_least(0),
+      Entry::real("cost.spot_price_ratio", 0.27,
+                  "Spot price as a share of the reserved price (explorers' class).")
+          .at_least(0),
+      Entry::real("cost.devices", 0,
+                  "Devices this process holds, for cost accounting (0: run.threads when set, "
+                  "else 1).")
+          .at_least(0),
       Entry::string("metrics.bind", "",
-                    "Prometheus exposer address (host:port, port 0: any); empty: off.")};
+                    "Prometheus exposer address (host:port, port 0: any); empty: off."),
+      Entry::integer("bus.max_message_bytes", bus::kDefaultMaxMessageSize,
+                     "Largest ZeroMQ frame of the trainer's bus, either way (ZMQ_MAXMSGSIZE).")
+          .range(bus::kMinMaxMessageSize, std::int64_t{1} << 30),
+      Entry::string("bus.curve.server_secret_file", "",
+                    "zcert key pair file (spotlight-keygen): the trainer's bus is CURVE-encrypted; "
+                    "empty: plain text."),
+      Entry::string("reward.curve.server_public_file", "",
+                    "zcert file with the reward service's public key: requests are "
+                    "CURVE-encrypted; empty: plain text."),
+      Entry::string("reward.curve.client_secret_file", "",
+                    "zcert key pair file of this reward client; empty: an ephemeral key pair.")};
   return schema;
 }
 
@@ -163,6 +232,18 @@ redis::RedisOptions redis_options(const config::Config& c) {
   o.db = c.get<int>("redis.db");
   o.command_timeout = std::chrono::milliseconds(c.get_int("redis.command_timeout_ms"));
   return redis::with_env_credentials(o);
+}
+
+bus::PublisherOptions trainer_bus_options(const config::Config& c) {
+  bus::PublisherOptions o;
+  o.max_message_size = c.get_int("bus.max_message_bytes");
+  o.curve = bus::curve_server_options(c, "bus.curve.server_secret_file");
+  return o;
+}
+
+bus::CurveOptions reward_client_curve(const config::Config& c) {
+  return bus::curve_client_options(c, "reward.curve.server_public_file",
+                                   "reward.curve.client_secret_file");
 }
 
 RunKeys::RunKeys(const std::string& run_id)

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <string>
 
+#include "common/bus/curve.hpp"
+#include "common/bus/publisher.hpp"
 #include "common/config/config.hpp"
 #include "common/config/schema.hpp"
 #include "common/policy/policy_options.hpp"
@@ -26,6 +28,13 @@ task::TaskOptions task_options(const config::Config& config);
 sampler::SamplerOptions sampler_options(const config::Config& config);
 // Host, port and db from the config; user and password from SPOTLIGHT_REDIS_USER/PASSWORD.
 redis::RedisOptions redis_options(const config::Config& config);
+
+// The trainer's notice publisher: bus.max_message_bytes (ZMQ_MAXMSGSIZE) and CURVE from
+// bus.curve.server_secret_file. Throws config::ConfigError naming a key file that is unusable.
+bus::PublisherOptions trainer_bus_options(const config::Config& config);
+// CURVE of the reward service's clients: reward.curve.server_public_file (empty: plain text) and
+// reward.curve.client_secret_file (empty: an ephemeral key pair). Throws config::ConfigError.
+bus::CurveOptions reward_client_curve(const config::Config& config);
 
 // Redis key layout of one run: everything durable lives under `prefix` = "spotlight:<run.id>".
 // Construct the stores with it: RedisKeyValueStore(redis, keys.prefix) and the keys below are

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "common/sampler/flow_step.hpp"
+#include "common/sampler/stepper.hpp"
 #include "kernels/philox/noise.hpp"
 
 namespace spotlight::sampler {
@@ -19,37 +20,17 @@ at::Tensor initial_latents(const model::MMDiTOptions& m, const std::vector<uint6
 Trajectory sample(model::MMDiT& model, const at::Tensor& tokens, const std::vector<uint64_t>& seeds,
                   const SamplerOptions& options, const std::optional<ResumePoint>& resume) {
   torch::NoGradGuard no_grad;
-  const auto& m = model->options();
-  const auto tensor_options = tokens.options().dtype(model->patch_embed->weight.scalar_type());
-  const auto grid = time_grid(options.steps, options.shift);
-  const int start = resume ? resume->step : 0;
-  at::Tensor x =
-      resume ? resume->latent.to(tensor_options) : initial_latents(m, seeds, tensor_options);
-  const auto batch = static_cast<int64_t>(seeds.size());
-  const std::vector<int64_t> sample_shape{m.channels(), m.image_size(), m.image_size()};
-
+  Stepper stepper(model, tokens, seeds, options, resume);
   std::vector<at::Tensor> latents;
   std::vector<at::Tensor> log_probs;
-  if (options.keep_trajectory) latents.push_back(x);
-  auto [text, pooled] = model->encode_text(tokens);
-  for (int k = start; k < options.steps; ++k) {
-    const double t = grid[k], t_next = grid[k + 1];
-    auto v = model->forward_encoded(x, torch::full({batch}, t, tensor_options), text, pooled);
-    if (options.sde && options.noise_level > 0.0) {
-      const auto c = sde_coefficients(t, t_next, options.noise_level, grid[1]);
-      auto mean = sde_mean(x, v, c);
-      auto eps =
-          kernels::seeded_normal(seeds, static_cast<uint64_t>(k) + 1, sample_shape, tensor_options);
-      auto next = mean + eps * c.step_std;
-      log_probs.push_back(sde_log_prob(next, mean, c));
-      x = next;
-    } else {
-      x = ode_step(x, v, t, t_next);
-    }
-    if (options.keep_trajectory) latents.push_back(x);
+  if (options.keep_trajectory) latents.push_back(stepper.latent());
+  while (!stepper.done()) {
+    auto log_prob = stepper.advance();
+    if (log_prob.defined()) log_probs.push_back(std::move(log_prob));
+    if (options.keep_trajectory) latents.push_back(stepper.latent());
   }
   Trajectory out;
-  out.latents = options.keep_trajectory ? torch::stack(latents, 1) : x.unsqueeze(1);
+  out.latents = options.keep_trajectory ? torch::stack(latents, 1) : stepper.latent().unsqueeze(1);
   if (!log_probs.empty()) out.log_probs = torch::stack(log_probs, 1);
   return out;
 }

@@ -1,5 +1,6 @@
 #include "services/explorer/app.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -11,6 +12,8 @@
 
 #include <ATen/Parallel.h>
 
+#include "common/cost/cost_config.hpp"
+#include "common/cost/cost_flusher.hpp"
 #include "common/log/log.hpp"
 #include "common/metrics/server.hpp"
 #include "common/policy/policy.hpp"
@@ -20,6 +23,7 @@
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "services/explorer/explorer.hpp"
+#include "services/explorer/preemption_notice.hpp"
 #include "services/reward/remote_reward.hpp"
 
 namespace spotlight::explorer {
@@ -40,7 +44,17 @@ std::unique_ptr<reward::RewardFunction> make_explorer_reward(const config::Confi
   options.rpc.timeout = std::chrono::milliseconds(config.get_int("reward.timeout_ms"));
   // The run schema counts attempts in all; the RPC client counts retries after the first.
   options.rpc.retries = config.get<int>("reward.retries") - 1;
+  options.rpc.curve = run::reward_client_curve(config);
   return std::make_unique<reward::RemoteReward>(options);
+}
+
+PreemptionNoticeOptions preemption_notice_options(const config::Config& config) {
+  PreemptionNoticeOptions o;
+  o.file = config.get_string("explorer.preemption_notice_file");
+  o.url = config.get_string("explorer.preemption_notice_url");
+  o.poll_interval = std::chrono::milliseconds(config.get_int("explorer.preemption_poll_ms"));
+  o.validate();
+  return o;
 }
 
 int run_explorer(const config::Config& config) {
@@ -71,7 +85,16 @@ int run_explorer(const config::Config& config) {
               config.get_string("model.device"), reward->name());
 
     Explorer explorer(options, ExplorerParts{queue, weights, kv, *reward, policy, *registry});
+    // Cost: spot devices, busy while sampling and scoring (the sample-time histogram's sum).
+    store::RedisKeyValueStore cost_ledger(redis, keys.prefix);  // the flusher thread's own
+    cost::CostMeter meter(cost::DeviceClass::kSpot, cost::devices_from(config),
+                          cost::prices_from(config));
+    cost::CostReporter cost_reporter(meter, registry.get(), &cost_ledger);
+    cost::CostFlusher cost_flusher(
+        cost_reporter, [&] { meter.set_busy_seconds(explorer.metrics().sample_seconds.sum()); },
+        options.heartbeat_interval);
     std::stop_source finished;  // requested when the explorer returns, whatever the reason
+    std::stop_source wake;      // the loop finished or a notice came
     std::promise<void> done;
     auto done_future = done.get_future();
     std::exception_ptr failure;
@@ -84,8 +107,19 @@ int run_explorer(const config::Config& config) {
       finished.request_stop();
       done.set_value();
     });
-    if (const auto signo = signals.wait(finished.get_token())) {
-      log::info("received {}: stopping within {} s", signals::signal_name(*signo),
+    // A notice from the file/URL watcher wakes the wait below like the loop's end does.
+    std::atomic<bool> noticed{false};
+    std::stop_callback on_finished(finished.get_token(), [&] { wake.request_stop(); });
+    PreemptionWatcher watcher(preemption_notice_options(config), [&](std::string reason) {
+      log::info("preemption notice: {}", reason);
+      noticed = true;
+      wake.request_stop();
+    });
+    const auto signo = signals.wait(wake.get_token());
+    if (signo || noticed) {
+      explorer.metrics().preemption_notices.inc();
+      log::info("{}: stopping within {} s",
+                signo ? "received " + signals::signal_name(*signo) : std::string("notice"),
                 std::chrono::duration<double>(options.grace_period).count());
       loop.request_stop();
       if (done_future.wait_for(options.grace_period + kWatchdogSlack) !=

@@ -9,10 +9,13 @@
 #include <thread>
 #include <utility>
 
+#include <torch/torch.h>
+
 #include "common/log/log.hpp"
 #include "common/policy/policy.hpp"
 #include "common/queue/errors.hpp"
 #include "common/run/schedule.hpp"
+#include "common/sampler/stepper.hpp"
 #include "common/store/errors.hpp"
 #include "common/wire/error.hpp"
 
@@ -45,7 +48,8 @@ Explorer::Explorer(ExplorerOptions options, ExplorerParts parts)
       parts_(parts),
       keys_(options_.run_id),
       metrics_(parts.registry),
-      weights_(parts.weights, parts.policy, metrics_, options_.weights_retry_interval) {}
+      weights_(parts.weights, parts.policy, metrics_, options_.weights_retry_interval),
+      inflight_(parts.kv) {}
 
 ExitReason Explorer::run(std::stop_token stop) {
   stop_ = stop;
@@ -200,9 +204,11 @@ void Explorer::process(std::vector<queue::Lease> leases) {
       last_iteration_logged_ = held.front().task.iteration;
       log::info("exploring iteration {} with weights version {}", last_iteration_logged_, *loaded);
     }
-    // Tasks of one step count are sampled together, in lease order.
+    load_commits(held, *loaded);
+    // Tasks of one step count and resume step are sampled together, in lease order.
     std::stable_sort(held.begin(), held.end(), [](const Held& a, const Held& b) {
-      return a.task.sampler_steps < b.task.sampler_steps;
+      return std::pair(a.task.sampler_steps, a.resume_step()) <
+             std::pair(b.task.sampler_steps, b.resume_step());
     });
     const std::size_t chunk =
         static_cast<std::size_t>(options_.chunk > 0 ? options_.chunk : options_.batch);
@@ -223,7 +229,8 @@ void Explorer::process(std::vector<queue::Lease> leases) {
       }
       std::size_t end = begin;
       while (end < held.size() && end - begin < chunk &&
-             held[end].task.sampler_steps == held[begin].task.sampler_steps) {
+             held[end].task.sampler_steps == held[begin].task.sampler_steps &&
+             held[end].resume_step() == held[begin].resume_step()) {
         ++end;
       }
       sample_chunk(all.subspan(begin, end - begin), *loaded);
@@ -233,6 +240,44 @@ void Explorer::process(std::vector<queue::Lease> leases) {
     // Whatever is not settled goes back to the queue (or expires if Redis is away).
     release_all(held, "error");
     throw;
+  }
+}
+
+void Explorer::load_commits(std::span<Held> held, std::int64_t version) {
+  const auto& m = parts_.policy.model_options();
+  const std::vector<std::int64_t> shape{m.channels(), m.image_size(), m.image_size()};
+  for (auto& h : held) {
+    std::optional<wire::InflightCommit> commit;
+    try {
+      commit = inflight_.get(h.lease.task_id);
+    } catch (const wire::WireError& e) {
+      h.had_commit = true;
+      metrics_.discarded_commits.inc();
+      log::warn("task '{}': in-flight commit does not decode ({}); starting from step 0",
+                h.lease.task_id, e.what());
+      continue;
+    }
+    if (!commit) continue;
+    h.had_commit = true;
+    std::string why;
+    if (commit->task_id != h.lease.task_id || commit->seed != h.task.seed) {
+      why = "it belongs to another task or seed";
+    } else if (commit->weights_version != version) {
+      why = "it used weights version " + std::to_string(commit->weights_version) +
+            ", this explorer holds " + std::to_string(version);
+    } else if (commit->latent_shape != shape) {
+      why = "its latent shape does not fit the model";
+    } else if (commit->step_index < 1 || commit->step_index >= h.task.sampler_steps) {
+      why = "step " + std::to_string(commit->step_index) + " is not in [1, " +
+            std::to_string(h.task.sampler_steps) + ")";
+    }
+    if (!why.empty()) {
+      metrics_.discarded_commits.inc();
+      log::info("task '{}': in-flight commit not usable ({}); starting from step 0",
+                h.lease.task_id, why);
+      continue;
+    }
+    h.resume = std::move(commit);
   }
 }
 
@@ -251,16 +296,46 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
   sampler.steps = static_cast<int>(active.front()->task.sampler_steps);
   sampler.sde = true;
   sampler.keep_trajectory = false;
+  const auto& m = parts_.policy.model_options();
+  const std::vector<std::int64_t> sample_shape{m.channels(), m.image_size(), m.image_size()};
+  const auto batch = static_cast<std::int64_t>(active.size());
 
   const auto start = Clock::now();
   std::vector<task::Image> images;
   try {
-    for (const auto& trajectory :
-         parts_.policy.sample(prompts, seeds, sampler, static_cast<int>(prompts.size()))) {
-      auto part = parts_.policy.latents_to_images(trajectory.final());
-      images.insert(images.end(), std::make_move_iterator(part.begin()),
-                    std::make_move_iterator(part.end()));
+    std::optional<sampler::ResumePoint> resume;
+    if (active.front()->resume) {
+      // Every task of the chunk has a usable commit at the same step (process() groups them).
+      std::vector<float> values;
+      for (Held* h : active)
+        values.insert(values.end(), h->resume->latent.begin(), h->resume->latent.end());
+      auto latent = torch::from_blob(values.data(),
+                                     {batch, sample_shape[0], sample_shape[1], sample_shape[2]},
+                                     torch::kFloat)
+                        .clone();
+      resume = sampler::ResumePoint{latent, static_cast<int>(active.front()->resume_step())};
     }
+    sampler::Stepper stepper(parts_.policy.model(), parts_.policy.tokens(prompts), seeds, sampler,
+                             resume);
+    if (resume) {
+      metrics_.resumes.inc(static_cast<double>(batch));
+      add_run_counter(kResumedStepsKey, batch * resume->step);
+      log::info("resuming {} committed task(s) at step {} of {}", batch, resume->step,
+                sampler.steps);
+    }
+    while (!stepper.done()) {
+      if (stopping()) {
+        auto cpu = stepper.latent().detach().to(torch::kCPU, torch::kFloat).contiguous();
+        const float* data = cpu.data_ptr<float>();
+        commit_and_release(active, stepper.step(), version,
+                           std::vector<float>(data, data + cpu.numel()), sample_shape);
+        return;
+      }
+      stepper.advance();
+      metrics_.sample_steps.inc(static_cast<double>(batch));
+      add_run_counter(kSampleStepsKey, batch);
+    }
+    images = parts_.policy.latents_to_images(stepper.latent());
   } catch (const std::exception& e) {
     log::error("sampling {} task(s) failed: {}", active.size(), e.what());
     for (Held* h : active)
@@ -308,6 +383,52 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
              seconds);
 }
 
+void Explorer::commit_and_release(const std::vector<Held*>& active, std::int64_t step,
+                                  std::int64_t version, const std::vector<float>& latents,
+                                  const std::vector<std::int64_t>& sample_shape) {
+  const std::size_t per = latents.size() / std::max<std::size_t>(1, active.size());
+  std::size_t committed = 0;
+  // Step 0 holds nothing a seed does not already give.
+  if (options_.commit_inflight && step > 0) {
+    for (std::size_t i = 0; i < active.size(); ++i) {
+      Held& h = *active[i];
+      wire::InflightCommit commit;
+      commit.task_id = h.lease.task_id;
+      commit.seed = h.task.seed;
+      commit.step_index = step;
+      commit.weights_version = version;
+      commit.latent.assign(latents.begin() + static_cast<std::ptrdiff_t>(i * per),
+                           latents.begin() + static_cast<std::ptrdiff_t>((i + 1) * per));
+      commit.latent_shape = sample_shape;
+      try {
+        inflight_.put(commit);  // before the release: the next holder must find it
+        h.had_commit = true;
+        metrics_.inflight_commits.inc();
+        ++committed;
+      } catch (const std::exception& e) {
+        if (dynamic_cast<const store::StoreUnavailable*>(&e) != nullptr) {
+          metrics_.redis_errors.inc();
+        }
+        log::warn("could not commit task '{}' at step {} (it restarts from step 0): {}",
+                  h.lease.task_id, step, e.what());
+      }
+    }
+  }
+  log::info("stopping at step {} of {}: {} of {} in-flight task(s) committed", step,
+            active.front()->task.sampler_steps, committed, active.size());
+  for (Held* h : active)
+    release(*h, "stopping");
+}
+
+void Explorer::add_run_counter(const char* key, std::int64_t delta) {
+  if (delta <= 0) return;
+  try {
+    parts_.kv.add(key, delta);
+  } catch (const store::StoreUnavailable&) {
+    metrics_.redis_errors.inc();  // accounting only: never stops sampling
+  }
+}
+
 void Explorer::extend_if_due(std::span<Held> held) {
   const auto now = Clock::now();
   if (now - held_since_ < options_.lease_timeout / 3) return;
@@ -335,6 +456,13 @@ void Explorer::complete(Held& held, const std::string& result) {
       } else {
         metrics_.duplicate_results.inc();
         log::debug("task '{}' already had a result (ran twice)", held.lease.task_id);
+      }
+      if (held.had_commit) {
+        try {
+          inflight_.erase(held.lease.task_id);
+        } catch (const store::StoreUnavailable&) {
+          metrics_.redis_errors.inc();  // left behind: harmless, the task is never leased again
+        }
       }
       return;
     } catch (const queue::QueueUnavailable& e) {

@@ -16,12 +16,22 @@
 //                     malformed -> fail(lease, error)  (dead-lettered after max_deliveries)
 //     weights.ensure(max over tasks of weights_version - max_staleness)   (PolicyWeights)
 //     tasks the loaded version cannot serve -> release(lease); wait weights_retry_interval
-//     the rest, grouped by sampler_steps (lease order within a group), chunk by chunk:
+//     per task: commit = inflight.get(task id)    (InflightStore; see inflight_store.hpp)
+//                usable if its weights version == the loaded one, seed and shape match and
+//                1 <= step < steps; else counted as discarded (the task starts at step 0)
+//     the rest, grouped by (sampler_steps, resume step) (lease order within a group), chunk by
+//     chunk:
 //       stop requested  -> release the leases not sampled yet, return kStopped
 //       heartbeat / extend the held leases when due (a lost lease is dropped, not sampled)
-//       sample (SDE, the task's steps and seeds), score, then per task
+//       sample (SDE, the task's steps and seeds) step by step from the resume step; before each
+//         step, if stop requested: commit_inflight ? inflight.put(commit) per task : nothing;
+//         then release the chunk's leases and return kStopped
+//       score, then per task
 //       complete(lease, SeedResult)    (retried while Redis is unavailable; a duplicate is
-//                                       counted, never an error)
+//                                       counted, never an error); inflight.erase(task id)
+//     every step adds the chunk's size to the run counter explorer:sample_steps (KV store), and
+//     a resume adds the steps it skipped to explorer:resumed_steps: work done and work saved
+//     across all explorers, killed ones included
 //   return kStopped
 //
 // Failures never end the loop: Redis unavailable -> count, log, back off (doubling from
@@ -29,8 +39,9 @@
 // leases that cannot be completed or released are left to expire (re-delivered to another
 // explorer). A sampling error fails the chunk's leases; a reward error releases them (the
 // reward service may be down) unless the input was invalid (fail). After a stop request the
-// chunk being sampled is finished and completed, the rest released, and run() returns within
-// grace_period of the request plus one chunk's sampling time.
+// chunk being sampled stops at its next step boundary (committed, then released; a chunk already
+// past its last step is scored and completed), the rest is released, and run() returns within
+// grace_period of the request plus one sampler step (plus one scoring call).
 //
 // Thread-compatible: run() uses its collaborators from the calling thread only; give every
 // explorer thread its own queue, stores, reward and policy.
@@ -54,6 +65,7 @@
 #include "common/wire/messages.hpp"
 #include "services/explorer/explorer_metrics.hpp"
 #include "services/explorer/explorer_options.hpp"
+#include "services/explorer/inflight_store.hpp"
 #include "services/explorer/policy_weights.hpp"
 
 namespace spotlight::policy {
@@ -77,6 +89,11 @@ enum class ExitReason {
   kRunFinished,  // trainer_iteration reached the run's iterations
 };
 
+// Run counters in the KV store (relative keys): sampler steps computed by all explorers, and
+// steps skipped by resuming commits.
+inline constexpr const char* kSampleStepsKey = "explorer:sample_steps";
+inline constexpr const char* kResumedStepsKey = "explorer:resumed_steps";
+
 class Explorer {
  public:
   // Throws std::invalid_argument for invalid options.
@@ -96,6 +113,9 @@ class Explorer {
     wire::SeedTask task;
     task::Prompt prompt;
     bool settled = false;  // completed, failed, released or lost: no longer ours to act on
+    std::optional<wire::InflightCommit> resume;  // a usable commit: start at its step
+    bool had_commit = false;                     // a commit existed (erase it when completed)
+    std::int64_t resume_step() const { return resume ? resume->step_index : 0; }
   };
 
   void heartbeat_if_due();
@@ -103,7 +123,14 @@ class Explorer {
   std::vector<queue::Lease> next_leases();
   std::optional<Held> admit(queue::Lease lease);
   void process(std::vector<queue::Lease> leases);
+  void load_commits(std::span<Held> held, std::int64_t version);
   void sample_chunk(std::span<Held> chunk, std::int64_t version);
+  // Commits (if options_.commit_inflight) and releases `active` stopped at `step`; `latents` is
+  // [B, C, H, W] float32 values of the chunk, sample after sample.
+  void commit_and_release(const std::vector<Held*>& active, std::int64_t step, std::int64_t version,
+                          const std::vector<float>& latents,
+                          const std::vector<std::int64_t>& sample_shape);
+  void add_run_counter(const char* key, std::int64_t delta);
   void extend_if_due(std::span<Held> held);
   void complete(Held& held, const std::string& result);
   void fail(Held& held, const std::string& error);
@@ -125,6 +152,7 @@ class Explorer {
   run::RunKeys keys_;
   ExplorerMetrics metrics_;
   PolicyWeights weights_;
+  InflightStore inflight_;
 
   std::stop_token stop_;
   std::atomic<std::int64_t> stop_requested_ns_{0};  // steady clock; 0: not requested

@@ -23,6 +23,16 @@ ExplorerMetrics::ExplorerMetrics(metrics::Registry& r)
                              "Operations that failed because Redis was unavailable.")),
       reward_errors(
           r.counter("spotlight_explorer_reward_errors_total", "Reward calls that failed.")),
+      preemption_notices(r.counter("spotlight_explorer_preemption_notices_total",
+                                   "Preemption notices received (signal, file or URL).")),
+      inflight_commits(r.counter("spotlight_explorer_inflight_commits_total",
+                                 "In-flight samples committed on a preemption notice.")),
+      resumes(r.counter("spotlight_explorer_resumes_total",
+                        "Committed samples resumed from their committed step.")),
+      discarded_commits(r.counter("spotlight_explorer_discarded_commits_total",
+                                  "Committed samples restarted from step 0 (unusable commit).")),
+      sample_steps(r.counter("spotlight_explorer_sample_steps_total",
+                             "Sampler steps computed (one per sample and step).")),
       samples_per_second(r.gauge("spotlight_explorer_samples_per_second",
                                  "Samples per second of the last chunk (sampling and scoring).")),
       weights_version(

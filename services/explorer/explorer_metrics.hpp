@@ -20,8 +20,16 @@ struct ExplorerMetrics {
   metrics::Counter weights_corrupt;    // fetched versions rejected (checksum, undecodable)
   metrics::Counter redis_errors;       // operations that failed because Redis was unavailable
   metrics::Counter reward_errors;      // scoring calls that threw
-  metrics::Gauge samples_per_second;   // of the last chunk (sampling + scoring)
-  metrics::Gauge weights_version;      // loaded version; -1 before the first load
+  // Preemption (issue #4): notices received, in-flight samples committed on a notice, committed
+  // samples resumed from their step, commits found but not usable (other weights version, bad
+  // shape or step: the task restarts from step 0), sampler steps computed.
+  metrics::Counter preemption_notices;
+  metrics::Counter inflight_commits;
+  metrics::Counter resumes;
+  metrics::Counter discarded_commits;
+  metrics::Counter sample_steps;
+  metrics::Gauge samples_per_second;         // of the last chunk (sampling + scoring)
+  metrics::Gauge weights_version;            // loaded version; -1 before the first load
   metrics::Histogram weights_fetch_seconds;  // fetch + verify + load of one version
   metrics::Histogram sample_seconds;         // per sample, sampling + scoring
   // Per result: the iteration the seed is explored for minus the weights version used (the

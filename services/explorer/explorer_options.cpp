@@ -60,6 +60,7 @@ ExplorerOptions explorer_options(const config::Config& c) {
   o.lease_timeout = std::chrono::milliseconds(c.get_int("exploration.lease_timeout_ms"));
   o.grace_period = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::duration<double>(c.get_double("explorer.grace_seconds")));
+  o.commit_inflight = c.get_bool("explorer.commit_inflight");
   o.validate();
   return o;
 }

@@ -51,6 +51,10 @@ struct ExplorerOptions {
   // After a stop request the explorer returns within this time (plus one chunk's sampling if
   // one is running); what it still holds then is left to lease expiry.
   std::chrono::milliseconds grace_period = kDefaultGracePeriod;
+  // On a stop request the chunk being sampled stops at the next step boundary; true: its state is
+  // committed (InflightStore) before its leases are released, so the next holder resumes it;
+  // false: it is released as is and the next holder starts again from step 0.
+  bool commit_inflight = true;
 
   // Throws std::invalid_argument naming the first bad field.
   void validate() const;

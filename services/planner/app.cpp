@@ -21,10 +21,11 @@ int run_planner(const config::Config& config, const StopFlag& stop) {
     const PlannerOptions& o = planner->options();
     const ExplorationDecision d = fixed_exploration(config);
     log::info(
-        "planning run {} on {}:{}: {} iterations, {} prompts x {} candidates ({} steps), "
-        "lookahead {}, poll every {} ms",
+        "planning run {} on {}:{}: {} iterations, {} prompts x {} candidates ({} steps; policy "
+        "{}), lookahead {}, poll every {} ms",
         o.run_id, config.get_string("redis.host"), config.get_int("redis.port"), o.iterations,
-        o.prompts_per_iteration, d.candidates, d.steps, o.lookahead, o.poll_interval.count());
+        o.prompts_per_iteration, d.candidates, d.steps, config.get_string("planner.policy"),
+        o.lookahead, o.poll_interval.count());
     const int status = planner->run(stop);
     if (const auto signo = stop.signal()) {
       log::info("stopped by {}", *signo == SIGTERM  ? std::string("SIGTERM")

@@ -2,7 +2,9 @@
 // How much to explore for one iteration: the planner's one decision that a bandit will make later
 // (DESIGN.md section 3: arms such as candidates-per-prompt and exploration step count). The
 // planner asks once per target iteration, just before enqueueing it, and enqueues
-// prompts x decision.candidates seed tasks sampled with decision.steps steps.
+// prompts x decision.candidates seed tasks sampled with decision.steps steps. A decision of
+// candidates 0 means "explore nothing for this iteration": the planner enqueues no task and the
+// plan record tells the trainer to use random seeds at once.
 //
 // Contract for implementations: decide() must be deterministic given the context and the
 // policy's own state, because a restarted planner may ask again for an iteration that was already
@@ -27,18 +29,35 @@ struct IterationContext {
   std::optional<int>
       live_explorers;            // heartbeats fresher than the dead threshold; nullopt: unknown
   std::int64_t queue_depth = 0;  // tasks enqueued and not yet acknowledged
+  // The trainer's predicted compute time of one iteration (its last rollout + reward + train
+  // time, without waiting for seeds): what exploration of the next iteration runs beside.
+  // nullopt: not measured yet (use time_budget).
+  std::optional<std::chrono::milliseconds> training_time;
 };
 
 struct ExplorationDecision {
-  int candidates = 1;  // N: seed tasks per prompt, >= 1
-  int steps = 2;       // sampler steps of each seed task, >= 2
+  int candidates = 1;  // N: seed tasks per prompt, >= 1 (0: explore nothing)
+  int steps = 2;       // sampler steps of each seed task, >= 2 (unused when candidates is 0)
   bool operator==(const ExplorationDecision&) const = default;
+};
+
+// What an explored iteration turned out to be, fed back once the trainer has trained on it.
+struct IterationOutcome {
+  std::int64_t iteration = 0;
+  ExplorationDecision decision;  // what was planned for it (its plan record)
+  // Mean within-group variance of the rewards the trainer trained on; nullopt: not reported.
+  std::optional<double> group_variance;
+  // Mean measured seconds of one sample at one sampler step on one explorer; nullopt: no result.
+  std::optional<double> seconds_per_sample_step;
 };
 
 class ExplorationPolicy {
  public:
   virtual ~ExplorationPolicy() = default;
   virtual ExplorationDecision decide(const IterationContext& context) = 0;
+  // Learns from an outcome (default: nothing to learn). Called at most once per iteration by one
+  // planner; a restarted planner starts without the earlier outcomes.
+  virtual void observe(const IterationOutcome& outcome) {}
 };
 
 // The same N and steps for every iteration (exploration.candidates, exploration.steps).

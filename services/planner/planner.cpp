@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <fstream>
 #include <utility>
 #include <vector>
 
@@ -9,9 +10,11 @@
 
 #include "common/log/log.hpp"
 #include "common/queue/errors.hpp"
+#include "common/run/plan_record.hpp"
 #include "common/run/schedule.hpp"
 #include "common/store/errors.hpp"
 #include "common/wire/messages.hpp"
+#include "services/planner/bandit_policy.hpp"
 
 namespace spotlight::planner {
 namespace {
@@ -79,16 +82,32 @@ std::optional<std::int64_t> Planner::read_integer(const std::string& key) {
   return n;
 }
 
-std::chrono::milliseconds Planner::time_budget() {
-  if (const auto timing = parts_.store->get(keys_.trainer_timing)) {
-    const auto json = nlohmann::json::parse(*timing, nullptr, /*allow_exceptions=*/false);
-    if (json.is_object() && json.contains("iteration_seconds") &&
-        json["iteration_seconds"].is_number() && json["iteration_seconds"].get<double>() > 0) {
-      return std::chrono::milliseconds(
-          static_cast<std::int64_t>(json["iteration_seconds"].get<double>() * 1000.0));
-    }
-    log::debug("key {} holds no positive iteration_seconds; using max_wait",
-               keys_.absolute(keys_.trainer_timing));
+Planner::TrainerTiming Planner::read_timing() {
+  TrainerTiming t;
+  const auto text = parts_.store->get(keys_.trainer_timing);
+  if (!text) return t;
+  const auto json = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object()) {
+    log::debug("key {} holds no JSON object", keys_.absolute(keys_.trainer_timing));
+    return t;
+  }
+  const auto number = [&](const char* field) -> std::optional<double> {
+    if (!json.contains(field) || !json[field].is_number()) return std::nullopt;
+    return json[field].get<double>();
+  };
+  if (json.contains("iteration") && json["iteration"].is_number_integer())
+    t.iteration = json["iteration"].get<std::int64_t>();
+  t.iteration_seconds = number("iteration_seconds");
+  t.group_variance = number("group_variance");
+  if (const auto explore = number("explore_seconds"); explore && t.iteration_seconds) {
+    t.training_seconds = *t.iteration_seconds - *explore;
+  }
+  return t;
+}
+
+std::chrono::milliseconds Planner::time_budget(const TrainerTiming& timing) const {
+  if (timing.iteration_seconds && *timing.iteration_seconds > 0) {
+    return std::chrono::milliseconds(static_cast<std::int64_t>(*timing.iteration_seconds * 1000.0));
   }
   return options_.max_wait;
 }
@@ -111,18 +130,117 @@ StepOutcome Planner::step() {
   if (*c >= options_.iterations) return StepOutcome::kFinished;
 
   maybe_reap();
+  const TrainerTiming timing = read_timing();
+  feed_back(timing);
   const std::int64_t state = read_integer(keys_.planner_state).value_or(-1);
   status_.planned_through = state;
   metrics_.planned_iteration.set(static_cast<double>(state));
   const std::int64_t last = std::min(*c + options_.lookahead, options_.iterations - 1);
   for (std::int64_t t = std::max(*c, state + 1); t <= last; ++t)
-    plan(t, *c);
+    plan(t, *c, timing);
   return StepOutcome::kRunning;
 }
 
-void Planner::plan(std::int64_t t, std::int64_t c) {
+void Planner::feed_back(const TrainerTiming& timing) {
+  if (!timing.iteration || *timing.iteration <= fed_back_through_) return;
+  const std::int64_t k = *timing.iteration;
+  fed_back_through_ = k;
+  const auto text = parts_.store->get(run::plan_key(k));
+  const auto record = text ? run::parse_plan_record(*text) : std::nullopt;
+  if (!record) return;  // planned by nobody (or before plan records): nothing to learn
+  IterationOutcome outcome;
+  outcome.iteration = k;
+  outcome.decision = {record->candidates, record->steps};
+  outcome.group_variance = timing.group_variance;
+  double seconds = 0;
+  int samples = 0;
+  for (int i = 0; i < options_.prompts_per_iteration && record->steps > 0; ++i) {
+    for (int j = 0; j < record->candidates; ++j) {
+      const auto bytes = parts_.queue->result(run::seed_task_id(k, i, j));
+      if (!bytes) continue;
+      try {
+        const auto r = wire::SeedResult::decode(*bytes);
+        if (r.sample_seconds > 0) {
+          seconds += r.sample_seconds / record->steps;
+          ++samples;
+        }
+      } catch (const wire::WireError&) {
+        // The trainer counts malformed results; a timing sample less is all it costs here.
+      }
+    }
+  }
+  if (samples > 0) outcome.seconds_per_sample_step = seconds / samples;
+  parts_.policy->observe(outcome);
+  log::info("iteration {} outcome: N={} S={}, group variance {}, {} s per sample-step ({} results)",
+            k, record->candidates, record->steps,
+            timing.group_variance ? std::to_string(*timing.group_variance) : "unknown",
+            outcome.seconds_per_sample_step ? std::to_string(*outcome.seconds_per_sample_step)
+                                            : "unknown",
+            samples);
+}
+
+ExplorationDecision Planner::decide(std::int64_t t, const IterationContext& context) {
+  if (const auto text = parts_.store->get(run::plan_key(t))) {
+    if (const auto record = run::parse_plan_record(*text)) {
+      return {record->candidates, record->steps};
+    }
+    throw PlannerError("key " + keys_.absolute(run::plan_key(t)) + ": not a plan record");
+  }
+  const ExplorationDecision d = parts_.policy->decide(context);
+  if (d.candidates < 0 || (d.candidates > 0 && d.steps < 2)) {
+    throw PlannerError("exploration policy decided candidates " + std::to_string(d.candidates) +
+                       ", steps " + std::to_string(d.steps) + " for iteration " +
+                       std::to_string(t));
+  }
+  nlohmann::json record{{"iteration", t},
+                        {"candidates", d.candidates},
+                        {"steps", d.candidates > 0 ? d.steps : 0},
+                        {"unix_ms", now_unix_ms()},
+                        {"trainer_iteration", context.trainer_iteration},
+                        {"time_budget_seconds", seconds(context.time_budget)}};
+  if (context.live_explorers) record["live_explorers"] = *context.live_explorers;
+  if (context.training_time) record["training_seconds"] = seconds(*context.training_time);
+  if (const auto* bandit = dynamic_cast<const BanditExplorationPolicy*>(parts_.policy.get());
+      bandit && bandit->last_choice() && bandit->last_choice()->iteration == t) {
+    const BanditChoice& why = *bandit->last_choice();
+    record["policy"] = "bandit";
+    record["reason"] = why.reason;
+    record["budget_seconds"] = why.budget_seconds;
+    if (why.seconds_per_sample_step)
+      record["seconds_per_sample_step"] = *why.seconds_per_sample_step;
+    auto& arms = record["arms"] = nlohmann::json::array();
+    for (const ArmReport& a : why.arms) {
+      nlohmann::json arm{{"candidates", a.arm.candidates},
+                         {"steps", a.arm.steps},
+                         {"feasible", a.feasible},
+                         {"pulls", a.pulls}};
+      if (a.predicted_seconds) arm["predicted_seconds"] = *a.predicted_seconds;
+      if (a.mean) arm["mean_reward"] = *a.mean;
+      if (a.score) arm["score"] = *a.score;
+      arms.push_back(std::move(arm));
+    }
+  } else {
+    record["policy"] = "fixed";
+  }
+  const std::string text = record.dump();
+  if (!parts_.store->put_if_absent(run::plan_key(t), text)) {
+    // Another planner got there first: follow its record, which the trainer may have read.
+    return decide(t, context);
+  }
+  if (!options_.decisions_file.empty()) {
+    std::ofstream(options_.decisions_file, std::ios::app) << text << "\n";
+  }
+  if (record.contains("reason")) {
+    log::info("iteration {}: plan N={} S={} ({}; budget {} s, {} live explorers)", t, d.candidates,
+              d.steps, record["reason"].get<std::string>(), record["budget_seconds"].get<double>(),
+              context.live_explorers ? std::to_string(*context.live_explorers) : "unknown");
+  }
+  return d;
+}
+
+void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) {
   const int prompts = options_.prompts_per_iteration;
-  const std::chrono::milliseconds budget = time_budget();
+  const std::chrono::milliseconds budget = time_budget(timing);
   const queue::QueueStats before = parts_.queue->stats();
   IterationContext context;
   context.iteration = t;
@@ -131,12 +249,11 @@ void Planner::plan(std::int64_t t, std::int64_t c) {
   context.time_budget = budget;
   context.live_explorers = status_.live_explorers;
   context.queue_depth = before.length;
-  const ExplorationDecision d = parts_.policy->decide(context);
-  if (d.candidates < 1 || d.steps < 2) {
-    throw PlannerError("exploration policy decided candidates " + std::to_string(d.candidates) +
-                       ", steps " + std::to_string(d.steps) + " for iteration " +
-                       std::to_string(t));
+  if (timing.training_seconds && *timing.training_seconds > 0) {
+    context.training_time =
+        std::chrono::milliseconds(static_cast<std::int64_t>(*timing.training_seconds * 1000.0));
   }
+  const ExplorationDecision d = decide(t, context);
 
   const auto prompt_list = run::iteration_prompts(generator_, options_.run_seed, t, prompts);
   const std::int64_t deadline = now_unix_ms() + budget.count();
@@ -158,7 +275,7 @@ void Planner::plan(std::int64_t t, std::int64_t c) {
       tasks.push_back(queue::Task{run::seed_task_id(t, i, j), task.encode()});
     }
   }
-  const std::int64_t added = parts_.queue->enqueue_many(tasks);
+  const std::int64_t added = tasks.empty() ? 0 : parts_.queue->enqueue_many(tasks);
   parts_.store->put(keys_.planner_state, std::to_string(t));
 
   candidates_[t] = d.candidates;

@@ -6,8 +6,14 @@
 //     if c >= iterations: kFinished
 //     every heartbeat period: reap dead explorers (explorer_reaper.hpp; an error other than
 //                             unavailability is only logged), refresh gauges
+//     if trainer_timing names an iteration k not fed back yet:
+//       policy.observe({k, plan record k, trainer's group variance, explorers' mean
+//                       sample_seconds / S over k's results})
 //     for t in [max(c, planner_state + 1), min(c + lookahead, iterations - 1)]:
-//       d = policy.decide({t, c, P, time budget, live explorers, queue depth})
+//       d = plan record t if present (a restarted planner keeps what the trainer may have read),
+//           else policy.decide({t, c, P, time budget, training time, live explorers, queue depth})
+//       put_if_absent(plan record t = {t, d.candidates, d.steps, reason}); append it to
+//           decisions_file                                 (before any task of t is enqueued)
 //       enqueue_many(P x d.candidates seed tasks: id seed_task_id(t, i, j), wire::SeedTask{
 //           prompt iteration_prompts(..)[i], seed candidate_seed(run_seed, t, i, j),
 //           weights_version clamp(t - 1, 0, c), sampler_steps d.steps,
@@ -76,6 +82,8 @@ struct PlannerOptions {
   std::chrono::milliseconds heartbeat_period = kDefaultHeartbeatPeriod;
   int dead_heartbeats = kDefaultDeadHeartbeats;
   task::TaskOptions task;  // the prompts' generator
+  // Where every plan record (decision and reason) is appended as a JSON line; empty: nowhere.
+  std::string decisions_file;
 
   // Throws PlannerError naming the first bad field.
   void validate() const;
@@ -126,8 +134,17 @@ class Planner {
 
  private:
   std::optional<std::int64_t> read_integer(const std::string& key);
-  std::chrono::milliseconds time_budget();
-  void plan(std::int64_t iteration, std::int64_t trainer_iteration);
+  struct TrainerTiming {
+    std::optional<std::int64_t> iteration;
+    std::optional<double> iteration_seconds;
+    std::optional<double> training_seconds;  // without the wait for seeds
+    std::optional<double> group_variance;
+  };
+  TrainerTiming read_timing();
+  std::chrono::milliseconds time_budget(const TrainerTiming& timing) const;
+  void feed_back(const TrainerTiming& timing);
+  ExplorationDecision decide(std::int64_t iteration, const IterationContext& context);
+  void plan(std::int64_t iteration, std::int64_t trainer_iteration, const TrainerTiming& timing);
   std::int64_t count_results(std::int64_t iteration, int candidates);
   void maybe_reap();
   void refresh_gauges(const queue::QueueStats& stats);
@@ -143,6 +160,7 @@ class Planner {
   std::unique_ptr<ExplorerReaper> reaper_;
   std::chrono::steady_clock::time_point next_reap_{};
   std::map<std::int64_t, int> candidates_;  // iteration -> N enqueued by this object
+  std::int64_t fed_back_through_ = -1;      // last iteration whose outcome the policy saw
   PlannerStatus status_;
   bool said_waiting_ = false;
 };

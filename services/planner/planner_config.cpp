@@ -1,6 +1,7 @@
 #include "services/planner/planner_config.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <utility>
 
 #include "common/queue/redis_lease_queue.hpp"
@@ -39,7 +40,36 @@ PlannerOptions planner_options(const config::Config& c) {
       static_cast<std::int64_t>(c.get_double("exploration.max_wait_seconds") * 1000.0));
   o.heartbeat_period = std::chrono::milliseconds(c.get_int("explorer.heartbeat_ms"));
   o.task = run::task_options(c);
+  o.decisions_file = c.get_string("planner.decisions_file");
+  if (o.decisions_file.empty() && c.get_string("planner.policy") == "bandit") {
+    o.decisions_file = (std::filesystem::path(c.get_string("run.dir")) / "planner.jsonl").string();
+  }
   return o;
+}
+
+BanditOptions bandit_options(const config::Config& c) {
+  BanditOptions o;
+  o.candidates.clear();
+  for (double n : c.get_double_list("planner.candidates"))
+    o.candidates.push_back(static_cast<int>(n));
+  o.steps.clear();
+  for (double s : c.get_double_list("planner.steps"))
+    o.steps.push_back(static_cast<int>(s));
+  o.group_size = c.get<int>("trainer.group_size");
+  o.time_margin = c.get_double("planner.time_margin");
+  o.exploration = c.get_double("planner.ucb_exploration");
+  o.discount = c.get_double("planner.ucb_discount");
+  if (const double prior = c.get_double("planner.prior_sample_step_seconds"); prior > 0) {
+    o.prior_seconds_per_sample_step = prior;
+  }
+  return o;
+}
+
+std::unique_ptr<ExplorationPolicy> exploration_policy(const config::Config& c) {
+  if (c.get_string("planner.policy") == "bandit") {
+    return std::make_unique<BanditExplorationPolicy>(bandit_options(c));
+  }
+  return std::make_unique<FixedExplorationPolicy>(fixed_exploration(c));
 }
 
 ExplorationDecision fixed_exploration(const config::Config& c) {
@@ -57,9 +87,13 @@ std::unique_ptr<Planner> make_planner(const config::Config& c,
   PlannerParts parts;
   parts.queue = std::make_unique<queue::RedisLeaseQueue>(redis, run::explore_queue_options(c));
   parts.store = std::make_unique<store::RedisKeyValueStore>(redis, keys.prefix);
-  parts.directory =
-      std::make_unique<RedisExplorerDirectory>(redis, keys, run::explore_queue_options(c));
-  parts.policy = std::make_unique<FixedExplorationPolicy>(fixed_exploration(c));
+  const PlannerOptions options = planner_options(c);
+  if (c.get_bool("planner.reap_dead_explorers")) {  // the fast path for SIGKILLed explorers
+    parts.directory =
+        std::make_unique<RedisExplorerDirectory>(redis, keys, run::explore_queue_options(c),
+                                                 options.heartbeat_period * options.dead_heartbeats);
+  }
+  parts.policy = exploration_policy(c);
   return std::make_unique<Planner>(planner_options(c), keys, std::move(parts), std::move(registry));
 }
 

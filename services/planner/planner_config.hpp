@@ -4,12 +4,16 @@
 //   run.id, run.seed, trainer.iterations, trainer.prompts_per_iteration, planner.lookahead,
 //   planner.poll_ms, exploration.max_wait_seconds, explorer.heartbeat_ms, task.*  -> PlannerOptions
 //   exploration.candidates, exploration.steps (0: sampler.steps)   -> FixedExplorationPolicy
+//   planner.policy=bandit: planner.{candidates,steps,time_margin,ucb_exploration,ucb_discount,
+//     prior_sample_step_seconds}, trainer.group_size             -> BanditExplorationPolicy
+//   planner.decisions_file (bandit default: <run.dir>/planner.jsonl)
 //   redis.*, exploration.lease_timeout_ms, exploration.max_deliveries -> queue, store, directory
 
 #include <memory>
 
 #include "common/config/config.hpp"
 #include "common/metrics/metrics.hpp"
+#include "services/planner/bandit_policy.hpp"
 #include "services/planner/exploration_policy.hpp"
 #include "services/planner/planner.hpp"
 
@@ -18,6 +22,9 @@ namespace spotlight::planner {
 PlannerOptions planner_options(const config::Config& config);
 // The fixed policy's decision: exploration.candidates, exploration.steps or sampler.steps.
 ExplorationDecision fixed_exploration(const config::Config& config);
+BanditOptions bandit_options(const config::Config& config);
+// The policy planner.policy names.
+std::unique_ptr<ExplorationPolicy> exploration_policy(const config::Config& config);
 // A planner on the run's Redis (connects on first use). `registry` may be null.
 std::unique_ptr<Planner> make_planner(const config::Config& config,
                                       std::shared_ptr<metrics::Registry> registry);

@@ -23,19 +23,32 @@ const redis::Reply* info_field(const redis::Reply::Array& fields, std::string_vi
   return nullptr;
 }
 
+// `text` with the glob metacharacters of SCAN MATCH escaped.
+std::string glob_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  return out;
+}
+
 }  // namespace
 
 RedisExplorerDirectory::RedisExplorerDirectory(redis::RedisOptions redis, PlannerKeys keys,
-                                               queue::LeaseQueueOptions queue)
+                                               queue::LeaseQueueOptions queue,
+                                               std::chrono::milliseconds heartbeat_window)
     : RedisExplorerDirectory(redis::RedisClient(std::move(redis)), std::move(keys),
-                             std::move(queue)) {}
+                             std::move(queue), heartbeat_window) {}
 
 RedisExplorerDirectory::RedisExplorerDirectory(redis::RedisClient client, PlannerKeys keys,
-                                               queue::LeaseQueueOptions queue)
+                                               queue::LeaseQueueOptions queue,
+                                               std::chrono::milliseconds heartbeat_window)
     : client_(std::move(client)),
       keys_(std::move(keys)),
       stream_(queue.key_prefix + ":" + queue.stream),
-      group_(queue.group) {}
+      group_(queue.group),
+      heartbeat_window_(heartbeat_window) {}
 
 RedisExplorerDirectory::~RedisExplorerDirectory() = default;
 
@@ -58,6 +71,26 @@ std::vector<ExplorerSeen> RedisExplorerDirectory::explorers() {
         throw;
       }
     }
+    // Explorers that have not leased anything yet are not consumers (Redis 7 creates a consumer
+    // only when XREADGROUP delivers to it): find them by their heartbeat keys.
+    const std::string head = keys_.absolute(keys_.heartbeat_head);
+    const std::string& tail = keys_.heartbeat_tail;
+    std::string cursor = "0";
+    do {
+      const redis::Reply r = client_.command(
+          {"SCAN", cursor, "MATCH", glob_escape(head) + "*" + glob_escape(tail), "COUNT", "1000"});
+      const auto& parts = r.as_array();
+      cursor = parts.at(0).as_text();
+      for (const auto& key : parts.at(1).as_array()) {
+        const std::string& k = key.as_text();
+        if (k.size() < head.size() + tail.size()) continue;
+        std::string id = k.substr(head.size(), k.size() - head.size() - tail.size());
+        if (id.empty() || id.front() == '~') continue;
+        if (std::none_of(out.begin(), out.end(), [&](const auto& e) { return e.id == id; })) {
+          out.push_back(ExplorerSeen{std::move(id), std::nullopt, -1});  // -1: by heartbeat only
+        }
+      }
+    } while (cursor != "0");
     for (std::size_t begin = 0; begin < out.size(); begin += kMget) {
       const std::size_t end = std::min(out.size(), begin + kMget);
       std::vector<std::string> argv = {"MGET"};
@@ -71,6 +104,14 @@ std::vector<ExplorerSeen> RedisExplorerDirectory::explorers() {
         }
       }
     }
+    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    std::erase_if(out, [&](ExplorerSeen& e) {
+      if (e.leases >= 0) return false;
+      e.leases = 0;
+      return !e.heartbeat_unix_ms || now_ms - *e.heartbeat_unix_ms > heartbeat_window_.count();
+    });
     return out;
   } catch (const redis::RedisUnavailable& e) {
     throw store::StoreUnavailable("explorer directory " + stream_ + ": " + e.what(),

@@ -4,6 +4,7 @@
 #include <random>
 #include <sstream>
 
+#include "common/bus/curve_config.hpp"
 #include "common/wire/error.hpp"
 #include "common/wire/messages.hpp"
 
@@ -141,6 +142,11 @@ config::Schema remote_reward_schema() {
                      static_cast<std::int64_t>(kDefaultMaxImagesPerRequest),
                      "Images per request; larger batches are split.")
           .range(1, 1 << 20),
+      Entry::string("reward.curve.server_public_file", "",
+                    "zcert file with the reward service's public key: requests are "
+                    "CURVE-encrypted; empty: plain text."),
+      Entry::string("reward.curve.client_secret_file", "",
+                    "zcert key pair file of this client; empty: an ephemeral key pair."),
   };
 }
 
@@ -150,6 +156,8 @@ RemoteRewardOptions remote_reward_options(const config::Config& config) {
   options.rpc.timeout = std::chrono::milliseconds(config.get_int("reward.timeout_ms"));
   options.rpc.retries = config.get<int>("reward.retries");
   options.max_images_per_request = config.get<std::size_t>("reward.max_images_per_request");
+  options.rpc.curve = bus::curve_client_options(config, "reward.curve.server_public_file",
+                                                "reward.curve.client_secret_file");
   return options;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "common/bus/curve_config.hpp"
 #include "common/config/error.hpp"
 #include "common/metrics/server.hpp"
 
@@ -51,6 +52,9 @@ const config::Schema& reward_schema() {
                        "Side of the square RGB images scored; requests of another size are "
                        "rejected.")
             .range(32, 256),
+        Entry::string("reward.curve.server_secret_file", "",
+                      "zcert key pair file (spotlight-keygen): requests are CURVE-encrypted; "
+                      "empty: plain text."),
     };
     s.add(metrics::metrics_schema());
     return s;
@@ -71,6 +75,7 @@ RewardServiceOptions reward_service_options(const config::Config& config) {
   options.batch_window = std::chrono::milliseconds(config.get_int("reward.batch_window_ms"));
   options.max_request_bytes = config.get<std::size_t>("reward.max_request_bytes");
   options.task = task_options(config);
+  options.curve = bus::curve_server_options(config, "reward.curve.server_secret_file");
   return options;
 }
 

@@ -45,6 +45,7 @@ struct Rejection {
   std::string kind;  // metric label
   std::string message;
   std::string request_id;  // empty when the request could not be decoded
+  bool wire = false;       // the message itself was malformed (not its content)
 };
 
 std::string error_reply(const std::string& request_id, const std::string& message) {
@@ -72,6 +73,12 @@ struct RewardService::Impl {
 
   metrics::Counter requests, batches, images_scored, correct, malformed;
   std::map<std::string, metrics::Counter, std::less<>> errors;  // by kind
+  // Messages rejected before scoring (RPC framing, size, wire decoding), by reason.
+  std::map<std::string, metrics::Counter, std::less<>> rejected;
+  void count_rejected(std::string_view reason) {
+    auto it = rejected.find(reason);
+    if (it != rejected.end()) it->second.inc();
+  }
   metrics::Histogram batch_requests, batch_images, score_seconds;
   metrics::Gauge reward_mean, reward_std;
 };
@@ -102,6 +109,16 @@ RewardService::Impl::Impl(std::unique_ptr<RewardFunction> r, RewardServiceOption
     const std::string k(kind);
     errors[k] = m.counter("spotlight_reward_errors_total", errors_help, {{"kind", k}});
   }
+  const std::string rejected_help =
+      "Messages rejected before scoring (RPC framing, size, wire decoding), by reason.";
+  std::vector<std::string> reasons = {"frame_count", "delimiter", "header", "too_large",
+                                      "handshake"};
+  for (wire::WireErrorKind kind : kWireErrorKinds)
+    reasons.emplace_back(wire::to_string(kind));
+  for (const auto& reason : reasons) {
+    rejected.try_emplace(reason, m.counter("spotlight_reward_rejected_messages_total",
+                                           rejected_help, {{"reason", reason}}));
+  }
   batch_requests = m.histogram("spotlight_reward_batch_size_requests", "Requests per batch.",
                                metrics::exponential_buckets(1, 2, 11));
   batch_images = m.histogram("spotlight_reward_batch_size_images", "Images scored per batch.",
@@ -127,7 +144,7 @@ std::variant<Pending, Rejection> RewardService::Impl::prepare(std::size_t index,
   try {
     request = wire::RewardRequest::decode(payload, decode_options);
   } catch (const wire::WireError& e) {
-    return Rejection{std::string(wire::to_string(e.kind())), e.what(), {}};
+    return Rejection{std::string(wire::to_string(e.kind())), e.what(), {}, true};
   }
   const std::string what = "reward_request '" + request.request_id + "'";
   const int size = options.task.image_size;
@@ -171,6 +188,10 @@ RewardService::RewardService(std::unique_ptr<RewardFunction> reward, RewardServi
   rpc_options.max_batch = impl_->options.max_batch;
   rpc_options.batch_window = impl_->options.batch_window;
   rpc_options.max_request_bytes = impl_->options.max_request_bytes;
+  rpc_options.curve = impl_->options.curve;
+  rpc_options.on_reject = [impl = impl_.get()](std::string_view reason) {
+    impl->count_rejected(reason);
+  };
   rpc_options.max_message_size =
       std::max<std::int64_t>(rpc::kDefaultRpcMaxMessageSize,
                              static_cast<std::int64_t>(impl_->options.max_request_bytes) + 4096);
@@ -212,6 +233,7 @@ std::vector<rpc::RpcReply> RewardService::handle(std::vector<rpc::RpcRequest> ba
     if (auto* rejection = std::get_if<Rejection>(&prepared)) {
       s.malformed.inc();
       s.count_error(rejection->kind);
+      if (rejection->wire) s.count_rejected(rejection->kind);
       SPOTLIGHT_LOG(debug) << "rejected request " << batch[i].id << ": " << rejection->message;
       replies[i] = rpc::RpcReply(error_reply(rejection->request_id, rejection->message));
       continue;

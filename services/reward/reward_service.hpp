@@ -24,7 +24,10 @@
 // - Replies are pure functions of their requests (clients may retry).
 // - Metrics (registry of service "reward"): spotlight_reward_requests_total, _batches_total,
 //   _images_scored_total, _correct_total, _malformed_total, _errors_total{kind} (wire error
-//   kinds, bad_image, bad_prompt, score_failed), histograms _batch_size_requests,
+//   kinds, bad_image, bad_prompt, score_failed), _rejected_messages_total{reason} (messages
+//   refused before scoring: RPC frame_count, delimiter, header, too_large, handshake (a
+//   connection that failed its ZMTP/CURVE handshake), and the wire error kinds of undecodable
+//   payloads), histograms _batch_size_requests,
 //   _batch_size_images, _score_seconds, gauges _reward_mean and _reward_std (last scored batch).
 // - bind() before run(); stop() is thread-safe; handle() is thread-safe.
 
@@ -35,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "common/bus/curve.hpp"
 #include "common/metrics/metrics.hpp"
 #include "common/reward/reward_function.hpp"
 #include "common/rpc/server.hpp"
@@ -49,7 +53,8 @@ struct RewardServiceOptions {
   std::size_t max_batch = rpc::kDefaultMaxBatch;                      // requests per batch, >= 1
   std::chrono::microseconds batch_window = rpc::kDefaultBatchWindow;  // wait for more, >= 0
   std::size_t max_request_bytes = rpc::kDefaultMaxRequestBytes;       // larger: error reply
-  task::TaskOptions task;  // images must be task.image_size square, 3 channels
+  task::TaskOptions task;   // images must be task.image_size square, 3 channels
+  bus::CurveOptions curve;  // CURVE server keys of the RPC socket; none: plain text
 };
 
 class RewardService {

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "common/cost/cost_config.hpp"
+#include "common/cost/cost_reporter.hpp"
 #include "common/log/log.hpp"
 #include "common/metrics/server.hpp"
 #include "common/model/safetensors.hpp"
@@ -139,7 +141,7 @@ int run_train(const config::Config& c) {
         std::make_unique<store::RedisWeightStore>(redis, store::WeightStoreOptions{keys.prefix});
     state = std::make_unique<store::RedisKeyValueStore>(redis, keys.prefix);
     if (const auto& endpoint = c.get_string("bus.trainer_endpoint"); !endpoint.empty()) {
-      bus = std::make_unique<bus::Publisher>();
+      bus = std::make_unique<bus::Publisher>(run::trainer_bus_options(c));
       SPOTLIGHT_LOG(info) << "publishing notices on " << bus->bind(endpoint);
     }
     AsyncSeedOptions async;
@@ -147,18 +149,27 @@ int run_train(const config::Config& c) {
     async.candidates = options.candidates;
     async.run_seed = options.seed;
     async.max_wait = std::chrono::duration<double>(c.get_double("exploration.max_wait_seconds"));
-    seeds = std::make_unique<AsyncSeedSource>(async, *queue);
+    seeds = std::make_unique<AsyncSeedSource>(async, *queue, state.get());
     publisher =
         std::make_unique<RunPublisher>(c.get_string("run.id"), *weight_store, *state, bus.get());
   }
-  GrpoTrainer trainer(options, policy, *reward, std::move(seeds), reference.get());
-  trainer.set_observer(publisher.get());
+  // Cost: the trainer holds reserved devices; waiting for explored seeds is its idle time. In
+  // async runs the ledger in Redis sums every process of the run (explorers are spot).
+  const cost::Prices prices = cost::prices_from(c);
   auto registry = std::make_shared<metrics::Registry>("trainer");
-  TrainerMetrics trainer_metrics(*registry, options.iterations,
-                                 options.prompts_per_iteration * options.group_size);
   const auto metrics_server =
       metrics::MetricsServer::start(*registry, metrics::metrics_server_options(c));
   if (metrics_server) SPOTLIGHT_LOG(info) << "metrics on " << metrics_server->url();
+  cost::CostMeter meter(cost::DeviceClass::kReserved, cost::devices_from(c), prices);
+  cost::CostReporter cost_reporter(meter, registry.get(), state.get());
+  const auto run_cost = [&]() {
+    cost_reporter.flush();
+    return state ? cost::read_run_cost(*state, prices) : cost::run_cost_of(meter.usage(), prices);
+  };
+  GrpoTrainer trainer(options, policy, *reward, std::move(seeds), reference.get());
+  trainer.set_observer(publisher.get());
+  TrainerMetrics trainer_metrics(*registry, options.iterations,
+                                 options.prompts_per_iteration * options.group_size);
   if (const auto next = trainer.resume(); next > 0) {
     SPOTLIGHT_LOG(info) << "resumed from checkpoint: next iteration " << next;
   }
@@ -177,6 +188,23 @@ int run_train(const config::Config& c) {
     }
     last_wall = r.wall_seconds;
     explore_seconds += r.explore_seconds;
+    if (options.mode == "async") meter.set_idle_seconds(explore_seconds);
+    try {
+      const cost::RunCost so_far = run_cost();
+      Json line{{"iteration", r.iteration},
+                {"wall_seconds", r.wall_seconds},
+                {"cost", so_far.total()},
+                {"reserved_cost", so_far.reserved_cost},
+                {"spot_cost", so_far.spot_cost},
+                {"reserved_device_seconds",
+                 so_far.reserved_busy_device_seconds + so_far.reserved_idle_device_seconds},
+                {"spot_device_seconds",
+                 so_far.spot_busy_device_seconds + so_far.spot_idle_device_seconds}};
+      if (r.validation) line["geneval_score"] = r.validation->geneval_score;
+      std::ofstream(options.run_dir / "cost.jsonl", std::ios::app) << line.dump() << "\n";
+    } catch (const std::exception& e) {
+      SPOTLIGHT_LOG(warn) << "cost ledger unavailable: " << e.what();
+    }
     iteration_seconds += r.iteration_seconds;
     fallback_prompts += r.fallback_prompts;
     ++iterations_run;
@@ -220,6 +248,20 @@ int run_train(const config::Config& c) {
                         {"acked_total", q.acked_total},
                         {"reclaimed_total", q.reclaimed_total},
                         {"duplicate_results_total", q.duplicate_results_total}};
+  }
+  try {
+    const cost::RunCost total = run_cost();
+    summary["cost"] = {{"total", total.total()},
+                       {"reserved", total.reserved_cost},
+                       {"spot", total.spot_cost},
+                       {"reserved_busy_device_seconds", total.reserved_busy_device_seconds},
+                       {"reserved_idle_device_seconds", total.reserved_idle_device_seconds},
+                       {"spot_busy_device_seconds", total.spot_busy_device_seconds},
+                       {"spot_idle_device_seconds", total.spot_idle_device_seconds},
+                       {"reserved_price_per_hour", prices.reserved_per_hour},
+                       {"spot_price_ratio", prices.spot_ratio}};
+  } catch (const std::exception& e) {
+    SPOTLIGHT_LOG(warn) << "cost ledger unavailable: " << e.what();
   }
   std::ofstream(options.run_dir / "summary.json") << summary.dump(2) << "\n";
   if (first_validation && last_validation) {

@@ -6,6 +6,7 @@
 
 #include "common/log/log.hpp"
 #include "common/rl/selection.hpp"
+#include "common/run/plan_record.hpp"
 #include "common/run/schedule.hpp"
 #include "common/wire/messages.hpp"
 
@@ -22,21 +23,41 @@ int64_t unix_ms() {
 
 }  // namespace
 
-AsyncSeedSource::AsyncSeedSource(AsyncSeedOptions options, queue::LeaseQueue& queue)
-    : o_(std::move(options)), queue_(queue) {}
+AsyncSeedSource::AsyncSeedSource(AsyncSeedOptions options, queue::LeaseQueue& queue,
+                                 store::KeyValueStore* plans)
+    : o_(std::move(options)), queue_(queue), plans_(plans) {}
 
 SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task::Prompt>& prompts) {
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(o_.max_wait);
   const size_t n = prompts.size();
+  // How many candidates the planner enqueued: its plan record, once it shows up.
+  std::optional<int> planned;
+  const auto read_plan = [&] {
+    if (!plans_ || planned) return;
+    if (const auto text = plans_->get(run::plan_key(iteration))) {
+      if (const auto record = run::parse_plan_record(*text)) {
+        planned = record->candidates;
+      } else {
+        SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": malformed plan record ignored";
+        planned = o_.candidates;
+      }
+    }
+  };
+  read_plan();
+  while (plans_ && !planned && Clock::now() < deadline) {
+    std::this_thread::sleep_for(o_.poll);  // polling interval of a condition wait with a deadline
+    read_plan();
+  }
+  const int candidates = planned.value_or(o_.candidates);
   std::vector<std::vector<std::optional<double>>> found(
-      n, std::vector<std::optional<double>>(o_.candidates));
-  size_t missing = n * o_.candidates;
+      n, std::vector<std::optional<double>>(static_cast<size_t>(candidates)));
+  size_t missing = n * static_cast<size_t>(candidates);
   int malformed = 0;
   // Poll the results until all are in or the deadline passes. Each poll reads only the missing.
-  while (true) {
+  while (missing > 0) {
     for (size_t i = 0; i < n; ++i) {
-      for (int j = 0; j < o_.candidates; ++j) {
+      for (int j = 0; j < candidates; ++j) {
         if (found[i][j]) continue;
         const auto bytes = queue_.result(run::seed_task_id(iteration, static_cast<int>(i), j));
         if (!bytes) continue;
@@ -60,7 +81,7 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   for (size_t i = 0; i < n; ++i) {
     std::vector<double> rewards;
     std::vector<uint64_t> seeds;
-    for (int j = 0; j < o_.candidates; ++j) {
+    for (int j = 0; j < candidates; ++j) {
       if (!found[i][j]) continue;
       rewards.push_back(*found[i][j]);
       seeds.push_back(run::candidate_seed(o_.run_seed, iteration, static_cast<int>(i), j));
@@ -89,8 +110,9 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   out.explore_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (missing > 0) {
     SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": " << missing << " of "
-                        << n * o_.candidates << " explored seeds missing at the deadline; "
-                        << out.fallback_prompts << " prompts fell back to random seeds";
+                        << n * static_cast<size_t>(candidates)
+                        << " explored seeds missing at the deadline; " << out.fallback_prompts
+                        << " prompts fell back to random seeds";
   }
   return out;
 }
@@ -110,7 +132,8 @@ void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
                           {"iteration_seconds", last->iteration_seconds},
                           {"explore_seconds", last->explore_seconds},
                           {"rollout_seconds", last->rollout_seconds},
-                          {"train_seconds", last->train_seconds}};
+                          {"train_seconds", last->train_seconds},
+                          {"group_variance", last->group_variance}};
     state_.put(keys_.trainer_timing, timing.dump());
   }
   state_.put(keys_.trainer_iteration, std::to_string(version));

@@ -31,14 +31,20 @@ struct AsyncSeedOptions {
 
 class AsyncSeedSource final : public SeedSource {
  public:
-  AsyncSeedSource(AsyncSeedOptions options, queue::LeaseQueue& queue);
-  // Waits until every candidate of every prompt has a result or max_wait passes; the wait is
-  // reported as explore_seconds (the time exploration holds the trainer up).
+  // `plans` (may be null: N = options.candidates always) is the run's KeyValueStore holding the
+  // planner's per-iteration plan records (common/run/plan_record.hpp).
+  AsyncSeedSource(AsyncSeedOptions options, queue::LeaseQueue& queue,
+                  store::KeyValueStore* plans = nullptr);
+  // N = the iteration's plan record's candidates (read while waiting; options.candidates when no
+  // record shows up by the deadline). Waits until every candidate of every prompt has a result
+  // or max_wait passes; N = 0 returns random seeds at once. The wait is reported as
+  // explore_seconds (the time exploration holds the trainer up).
   SeedSelection select(int64_t iteration, const std::vector<task::Prompt>& prompts) override;
 
  private:
   AsyncSeedOptions o_;
   queue::LeaseQueue& queue_;
+  store::KeyValueStore* plans_;
 };
 
 class RunPublisher final : public TrainerObserver {

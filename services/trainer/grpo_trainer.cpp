@@ -44,6 +44,7 @@ Json to_json(const IterationReport& r) {
          {"reward_std", r.reward_std},
          {"zero_std_ratio", r.zero_std_ratio},
          {"selected_variance", r.selected_variance},
+         {"group_variance", r.group_variance},
          {"explore_seconds", r.explore_seconds},
          {"rollout_seconds", r.rollout_seconds},
          {"reward_seconds", r.reward_seconds},
@@ -163,13 +164,15 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   report.reward_mean = std::accumulate(rewards.begin(), rewards.end(), 0.0) / rewards.size();
   report.reward_std = std::sqrt(rl::variance(rewards));
   report.zero_std_ratio = rl::zero_std_group_ratio(rewards, g);
-  if (selection.candidate_rewards.empty()) {  // no exploration: report the rollout groups' variance
+  {
     double v = 0;
     for (size_t i = 0; i < rewards.size(); i += g) {
       v += rl::variance(std::vector<double>(rewards.begin() + i, rewards.begin() + i + g));
     }
-    report.selected_variance = v / static_cast<double>(prompts.size());
+    report.group_variance = v / static_cast<double>(prompts.size());
   }
+  // No exploration: report the rollout groups' variance.
+  if (selection.candidate_rewards.empty()) report.selected_variance = report.group_variance;
   report.reward_seconds = seconds_since(reward_start);
 
   // The staleness audit of async runs compares the explorers' v_{k-1} rewards with v_k, now.

@@ -62,6 +62,7 @@ struct IterationReport {
   double reward_mean = 0.0, reward_std = 0.0;
   double zero_std_ratio = 0.0;
   double selected_variance = 0.0;
+  double group_variance = 0.0;  // mean within-group variance of the rollout rewards trained on
   double explore_seconds = 0.0, rollout_seconds = 0.0, reward_seconds = 0.0, train_seconds = 0.0;
   double iteration_seconds = 0.0;  // excluding the staleness audit (a measurement)
   double audit_seconds = 0.0;

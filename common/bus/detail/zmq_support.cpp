@@ -1,6 +1,10 @@
 #include "common/bus/detail/zmq_support.hpp"
 
+#include <cstring>
 #include <random>
+#include <vector>
+
+#include <zmq_addon.hpp>
 
 #include "common/bus/errors.hpp"
 #include "common/bus/options.hpp"
@@ -69,21 +73,39 @@ void check_topic(std::string_view topic) {
   }
 }
 
-std::string encode_u64(std::uint64_t value) {
-  std::string out(8, '\0');
-  for (int i = 7; i >= 0; --i) {
-    out[static_cast<std::size_t>(i)] = static_cast<char>(value & 0xff);
-    value >>= 8;
+zmq::socket_t monitor_handshake_failures(zmq::socket_t& socket, const std::string& what) {
+  const std::string endpoint = "inproc://spotlight.monitor." + random_hex(8);
+  constexpr int kEvents = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                          ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+  if (zmq_socket_monitor(socket.handle(), endpoint.c_str(), kEvents) != 0) {
+    throw BusError(what + ": zmq_socket_monitor: " + zmq_strerror(zmq_errno()));
   }
-  return out;
+  zmq::socket_t monitor(context(), zmq::socket_type::pair);
+  monitor.set(zmq::sockopt::linger, 0);
+  monitor.connect(endpoint);
+  return monitor;
 }
 
-std::optional<std::uint64_t> decode_u64(std::string_view bytes) {
-  if (bytes.size() != 8) return std::nullopt;
-  std::uint64_t value = 0;
-  for (const char c : bytes)
-    value = (value << 8) | static_cast<std::uint8_t>(c);
-  return value;
+std::size_t count_handshake_failures(zmq::socket_t& monitor) {
+  std::size_t failures = 0;
+  std::vector<zmq::message_t> parts;
+  while (zmq::recv_multipart(monitor, std::back_inserter(parts), zmq::recv_flags::dontwait)) {
+    // [event: u16 + value: u32, native byte order][endpoint]
+    std::uint16_t event = 0;
+    if (parts.size() == 2 && parts[0].size() >= sizeof(event)) {
+      std::memcpy(&event, parts[0].data(), sizeof(event));
+    }
+    if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL ||
+        event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL || event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
+      ++failures;
+    }
+    parts.clear();
+  }
+  return failures;
+}
+
+void stop_monitor(zmq::socket_t& socket) {
+  if (socket.handle() != nullptr) zmq_socket_monitor(socket.handle(), nullptr, 0);
 }
 
 std::uint64_t random_u64() {

@@ -11,21 +11,9 @@
 #include <zmq.hpp>
 
 #include "common/bus/curve.hpp"
+#include "common/bus/detail/framing.hpp"
 
 namespace spotlight::bus::detail {
-
-using namespace std::string_view_literals;
-
-// Notice frames on the wire: [topic][version: 8 bytes big-endian][payload].
-inline constexpr std::size_t kNoticeFrames = 3;
-
-// Subscription confirmations: a Subscriber subscribes to kAckTopicPrefix + a fresh token; every
-// publisher that processes that subscription answers with a notice on that topic whose payload is
-// its instance id. A publisher processes the subscriptions of one connection in the order they
-// are sent, so the answer proves that the subscriber's other subscriptions are live on it.
-// On a (re)connect libzmq resends all subscriptions in byte order of the topic; the prefix starts
-// with 0xFF, which user topics may not (and UTF-8 never contains), so the token always goes last.
-inline constexpr std::string_view kAckTopicPrefix = "\xffspotlight.ack/"sv;
 
 // Throws InvalidTopic for an empty topic or one that starts with the reserved byte 0xFF.
 void check_topic(std::string_view topic);
@@ -50,9 +38,14 @@ void apply_max_message_size(zmq::socket_t& socket, std::int64_t limit, const std
 std::string bind(zmq::socket_t& socket, const std::string& endpoint, const std::string& what);
 void connect(zmq::socket_t& socket, const std::string& endpoint, const std::string& what);
 
-// Fixed-width big-endian encoding of version numbers and request ids.
-std::string encode_u64(std::uint64_t value);
-std::optional<std::uint64_t> decode_u64(std::string_view bytes);
+// Reports failed handshakes of `socket` (ZMQ_EVENT_HANDSHAKE_FAILED_*: a greeting that is not
+// ZMTP or names another mechanism, a CURVE peer with the wrong key, a peer that hung up while
+// handshaking) to the returned PAIR socket; poll it and call count_handshake_failures(). Call
+// stop_monitor(socket) before closing `socket`. Throws BusError naming `what`.
+zmq::socket_t monitor_handshake_failures(zmq::socket_t& socket, const std::string& what);
+// Drains the monitor without blocking; returns the number of failed handshakes it reported.
+std::size_t count_handshake_failures(zmq::socket_t& monitor);
+void stop_monitor(zmq::socket_t& socket);
 
 // `bytes` random bytes as lowercase hex (for instance ids, inproc names, tokens).
 std::string random_hex(std::size_t bytes);

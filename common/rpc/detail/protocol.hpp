@@ -9,9 +9,11 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
+#include "common/bus/detail/framing.hpp"
 #include "common/rpc/errors.hpp"
 
 namespace spotlight::rpc::detail {
@@ -29,5 +31,25 @@ struct ReplyHeader {
 };
 std::string encode_reply_header(std::uint64_t id, RpcStatus status);
 std::optional<ReplyHeader> decode_reply_header(std::string_view header);
+
+// A request as received by the ROUTER, without the peer's routing-id frame:
+// [""][header][payload]. Total: any frames give a ParsedRequest. When reject != kNone, `status`
+// and `error` are the answer to send (to `id` when the header could be read, else to id 0).
+struct ParsedRequest {
+  bus::detail::FrameReject reject = bus::detail::FrameReject::kNone;
+  std::optional<std::uint64_t> id;
+  RpcStatus status = RpcStatus::kOk;
+  std::string error;
+  std::string_view payload;  // points into the frames
+};
+ParsedRequest parse_request(std::span<const std::string_view> frames,
+                            std::size_t max_request_bytes);
+
+// A reply as received by the DEALER: [""][header][body]. std::nullopt when malformed.
+struct ParsedReply {
+  ReplyHeader header;
+  std::string_view body;  // points into the frames
+};
+std::optional<ParsedReply> parse_reply(std::span<const std::string_view> frames);
 
 }  // namespace spotlight::rpc::detail

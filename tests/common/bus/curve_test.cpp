@@ -38,6 +38,17 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// Polls `condition` until it holds or kLong passes (counters updated by another thread).
+template <class Condition>
+bool eventually(Condition condition) {
+  const auto deadline = std::chrono::steady_clock::now() + kLong;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
 #define REQUIRE_CURVE()                                                \
   if (!curve_available())                                              \
   GTEST_SKIP() << "libzmq built without CURVE (zmq_has(\"curve\") is " \
@@ -165,6 +176,23 @@ TEST(Curve, EncryptedRpcRoundTrip) {
   rpc::RpcClient wrong(ep, wrong_options);
   EXPECT_THROW(wrong.call("image", 300ms), rpc::RpcTimeout);
   EXPECT_EQ(server.counters().requests, 1u);
+  // The refused handshake is counted as a reject (the run() thread sees the monitor event).
+  EXPECT_TRUE(eventually([&] { return server.counters().rejected_handshake >= 1; }));
+  EXPECT_EQ(client.call("again", kLong), "ok:again");
+}
+
+TEST(Curve, PublisherCountsRefusedHandshakes) {
+  REQUIRE_CURVE();
+  const auto server = generate_curve_keypair();
+  PublisherOptions pub_options;
+  pub_options.curve.server = server;
+  Publisher pub(pub_options);
+  const std::string ep = pub.bind("tcp://127.0.0.1:*");
+  Subscriber plain;  // a plain-text peer: mechanism mismatch
+  plain.connect(ep);
+  plain.subscribe("weights");
+  EXPECT_FALSE(plain.wait_live(300ms));
+  EXPECT_TRUE(eventually([&] { return pub.counters().handshake_failures >= 1; }));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <zmq.hpp>
 
 #include "common/bus/errors.hpp"
 #include "common/bus/publisher.hpp"
@@ -258,6 +259,31 @@ TEST(PubSub, SubscriberDropsOversizedFramesAndRecovers) {
   EXPECT_GE(n->version, 2u);
   EXPECT_EQ(n->payload, "small");
   EXPECT_GE(sub.counters().reconnects, 1u);
+}
+
+// A peer that sends the publisher anything but (un)subscriptions is counted and ignored; real
+// subscribers keep getting notices.
+TEST(PubSub, PublisherCountsAndIgnoresGarbageFromSubscribers) {
+  Publisher pub;
+  const std::string ep = loopback_publisher(pub);
+  zmq::context_t ctx;
+  zmq::socket_t xsub(ctx, zmq::socket_type::xsub);
+  xsub.set(zmq::sockopt::linger, 0);
+  xsub.connect(ep);
+  xsub.send(zmq::buffer(std::string("\x07garbage")), zmq::send_flags::none);
+  xsub.send(zmq::message_t(), zmq::send_flags::none);                         // empty frame
+  xsub.send(zmq::buffer(std::string("\x01hostile")), zmq::send_flags::none);  // a subscription
+  ASSERT_TRUE(pub.wait_for_subscriber("hostile", kLong));  // processed in order: garbage first
+  EXPECT_EQ(pub.counters().rejected_frames, 2u);
+
+  Subscriber sub;
+  sub.connect(ep);
+  sub.subscribe("weights");
+  ASSERT_TRUE(sub.wait_live(kLong));
+  pub.publish("weights", 1, "v1");
+  const auto notice = sub.receive(kLong);
+  ASSERT_TRUE(notice.has_value());
+  EXPECT_EQ(notice->payload, "v1");
 }
 
 TEST(PubSub, SubscriberFollowsARestartedPublisher) {

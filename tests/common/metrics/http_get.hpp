@@ -21,12 +21,13 @@ struct HttpResponse {
   std::string body;  // after the blank line
 };
 
-// GETs http://<ipv4>:<port><path>. Throws std::runtime_error on connection failures, a timeout
-// (per send/receive call) or a response that is not HTTP.
-inline HttpResponse http_get(const std::string& ipv4, int port, const std::string& path,
-                             std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+// Sends `request` as raw bytes to <ipv4>:<port> and returns everything the server sends until it
+// closes the connection (empty when it closes without answering). Throws std::runtime_error on
+// connection failures or a timeout (per send/receive call).
+inline std::string http_exchange(const std::string& ipv4, int port, const std::string& request,
+                                 std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) throw std::runtime_error(std::string("http_get: socket: ") + std::strerror(errno));
+  if (fd < 0) throw std::runtime_error(std::string("http: socket: ") + std::strerror(errno));
   struct Closer {
     int fd;
     ~Closer() { ::close(fd); }
@@ -40,18 +41,18 @@ inline HttpResponse http_get(const std::string& ipv4, int port, const std::strin
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<std::uint16_t>(port));
   if (::inet_pton(AF_INET, ipv4.c_str(), &addr.sin_addr) != 1) {
-    throw std::runtime_error("http_get: not an IPv4 address: " + ipv4);
+    throw std::runtime_error("http: not an IPv4 address: " + ipv4);
   }
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
-    throw std::runtime_error("http_get: connect " + ipv4 + ":" + std::to_string(port) + ": " +
+    throw std::runtime_error("http: connect " + ipv4 + ":" + std::to_string(port) + ": " +
                              std::strerror(errno));
   }
-  const std::string request = "GET " + path + " HTTP/1.0\r\nHost: " + ipv4 + ":" +
-                              std::to_string(port) + "\r\nConnection: close\r\n\r\n";
   for (std::size_t sent = 0; sent < request.size();) {
     const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw std::runtime_error(std::string("http_get: send: ") + std::strerror(errno));
+    // The server may answer (and close) before reading everything, e.g. 431 for a huge head.
+    if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) break;
+    if (n <= 0) throw std::runtime_error(std::string("http: send: ") + std::strerror(errno));
     sent += static_cast<std::size_t>(n);
   }
   std::string raw;
@@ -59,10 +60,22 @@ inline HttpResponse http_get(const std::string& ipv4, int port, const std::strin
   for (;;) {
     const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw std::runtime_error(std::string("http_get: recv: ") + std::strerror(errno));
+    if (n < 0 && errno == ECONNRESET) break;
+    if (n < 0) throw std::runtime_error(std::string("http: recv: ") + std::strerror(errno));
     if (n == 0) break;
     raw.append(buffer, static_cast<std::size_t>(n));
   }
+  return raw;
+}
+
+// GETs http://<ipv4>:<port><path>. Throws std::runtime_error on connection failures, a timeout
+// (per send/receive call) or a response that is not HTTP.
+inline HttpResponse http_get(const std::string& ipv4, int port, const std::string& path,
+                             std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+  const std::string raw = http_exchange(ipv4, port,
+                                        "GET " + path + " HTTP/1.0\r\nHost: " + ipv4 + ":" +
+                                            std::to_string(port) + "\r\nConnection: close\r\n\r\n",
+                                        timeout);
   // "HTTP/1.x 200 OK\r\n...\r\n\r\nbody"
   const std::size_t head_end = raw.find("\r\n\r\n");
   if (raw.rfind("HTTP/", 0) != 0 || raw.size() < 12 || head_end == std::string::npos) {

@@ -208,5 +208,75 @@ TEST(MetricsSchema, ValidatesTheBindKey) {
   }
 }
 
+// The status code of a raw HTTP answer ("HTTP/1.0 431 ..."), 0 when there was none.
+int status_of(const std::string& raw) {
+  if (raw.rfind("HTTP/", 0) != 0 || raw.size() < 12) return 0;
+  return std::stoi(raw.substr(raw.find(' ') + 1, 3));
+}
+
+// Extracts the value of one sample line ("name{labels} value") from a text exposition.
+double sample(const std::string& text, const std::string& series) {
+  const std::string line = "\n" + series + " ";  // not the # HELP / # TYPE lines
+  const std::size_t at = ("\n" + text).find(line);
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + line.size() - 1));
+}
+
+TEST(MetricsServer, HostileRequestsAreRejectedCountedAndServingContinues) {
+  Registry r("reward");
+  r.counter("spotlight_reward_requests_total", "Requests.").inc(3);
+  MetricsServerOptions options{"127.0.0.1:0"};
+  options.max_request_bytes = 512;
+  options.request_timeout = std::chrono::milliseconds(300);
+  auto server = MetricsServer::start(r, options);
+  ASSERT_NE(server, nullptr);
+  const int port = server->port();
+  const auto exchange = [&](const std::string& request) {
+    return testing::http_exchange("127.0.0.1", port, request);
+  };
+  // Oversized head (no blank line within the cap): 431, whatever follows.
+  EXPECT_EQ(status_of(exchange("GET /metrics HTTP/1.1\r\nX: " + std::string(100000, 'a'))), 431);
+  EXPECT_EQ(status_of(exchange("\x16\x03\x01garbage\r\n\r\n")), 400);  // e.g. a TLS hello
+  EXPECT_EQ(status_of(exchange("GET metrics HTTP/1.1\r\n\r\n")), 400);
+  EXPECT_EQ(status_of(exchange("DELETE /metrics HTTP/1.1\r\n\r\n")), 405);
+  EXPECT_EQ(status_of(exchange("GET /admin HTTP/1.1\r\n\r\n")), 404);
+  // A client that never finishes its head is dropped without an answer (after request_timeout;
+  // the exchange returns when the server closes the connection).
+  EXPECT_EQ(exchange("GET /metrics HTTP/1.1\r\n"), "");
+
+  const auto response = testing::http_get("127.0.0.1", port, "/metrics");
+  ASSERT_EQ(response.status, 200);
+  const std::string& text = response.body;
+  EXPECT_EQ(sample(text, "spotlight_reward_requests_total"), 3) << text;
+  const std::string family = "spotlight_reward_rejected_http_requests_total";
+  EXPECT_EQ(sample(text, family + "{reason=\"too_large\"}"), 1) << text;
+  EXPECT_EQ(sample(text, family + "{reason=\"bad_request\"}"), 2) << text;
+  EXPECT_EQ(sample(text, family + "{reason=\"method\"}"), 1) << text;
+  EXPECT_EQ(sample(text, family + "{reason=\"not_found\"}"), 1) << text;
+  EXPECT_EQ(sample(text, family + "{reason=\"timeout\"}"), 1) << text;
+}
+
+TEST(MetricsServer, BindsOnlyTheConfiguredAddress) {
+  Registry r("reward");
+  auto server = MetricsServer::start(r, MetricsServerOptions{"127.0.0.1:0"});
+  ASSERT_NE(server, nullptr);
+  // Reachable on loopback, not on another local address of this host (when it has one).
+  EXPECT_EQ(testing::http_get("127.0.0.1", server->port(), "/metrics").status, 200);
+  EXPECT_THROW(testing::http_get("127.0.0.2", server->port(), "/metrics"), std::runtime_error);
+}
+
+TEST(MetricsServer, RequestLimitsAreValidated) {
+  Registry r("reward");
+  MetricsServerOptions tiny{"127.0.0.1:0"};
+  tiny.max_request_bytes = 10;
+  EXPECT_THROW(MetricsServer(r, tiny), std::invalid_argument);
+  MetricsServerOptions no_time{"127.0.0.1:0"};
+  no_time.request_timeout = std::chrono::milliseconds(0);
+  EXPECT_THROW(MetricsServer(r, no_time), std::invalid_argument);
+  const auto defaults = metrics_server_options(config::Config::load(metrics_schema()));
+  EXPECT_EQ(defaults.max_request_bytes, kDefaultMetricsMaxRequestBytes);
+  EXPECT_EQ(defaults.request_timeout, kDefaultMetricsRequestTimeout);
+}
+
 }  // namespace
 }  // namespace spotlight::metrics

@@ -198,6 +198,56 @@ TEST(RedisClientAuthTest, PasswordAndAclUser) {
   EXPECT_FALSE(wrong.connected());
 }
 
+TEST(RedisClientAuthTest, WrongPasswordErrorNamesUserAndEndpointButNotThePassword) {
+  SPOTLIGHT_REQUIRE_REDIS_SERVER();
+  RedisServerOptions with_password = without_aof();
+  with_password.password = "pw-default";
+  RedisServer server(with_password);
+  RedisClient(server.client_options())
+      .command({"ACL", "SETUSER", "bob", "on", ">bob-pw", "~*", "+@all"});
+  RedisOptions bob = server.client_options();
+  bob.user = "bob";
+  bob.password = "not-bobs-secret";
+  try {
+    RedisClient(bob).ping();
+    FAIL() << "expected WRONGPASS";
+  } catch (const RedisCommandError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(e.code(), "WRONGPASS") << what;
+    EXPECT_EQ(e.command(), "AUTH") << what;
+    EXPECT_NE(what.find("user 'bob'"), std::string::npos) << what;
+    EXPECT_NE(what.find(std::to_string(server.port())), std::string::npos) << what;
+    EXPECT_NE(what.find(kPasswordEnvVar), std::string::npos) << what;
+    EXPECT_EQ(what.find("not-bobs-secret"), std::string::npos) << what;
+  }
+}
+
+// Credentials from the environment only, re-sent on every new connection (here: after Redis
+// restarted, which drops every connection).
+TEST(RedisClientAuthTest, EnvCredentialsAuthenticateEveryReconnect) {
+  SPOTLIGHT_REQUIRE_REDIS_SERVER();
+  RedisServerOptions with_password = RedisServerOptions{};
+  with_password.password = "pw-default";
+  RedisServer server(with_password);
+  RedisClient(server.client_options())
+      .command({"ACL", "SETUSER", "carol", "on", ">carol-pw", "~*", "+@all"});
+  // ACL users do not survive a restart without an ACL file: re-create carol after it.
+  ::setenv(kUserEnvVar, "carol", 1);
+  ::setenv(kPasswordEnvVar, "carol-pw", 1);
+  RedisOptions from_env = server.client_options();
+  from_env.password.reset();
+  from_env = with_env_credentials(from_env);
+  ::unsetenv(kUserEnvVar);
+  ::unsetenv(kPasswordEnvVar);
+  RedisClient client(from_env);
+  EXPECT_EQ(client.command({"ACL", "WHOAMI"}).as_string(), "carol");
+  server.restart();
+  RedisClient(server.client_options())
+      .command({"ACL", "SETUSER", "carol", "on", ">carol-pw", "~*", "+@all"});
+  EXPECT_EQ(client.command({"ACL", "WHOAMI"}).as_string(), "carol");  // a new, authenticated one
+  EXPECT_GE(client.connections_opened(), 2u);
+}
+
 TEST(RedisClientRestartTest, DeadRedisIsTypedErrorThenReconnects) {
   SPOTLIGHT_REQUIRE_REDIS_SERVER();
   RedisServer server;

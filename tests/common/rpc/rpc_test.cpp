@@ -3,6 +3,7 @@
 #include <chrono>
 #include <future>
 #include <latch>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -383,6 +384,41 @@ TEST(Rpc, MalformedFramesAreAnsweredAndCounted) {
   EXPECT_EQ(handled.load(), 1);
   RpcClient client(s.endpoint());
   EXPECT_EQ(client.call("still serving", kLong), "echo:still serving");
+}
+
+TEST(Rpc, RejectsAreCountedByReasonAndReported) {
+  std::mutex reasons_mutex;
+  std::map<std::string, int> reasons;
+  RpcServerOptions options;
+  options.max_request_bytes = 16;
+  options.on_reject = [&](std::string_view reason) {
+    std::lock_guard lock(reasons_mutex);
+    ++reasons[std::string(reason)];
+  };
+  ServingServer s(echo, options);
+  zmq::context_t ctx;
+  zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(s.endpoint());
+  const int kMalformed = static_cast<int>(RpcStatus::kMalformed);
+  EXPECT_EQ(raw_status(dealer, {"junk"}), kMalformed);
+  EXPECT_EQ(raw_status(dealer, {"", request_header(1), "p", "extra"}), kMalformed);
+  EXPECT_EQ(raw_status(dealer, {"x", request_header(2), "p"}), kMalformed);
+  EXPECT_EQ(raw_status(dealer, {"", "short", "p"}), kMalformed);
+  EXPECT_EQ(raw_status(dealer, {"", request_header(3), std::string(17, 'x')}),
+            static_cast<int>(RpcStatus::kTooLarge));
+  EXPECT_EQ(raw_status(dealer, {"", request_header(4), std::string(16, 'x')}), 0);
+
+  const RpcServerCounters c = s.server().counters();
+  EXPECT_EQ(c.malformed, 5u);
+  EXPECT_EQ(c.rejected_frame_count, 2u);
+  EXPECT_EQ(c.rejected_delimiter, 1u);
+  EXPECT_EQ(c.rejected_header, 1u);
+  EXPECT_EQ(c.rejected_too_large, 1u);
+  EXPECT_EQ(c.requests, 1u);
+  std::lock_guard lock(reasons_mutex);  // the replies above were sent after the callbacks ran
+  EXPECT_EQ(reasons, (std::map<std::string, int>{
+                         {"frame_count", 2}, {"delimiter", 1}, {"header", 1}, {"too_large", 1}}));
 }
 
 TEST(Rpc, OversizedRequestsAreRejected) {

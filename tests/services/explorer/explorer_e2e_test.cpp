@@ -275,5 +275,53 @@ TEST_F(ExplorerBinaryTest, SigtermMidRunExitsInGraceAndLosesNoTask) {
             << summary_line(process.output()) << "\n";
 }
 
+// Issue #4: a preemption notice file (as a node agent would drop it) makes the explorer commit
+// its chunk in flight and exit 0; a second explorer resumes the committed tasks from their step.
+TEST_F(ExplorerBinaryTest, NoticeFileCommitsTheChunkInFlightAndAnotherExplorerResumesIt) {
+  SPOTLIGHT_REQUIRE_EXPLORER_BINARY();
+  constexpr auto kLeaseTimeout = 600s;
+  constexpr int kLongSteps = 3000;  // one chunk of 4 that takes seconds: the notice lands inside
+  start_run("e2e-notice", kLeaseTimeout);
+  const auto tasks = testing::seed_tasks(run_id_, 0, 1, 4, 0, kLongSteps);
+  ASSERT_EQ(testing::enqueue(*queue_, tasks), 4);
+  char dir_template[] = "/tmp/explorer-notice-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir_template), nullptr);
+  const std::filesystem::path dir = dir_template;
+  const auto notice = dir / "preempted";
+  auto a = args("e2e-n1", kLeaseTimeout);
+  for (const std::string& extra :
+       {std::string("--set"), "explorer.preemption_notice_file=" + notice.string(),
+        std::string("--set"), std::string("explorer.preemption_poll_ms=20")})
+    a.push_back(extra);
+  ExplorerProcess first(a);
+  ASSERT_TRUE(wait_for([&] { return kv_->counter("explorer:sample_steps") > 0; }, kWait))
+      << first.output();
+  std::ofstream(notice) << "spot instance reclaim\n";
+  const auto status = first.wait_exit(std::chrono::seconds(kGraceSeconds));
+  ASSERT_TRUE(status) << "still running after the notice\n" << first.output();
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << first.output();
+  EXPECT_NE(first.output().find("preemption notice: spot instance reclaim"), std::string::npos)
+      << first.output();
+  EXPECT_EQ(queue_->result_count(), 0) << "the chunk finished before the notice: vacuous";
+  std::int64_t committed_steps = 0;
+  for (const auto& t : tasks) {
+    const auto bytes = kv_->get("inflight:" + t.id);
+    ASSERT_TRUE(bytes.has_value()) << t.id << " was not committed\n" << first.output();
+    const auto c = wire::InflightCommit::decode(*bytes);
+    EXPECT_GT(c.step_index, 0);
+    EXPECT_LT(c.step_index, kLongSteps);
+    committed_steps += c.step_index;
+  }
+
+  ExplorerProcess second(args("e2e-n2", kLeaseTimeout));
+  ASSERT_TRUE(wait_for([&] { return queue_->result_count() == 4; }, kWait)) << second.output();
+  EXPECT_EQ(kv_->counter("explorer:resumed_steps"), committed_steps);
+  // No step computed twice: the first explorer's steps plus the second's are exactly the job.
+  EXPECT_EQ(kv_->counter("explorer:sample_steps"), 4 * kLongSteps);
+  EXPECT_NE(second.output().find("resuming 4 committed task(s)"), std::string::npos)
+      << second.output();
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace spotlight::explorer

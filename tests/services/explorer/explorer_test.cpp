@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -75,6 +76,34 @@ class GateReward final : public reward::RewardFunction {
   bool open_ = false;
 };
 
+// The run's KV store with a hook on add() (the explorer adds to explorer:sample_steps after every
+// sampler step): lets a test act at an exact step boundary of the explorer's thread.
+class HookedKv final : public store::KeyValueStore {
+ public:
+  HookedKv(const redis::RedisOptions& redis, std::string prefix)
+      : inner_(redis, std::move(prefix)) {}
+  std::function<void(std::string_view key, std::int64_t delta)> on_add;
+
+  void put(std::string_view k, std::string_view v) override { inner_.put(k, v); }
+  bool put_if_absent(std::string_view k, std::string_view v) override {
+    return inner_.put_if_absent(k, v);
+  }
+  std::optional<std::string> get(std::string_view k) override { return inner_.get(k); }
+  bool erase(std::string_view k) override { return inner_.erase(k); }
+  std::int64_t add(std::string_view k, std::int64_t delta) override {
+    const auto n = inner_.add(k, delta);
+    if (on_add) on_add(k, delta);
+    return n;
+  }
+  std::int64_t counter(std::string_view k) override { return inner_.counter(k); }
+  bool wait(std::span<const std::string> keys, std::chrono::milliseconds timeout) override {
+    return inner_.wait(keys, timeout);
+  }
+
+ private:
+  store::RedisKeyValueStore inner_;
+};
+
 // One explorer on its own thread with its own connections, policy, reward and metrics.
 class Worker {
  public:
@@ -106,13 +135,23 @@ class Worker {
     return reason_;
   }
   void request_stop() { thread_.request_stop(); }
+  // Requests a stop from the explorer's own thread once it has computed `steps` sampler steps:
+  // the chunk in flight then stops at that exact step boundary.
+  void stop_after_steps(std::int64_t steps) {
+    kv_.on_add = [this, steps, done = std::int64_t{0}](std::string_view key,
+                                                       std::int64_t delta) mutable {
+      if (key != kSampleStepsKey) return;
+      done += delta;
+      if (done >= steps) thread_.request_stop();
+    };
+  }
   bool returned() const { return returned_; }
   const ExplorerMetrics& metrics() const { return explorer_.metrics(); }
 
  private:
   queue::RedisLeaseQueue queue_;
   store::RedisWeightStore weights_;
-  store::RedisKeyValueStore kv_;
+  HookedKv kv_;
   std::unique_ptr<reward::RewardFunction> reward_;
   std::unique_ptr<policy::Policy> policy_;
   metrics::Registry registry_;
@@ -491,6 +530,120 @@ TEST_F(ExplorerTest, StopReleasesLeasedTasksForAnotherExplorer) {
     EXPECT_EQ(result(tasks[i].id)->explorer_id, "b");
   expect_results_match(tasks, 1);
   EXPECT_EQ(queue_->stats().acked_total, 4);
+}
+
+// Issue #4: a notice mid-chunk stops at the next step boundary, commits every sample of the
+// chunk (latent, step, seed, weights version) before releasing it, and the next explorer resumes
+// each from its step: the same images (rewards bit for bit) as an uninterrupted run with the same
+// weights and batch, and no sampler step computed twice.
+TEST_F(ExplorerTest, NoticeCommitsInFlightSamplesAndAnotherExplorerResumesThemBitEqual) {
+  constexpr int kLongSteps = 8;
+  constexpr int kStopStep = 3;
+  auto p0 = testing::micro_policy(13);
+  publish(0, *p0);
+  DenseReward dense;
+  const auto tasks = testing::seed_tasks(kRunId, 1, 2, 2, 0, kLongSteps);
+  sampler::SamplerOptions sde;
+  sde.steps = kLongSteps;
+  const auto expect = testing::reference_rewards(*p0, tasks, 4, dense, sde);
+  testing::enqueue(*queue_, tasks);
+
+  auto a = worker(options("a"));
+  a->stop_after_steps(4 * kStopStep);
+  a->start();
+  ASSERT_TRUE(wait_for([&] { return a->returned(); }, kWait));
+  EXPECT_EQ(a->stop(), ExitReason::kStopped);
+  EXPECT_EQ(a->metrics().inflight_commits.value(), 4);
+  EXPECT_EQ(a->metrics().tasks_released.value(), 4);
+  EXPECT_EQ(a->metrics().tasks_completed.value(), 0);
+  EXPECT_EQ(a->metrics().sample_steps.value(), 4 * kStopStep);
+  for (const auto& t : tasks) {
+    const auto bytes = kv_->get(InflightStore::key(t.id));
+    ASSERT_TRUE(bytes.has_value()) << t.id;
+    const auto commit = wire::InflightCommit::decode(*bytes);
+    EXPECT_EQ(commit.task_id, t.id);
+    EXPECT_EQ(commit.seed, t.task.seed);
+    EXPECT_EQ(commit.step_index, kStopStep);
+    EXPECT_EQ(commit.weights_version, 0);
+    EXPECT_EQ(commit.latent_shape.size(), 3u);
+  }
+
+  auto b = worker(options("b"));
+  b->start();
+  ASSERT_TRUE(wait_for([&] { return all_done(tasks); }, kWait));
+  EXPECT_EQ(b->metrics().resumes.value(), 4);
+  EXPECT_EQ(b->metrics().discarded_commits.value(), 0);
+  EXPECT_EQ(b->metrics().sample_steps.value(), 4 * (kLongSteps - kStopStep));
+  EXPECT_EQ(rewards_of(tasks), expect);  // bit for bit
+  for (const auto& t : tasks) {
+    EXPECT_EQ(result(t.id)->explorer_id, "b");
+    EXPECT_FALSE(kv_->get(InflightStore::key(t.id)).has_value()) << "commit left behind";
+  }
+  // Across both explorers every step was computed once.
+  EXPECT_EQ(kv_->counter(kSampleStepsKey), 4 * kLongSteps);
+  EXPECT_EQ(kv_->counter(kResumedStepsKey), 4 * kStopStep);
+  EXPECT_EQ(queue_->stats().acked_total, 4);
+}
+
+TEST_F(ExplorerTest, WithoutCommitsAStoppedChunkRestartsFromStepZero) {
+  constexpr int kLongSteps = 8;
+  constexpr int kStopStep = 3;
+  auto p0 = testing::micro_policy(14);
+  publish(0, *p0);
+  DenseReward dense;
+  const auto tasks = testing::seed_tasks(kRunId, 1, 2, 2, 0, kLongSteps);
+  sampler::SamplerOptions sde;
+  sde.steps = kLongSteps;
+  const auto expect = testing::reference_rewards(*p0, tasks, 4, dense, sde);
+  testing::enqueue(*queue_, tasks);
+
+  auto oa = options("a");
+  oa.commit_inflight = false;
+  auto a = worker(oa);
+  a->stop_after_steps(4 * kStopStep);
+  a->start();
+  ASSERT_TRUE(wait_for([&] { return a->returned(); }, kWait));
+  EXPECT_EQ(a->stop(), ExitReason::kStopped);
+  EXPECT_EQ(a->metrics().inflight_commits.value(), 0);
+  EXPECT_EQ(a->metrics().tasks_released.value(), 4);
+
+  auto b = worker(options("b"));
+  b->start();
+  ASSERT_TRUE(wait_for([&] { return all_done(tasks); }, kWait));
+  EXPECT_EQ(b->metrics().resumes.value(), 0);
+  EXPECT_EQ(rewards_of(tasks), expect);
+  // The stopped steps were computed again.
+  EXPECT_EQ(kv_->counter(kSampleStepsKey), 4 * (kLongSteps + kStopStep));
+}
+
+TEST_F(ExplorerTest, ACommitOfOtherWeightsIsDiscardedAndTheTaskRestarts) {
+  constexpr int kLongSteps = 8;
+  auto p0 = testing::micro_policy(15);
+  auto p1 = testing::micro_policy(16);
+  publish(0, *p0);
+  DenseReward dense;
+  const auto tasks = testing::seed_tasks(kRunId, 1, 2, 2, 0, kLongSteps);
+  sampler::SamplerOptions sde;
+  sde.steps = kLongSteps;
+  testing::enqueue(*queue_, tasks);
+  auto a = worker(options("a"));
+  a->stop_after_steps(4 * 2);
+  a->start();
+  ASSERT_TRUE(wait_for([&] { return a->returned(); }, kWait));
+  EXPECT_EQ(a->stop(), ExitReason::kStopped);
+  EXPECT_EQ(a->metrics().inflight_commits.value(), 4);
+
+  publish(1, *p1);  // a newer version: the next explorer loads it, the commits were made with 0
+  const auto expect = testing::reference_rewards(*p1, tasks, 4, dense, sde);
+  auto b = worker(options("b"));
+  b->start();
+  ASSERT_TRUE(wait_for([&] { return all_done(tasks); }, kWait));
+  EXPECT_EQ(b->metrics().resumes.value(), 0);
+  EXPECT_EQ(b->metrics().discarded_commits.value(), 4);
+  EXPECT_EQ(versions_of(tasks), std::vector<std::int64_t>(4, 1));
+  EXPECT_EQ(rewards_of(tasks), expect);
+  for (const auto& t : tasks)
+    EXPECT_FALSE(kv_->get(InflightStore::key(t.id)).has_value());
 }
 
 TEST_F(ExplorerTest, SurvivesARedisOutage) {

@@ -6,19 +6,30 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <future>
 #include <optional>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
 
+#include "common/bus/curve.hpp"
+#include "common/bus/curve_config.hpp"
+#include "common/rpc/client.hpp"
+#include "common/rpc/errors.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/render.hpp"
 #include "services/reward/remote_reward.hpp"
@@ -234,6 +245,243 @@ TEST(RewardBinary, RejectsAnUnusableConfigurationAtStart) {
     EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 2) << process.output();
     EXPECT_NE(process.output().find(c.in_message), std::string::npos) << process.output();
   }
+}
+
+// Scores 2 images through `remote`; true when both came back.
+bool scores_two(RemoteReward& remote) {
+  const task::TaskOptions task;
+  const task::PromptGenerator generator(task);
+  std::vector<task::Prompt> prompts = {generator.sample(1), generator.sample(2)};
+  std::vector<task::Image> images = {task::render(prompts[0], 1, task),
+                                     task::render(prompts[1], 2, task)};
+  return remote.score(prompts, images).size() == 2;
+}
+
+// "tcp://127.0.0.1:PORT" -> PORT; "http://127.0.0.1:PORT/metrics" -> PORT.
+int port_of(const std::string& url) {
+  std::smatch m;
+  if (!std::regex_search(url, m, std::regex(R"(:(\d+))"))) return -1;
+  return std::stoi(m[1].str());
+}
+
+// The value of the sample `series` ("name{labels}") in a text exposition, -1 when absent.
+double sample(const std::string& text, const std::string& series) {
+  const std::string line = "\n" + series + " ";
+  const std::size_t at = ("\n" + text).find(line);
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + line.size() - 1));
+}
+
+// Sends `frames` on a DEALER and returns the status byte of the reply (-1: no reply in time).
+int rpc_status(zmq::socket_t& dealer, const std::vector<std::string>& frames) {
+  std::vector<zmq::message_t> out;
+  for (const auto& f : frames)
+    out.emplace_back(f.data(), f.size());
+  zmq::send_multipart(dealer, out);
+  zmq::pollitem_t item{dealer.handle(), 0, ZMQ_POLLIN, 0};
+  if (zmq::poll(&item, 1, std::chrono::milliseconds(kStartTimeout)) == 0) return -1;
+  std::vector<zmq::message_t> reply;
+  if (!zmq::recv_multipart(dealer, std::back_inserter(reply))) return -1;
+  if (reply.size() != 3 || reply[1].size() != 10) return -2;
+  return reply[1].data<std::uint8_t>()[9];
+}
+
+std::string request_header(std::uint64_t id) {
+  std::string h(1, '\x01');
+  for (int i = 7; i >= 0; --i)
+    h.push_back(static_cast<char>((id >> (8 * i)) & 0xff));
+  return h;
+}
+
+// Connects a raw TCP socket and sends `bytes`. With `expect_close`, waits until the peer closes
+// the connection and returns whether it did; else closes it at once and returns true.
+bool send_raw(int port, const std::string& bytes, bool expect_close) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  timeval tv{static_cast<time_t>(kStartTimeout.count()), 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  bool ok = false;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) {
+    ok = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+    char buffer[256];
+    while (ok && expect_close) {
+      const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+      if (n > 0) continue;  // the server's ZMTP greeting
+      ok = n == 0 || errno == ECONNRESET;
+      break;
+    }
+  }
+  ::close(fd);
+  return ok;
+}
+
+// A ZMTP 3.0 greeting asking for the CURVE mechanism (the service speaks NULL): a protocol error.
+std::string zmtp_greeting_with_wrong_mechanism() {
+  std::string g(64, '\0');
+  g[0] = '\xff';
+  g[9] = '\x7f';
+  g[10] = 3;  // version 3.0
+  g.replace(12, 5, "CURVE");
+  return g;
+}
+
+// Garbage and oversized messages on both listening sockets of the real service (ZeroMQ ROUTER and
+// HTTP /metrics): each is rejected with an answer where one is possible, counted by reason, and
+// the service keeps answering valid requests.
+TEST(RewardBinary, HostileInputOnEverySocketIsRejectedCountedAndServingContinues) {
+  SPOTLIGHT_REQUIRE_REWARD_BINARY();
+  RewardProcess process({"--set", "reward.bind=tcp://127.0.0.1:*", "--set",
+                         "metrics.bind=127.0.0.1:0", "--set", "reward.batch_window_ms=1", "--set",
+                         "reward.max_request_bytes=1048576", "--set",
+                         "metrics.max_request_bytes=1024"});
+  const auto metrics_url =
+      process.wait_for_line(std::regex(R"(metrics on (http://\S+))"), kStartTimeout);
+  ASSERT_TRUE(metrics_url) << process.output();
+  const auto endpoint =
+      process.wait_for_line(std::regex(R"(listening on (tcp://\S+))"), kStartTimeout);
+  ASSERT_TRUE(endpoint) << process.output();
+  const int http_port = port_of(*metrics_url);
+
+  // ZeroMQ: raw TCP garbage. A greeting libzmq can judge is refused at once; other bytes are
+  // taken for an old ZMTP 1.0 peer and never become a message. Neither disturbs the service.
+  const int zmq_port = port_of(*endpoint);
+  EXPECT_TRUE(send_raw(zmq_port, zmtp_greeting_with_wrong_mechanism(), true));
+  EXPECT_TRUE(send_raw(zmq_port, std::string(4096, '\x7f'), false));
+  EXPECT_TRUE(send_raw(zmq_port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", false));
+  // ZeroMQ: well-formed ZMTP, broken RPC framing or payloads.
+  zmq::context_t ctx;
+  zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(*endpoint);
+  const int kMalformed = static_cast<int>(rpc::RpcStatus::kMalformed);
+  EXPECT_EQ(rpc_status(dealer, {"junk"}), kMalformed);
+  EXPECT_EQ(rpc_status(dealer, {"x", request_header(1), "p"}), kMalformed);
+  EXPECT_EQ(rpc_status(dealer, {"", "short", "p"}), kMalformed);
+  EXPECT_EQ(rpc_status(dealer, {"", request_header(2), std::string(2 << 20, 'x')}),
+            static_cast<int>(rpc::RpcStatus::kTooLarge));
+  // Passes the RPC layer, fails to decode: an ok RPC carrying an error RewardReply.
+  EXPECT_EQ(rpc_status(dealer, {"", request_header(3), "\xc1 not msgpack"}), 0);
+  // HTTP: an oversized head and a garbage request line.
+  const std::string huge = "GET /metrics HTTP/1.1\r\nX: " + std::string(64 * 1024, 'a');
+  EXPECT_EQ(testing::http_exchange("127.0.0.1", http_port, huge).substr(0, 12), "HTTP/1.0 431");
+  EXPECT_EQ(
+      testing::http_exchange("127.0.0.1", http_port, "\x16\x03\x01\x02\xff\r\n\r\n").substr(0, 12),
+      "HTTP/1.0 400");
+
+  // Still serving, and every reject is counted.
+  RemoteRewardOptions options;
+  options.endpoint = *endpoint;
+  options.rpc.timeout = 5s;
+  RemoteReward remote(options);
+  EXPECT_TRUE(scores_two(remote));
+  const auto scrape = testing::http_get("127.0.0.1", http_port, "/metrics");
+  ASSERT_EQ(scrape.status, 200);
+  const std::string& text = scrape.body;
+  const std::string rejected = "spotlight_reward_rejected_messages_total";
+  EXPECT_EQ(sample(text, rejected + "{reason=\"frame_count\"}"), 1) << text;
+  EXPECT_EQ(sample(text, rejected + "{reason=\"delimiter\"}"), 1) << text;
+  EXPECT_EQ(sample(text, rejected + "{reason=\"header\"}"), 1) << text;
+  EXPECT_EQ(sample(text, rejected + "{reason=\"too_large\"}"), 1) << text;
+  EXPECT_EQ(sample(text, rejected + "{reason=\"not_msgpack\"}"), 1) << text;
+  const std::string http = "spotlight_reward_rejected_http_requests_total";
+  EXPECT_EQ(sample(text, http + "{reason=\"too_large\"}"), 1) << text;
+  EXPECT_EQ(sample(text, http + "{reason=\"bad_request\"}"), 1) << text;
+  EXPECT_EQ(sample(text, "spotlight_reward_images_scored_total"), 2) << text;
+  // The refused greeting is a failed handshake; the raw garbage peers may add to it when they
+  // hang up mid-handshake. The server counts monitor events asynchronously: poll for it.
+  const std::string handshake = rejected + "{reason=\"handshake\"}";
+  const auto deadline = Clock::now() + kStartTimeout;
+  double handshakes = sample(text, handshake);
+  while (handshakes < 1 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+    handshakes = sample(testing::http_get("127.0.0.1", http_port, "/metrics").body, handshake);
+  }
+  EXPECT_GE(handshakes, 1) << text;
+
+  process.signal(SIGTERM);
+  const auto status = process.wait_exit(kStopTimeout);
+  ASSERT_TRUE(status);
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << process.output();
+}
+
+class KeyDir {
+ public:
+  KeyDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "spotlight-keys-XXXXXX");
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~KeyDir() { std::filesystem::remove_all(path_); }
+  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// CURVE on the reward service with keys from files made by spotlight-keygen: an encrypted client
+// with the server's public key is answered; a client with another server key, or in plain text,
+// is refused (its handshake fails, so it times out) and the service keeps serving.
+TEST(RewardBinary, CurveEncryptionWithKeyFilesAndWrongKeysRefused) {
+  SPOTLIGHT_REQUIRE_REWARD_BINARY();
+  if (!bus::curve_available()) GTEST_SKIP() << "libzmq built without CURVE";
+  KeyDir keys;
+  const std::string keygen =
+      std::string(std::getenv("SPOTLIGHT_BINARY_DIR")) + "/services/keygen/spotlight-keygen";
+  ASSERT_EQ(
+      std::system((keygen + " " + keys / "reward.key" + " " + keys / "reward.pub" + " > /dev/null")
+                      .c_str()),
+      0);
+  ASSERT_EQ(
+      std::system(
+          (keygen + " " + keys / "other.key" + " " + keys / "other.pub" + " > /dev/null").c_str()),
+      0);
+  EXPECT_EQ(
+      std::filesystem::status(keys / "reward.key").permissions() & std::filesystem::perms::all,
+      std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+
+  RewardProcess process({"--set", "reward.bind=tcp://127.0.0.1:*", "--set",
+                         "metrics.bind=", "--set", "reward.batch_window_ms=1", "--set",
+                         "reward.curve.server_secret_file=" + keys / "reward.key"});
+  const auto endpoint =
+      process.wait_for_line(std::regex(R"(listening on (tcp://\S+))"), kStartTimeout);
+  ASSERT_TRUE(endpoint) << process.output();
+
+  const auto client = [&](std::optional<std::string> server_public_file) {
+    RemoteRewardOptions options;
+    options.endpoint = *endpoint;
+    options.rpc.timeout = 500ms;
+    options.rpc.retries = 0;
+    if (server_public_file) {
+      bus::CurveClientKeys k;
+      k.own = bus::generate_curve_keypair();
+      k.server_public_key = bus::load_curve_public_key(*server_public_file);
+      options.rpc.curve.client = k;
+    }
+    return std::make_unique<RemoteReward>(options);
+  };
+  auto good = client(keys / "reward.pub");
+  EXPECT_TRUE(scores_two(*good));
+  EXPECT_THROW(scores_two(*client(keys / "other.pub")), rpc::RpcTimeout);  // wrong server key
+  EXPECT_THROW(scores_two(*client(std::nullopt)), rpc::RpcTimeout);        // plain text
+  EXPECT_TRUE(scores_two(*good));
+
+  process.signal(SIGTERM);
+  const auto status = process.wait_exit(kStopTimeout);
+  ASSERT_TRUE(status);
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << process.output();
+
+  // A key file that is not a key pair stops the service at start, naming the key.
+  RewardProcess bad({"--set", "reward.bind=tcp://127.0.0.1:*", "--set", "metrics.bind=", "--set",
+                     "reward.curve.server_secret_file=" + keys / "reward.pub"});
+  const auto bad_status = bad.wait_exit(kStopTimeout);
+  ASSERT_TRUE(bad_status);
+  EXPECT_TRUE(WIFEXITED(*bad_status) && WEXITSTATUS(*bad_status) == 2) << bad.output();
+  EXPECT_NE(bad.output().find("reward.curve.server_secret_file"), std::string::npos)
+      << bad.output();
 }
 
 }  // namespace

@@ -17,12 +17,12 @@
 #include "common/reward/reward_function.hpp"
 #include "common/rpc/client.hpp"
 #include "common/rpc/errors.hpp"
+#include "common/signals/stop_signals.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/render.hpp"
 #include "common/wire/messages.hpp"
 #include "services/reward/remote_reward.hpp"
 #include "services/reward/reward_config.hpp"
-#include "common/signals/stop_signals.hpp"
 #include "tests/common/metrics/http_get.hpp"
 
 namespace spotlight::reward {
@@ -408,6 +408,7 @@ TEST(RewardConfig, DefaultsAndTranslation) {
   EXPECT_EQ(o.max_batch, 9u);
   EXPECT_EQ(o.task.image_size, 64);
   EXPECT_EQ(o.max_request_bytes, 4096u);
+  EXPECT_FALSE(o.curve.enabled());  // plain text unless a key file is configured
 }
 
 TEST(RewardConfig, UnknownFunctionsAndMismatchedWeightsAreRejected) {
@@ -442,6 +443,7 @@ TEST(RemoteRewardConfig, ClientKeys) {
   EXPECT_EQ(o.rpc.timeout, 1234ms);
   EXPECT_EQ(o.rpc.retries, 0);
   EXPECT_EQ(o.max_images_per_request, 16u);
+  EXPECT_FALSE(o.rpc.curve.enabled());
 }
 
 TEST(StopSignals, ASignalOrAStopRequestEndsTheWait) {

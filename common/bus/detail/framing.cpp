@@ -1,0 +1,67 @@
+#include "common/bus/detail/framing.hpp"
+
+namespace spotlight::bus::detail {
+
+std::string encode_u64(std::uint64_t value) {
+  std::string out(8, '\0');
+  for (int i = 7; i >= 0; --i) {
+    out[static_cast<std::size_t>(i)] = static_cast<char>(value & 0xff);
+    value >>= 8;
+  }
+  return out;
+}
+
+std::optional<std::uint64_t> decode_u64(std::string_view bytes) {
+  if (bytes.size() != 8) return std::nullopt;
+  std::uint64_t value = 0;
+  for (const char c : bytes)
+    value = (value << 8) | static_cast<std::uint8_t>(c);
+  return value;
+}
+
+std::string_view to_string(FrameReject reject) {
+  switch (reject) {
+    case FrameReject::kNone:
+      return "none";
+    case FrameReject::kFrameCount:
+      return "frame_count";
+    case FrameReject::kDelimiter:
+      return "delimiter";
+    case FrameReject::kHeader:
+      return "header";
+    case FrameReject::kTooLarge:
+      return "too_large";
+    case FrameReject::kBadCommand:
+      return "bad_command";
+    case FrameReject::kHandshake:
+      return "handshake";
+  }
+  return "unknown";
+}
+
+ParsedNotice parse_notice(std::span<const std::string_view> frames) {
+  ParsedNotice out;
+  if (frames.size() != kNoticeFrames) {
+    out.reject = FrameReject::kFrameCount;
+    return out;
+  }
+  const auto version = decode_u64(frames[1]);
+  if (!version) {
+    out.reject = FrameReject::kHeader;
+    return out;
+  }
+  out.topic = frames[0];
+  out.version = *version;
+  out.payload = frames[2];
+  out.control = out.topic.starts_with(kAckTopicPrefix);
+  return out;
+}
+
+std::optional<Subscription> parse_subscription(std::string_view frame) {
+  if (frame.empty()) return std::nullopt;
+  const auto kind = static_cast<unsigned char>(frame.front());
+  if (kind != 0 && kind != 1) return std::nullopt;
+  return Subscription{kind == 1, frame.substr(1)};
+}
+
+}  // namespace spotlight::bus::detail

@@ -1,0 +1,37 @@
+#include "common/cost/cost_flusher.hpp"
+
+#include <exception>
+
+#include "common/log/log.hpp"
+
+namespace spotlight::cost {
+
+CostFlusher::CostFlusher(CostReporter& reporter, std::function<void()> update,
+                         std::chrono::milliseconds period)
+    : reporter_(reporter), update_(std::move(update)), period_(period) {
+  thread_ = std::jthread([this](std::stop_token stop) {
+    while (!stop.stop_requested()) {
+      {
+        std::unique_lock lock(mutex_);
+        wake_.wait_for(lock, stop, period_, [] { return false; });
+      }
+      flush_once();
+    }
+  });
+}
+
+CostFlusher::~CostFlusher() {
+  thread_.request_stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void CostFlusher::flush_once() {
+  try {
+    if (update_) update_();
+    reporter_.flush();
+  } catch (const std::exception& e) {
+    log::warn("cost ledger flush failed (retrying next period): {}", e.what());
+  }
+}
+
+}  // namespace spotlight::cost

@@ -1,0 +1,247 @@
+// Issue #4, the chaos test: the whole system as processes (redis-server with AOF, reward, planner,
+// trainer in exploration.mode=async) while spotlight-chaos replays a real spot availability trace
+// (time-scaled) by starting explorers and preempting them with SIGTERM (+ grace: in-flight
+// commits) and SIGKILL (leases come back through the planner's reaper or expiry). On top, the
+// trainer and the planner are SIGKILLed once each mid-run and restarted, and Redis is SIGKILLed
+// and restarted from its AOF once. The job must finish with:
+//   - every task of every iteration with exactly one result, each acknowledged exactly once;
+//   - every result acknowledged before the Redis kill still there, byte for byte, after it;
+//   - the trainer's iterations an unbroken sequence (-1 = base validation, 0..K-1, each once);
+//   - nothing leased or dead-lettered at the end, and every explored prompt served.
+// What it does not check: that the validation score rises. The micro model that fits a CI budget
+// scores 0 before and after a short post-training (measured; see the issue #4 report), so such a
+// check could not fail for the right reason; the long chaos run reports the scores instead.
+#include <fstream>
+#include <map>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <signal.h>
+
+#include "common/queue/redis_lease_queue.hpp"
+#include "common/run/run_config.hpp"
+#include "common/run/schedule.hpp"
+#include "common/store/redis_key_value_store.hpp"
+#include "common/wire/messages.hpp"
+#include "tests/common/process/process.hpp"
+#include "tests/common/redis/redis_server.hpp"
+#include "tests/common/redis/wait_for.hpp"
+
+namespace spotlight {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Process;
+using testing::wait_for;
+
+constexpr int kIterations = 10;
+constexpr int kPrompts = 2;
+constexpr int kCandidates = 8;
+constexpr auto kJobTimeout = 600s;
+
+std::size_t lines_of(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);)
+    n += line.empty() ? 0 : 1;
+  return n;
+}
+
+TEST(ChaosJob, PreemptionsAndCrashesLoseNothingAndCountNothingTwice) {
+  SPOTLIGHT_REQUIRE_REDIS_SERVER();
+  const char* source = std::getenv("SPOTLIGHT_SOURCE_DIR");
+  if (source == nullptr) GTEST_SKIP() << "SPOTLIGHT_SOURCE_DIR is not set (run through ctest)";
+  const auto trace = std::filesystem::path(source) / "deploy/traces" /
+                     "availability_16-node_aws-08-27-2023_us-west-2a_v100_1.json";
+  testing::RedisServer redis;  // appendonly yes, appendfsync always
+  const auto dir = testing::make_temp_dir("spotlight-chaos");
+  const std::string run_id = "chaos";
+  const int reward_port = testing::free_port();
+  const int bus_port = testing::free_port();
+  const std::vector<std::string> run_args{
+      "--set", "run.id=" + run_id,
+      "--set", "run.dir=" + (dir / "run").string(),
+      "--set", "redis.port=" + std::to_string(redis.port()),
+      "--set", "reward.endpoint=tcp://127.0.0.1:" + std::to_string(reward_port),
+      "--set", "bus.trainer_endpoint=tcp://127.0.0.1:" + std::to_string(bus_port),
+      "--set", "model.preset=micro",
+      "--set", "exploration.mode=async",
+      "--set", "exploration.candidates=" + std::to_string(kCandidates),
+      "--set", "exploration.max_wait_seconds=300",
+      "--set", "exploration.lease_timeout_ms=5000",
+      "--set", "exploration.max_deliveries=50",
+      "--set", "trainer.iterations=" + std::to_string(kIterations),
+      "--set", "trainer.prompts_per_iteration=" + std::to_string(kPrompts),
+      "--set", "trainer.group_size=4",
+      "--set", "trainer.micro_batch=4",
+      "--set", "sampler.steps=8",
+      "--set", "validation.prompts=4",
+      "--set", "validation.steps=3",
+      "--set", "validation.every=5",
+      "--set", "audit.every=5",
+      "--set", "audit.prompts=1",
+      "--set", "run.threads=1",
+      "--set", "explorer.batch=4",
+      "--set", "explorer.heartbeat_ms=200",
+      "--set", "explorer.grace_seconds=5",
+      "--set", "planner.poll_ms=50",
+  };
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = run_args;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const auto trainer_binary = testing::binary_path("services/trainer/spotlight-trainer");
+  const auto planner_binary = testing::binary_path("services/planner/spotlight-planner");
+  Process reward(testing::binary_path("services/reward/spotlight-reward"),
+                 {"--set", "reward.bind=tcp://127.0.0.1:" + std::to_string(reward_port)},
+                 dir / "reward.log");
+  auto planner = std::make_unique<Process>(planner_binary, run_args, dir / "planner.log");
+  auto trainer = std::make_unique<Process>(trainer_binary, with({"train"}), dir / "trainer.log");
+
+  // Explorers come and go with the trace: 4 at its peak, at least 1, a tick every 0.5 s, from a
+  // stretch of the trace with bursts of 3 (seed 1: the first burst has both SIGTERM and SIGKILL).
+  std::vector<std::string> chaos_args{
+      "--trace",
+      trace.string(),
+      "--time-scale",
+      "600",
+      "--max-explorers",
+      "4",
+      "--min-explorers",
+      "1",
+      "--kill-ratio",
+      "0.5",
+      "--seed",
+      "1",
+      "--start-tick",
+      "4599",
+      "--loop",
+      "--grace-seconds",
+      "5",
+      "--events",
+      (dir / "chaos-events.jsonl").string(),
+      "--summary",
+      (dir / "chaos-summary.json").string(),
+      "--log-dir",
+      (dir / "explorers").string(),
+      "--",
+      testing::binary_path("services/explorer/spotlight-explorer").string()};
+  for (const auto& a : with({"--set", "explorer.id=chaos-{n}"}))
+    chaos_args.push_back(a);
+  Process chaos(testing::binary_path("services/chaos/spotlight-chaos"), chaos_args,
+                dir / "chaos.log");
+
+  const auto metrics = dir / "run" / "metrics.jsonl";
+  const auto progressed = [&](std::size_t lines) {
+    return wait_for([&] { return lines_of(metrics) >= lines || !trainer->running(); }, kJobTimeout);
+  };
+  // 1. The trainer, SIGKILLed after two iterations (mid-way through the third), restarted.
+  ASSERT_TRUE(progressed(3));
+  ASSERT_TRUE(trainer->running()) << trainer->log_tail();
+  trainer->signal(SIGKILL);
+  ASSERT_EQ(trainer->wait(30s), std::optional<int>(128 + SIGKILL));
+  trainer = std::make_unique<Process>(trainer_binary, with({"train"}), dir / "trainer.log");
+  // 2. The planner, SIGKILLed and restarted.
+  planner->signal(SIGKILL);
+  ASSERT_EQ(planner->wait(30s), std::optional<int>(128 + SIGKILL));
+  planner = std::make_unique<Process>(planner_binary, run_args, dir / "planner.log");
+
+  // 3. Redis, SIGKILLed and restarted from its AOF, with the results acknowledged so far noted.
+  ASSERT_TRUE(progressed(6));
+  queue::LeaseQueueOptions queue_options;
+  queue_options.key_prefix = run::RunKeys(run_id).explore_queue;
+  std::map<std::string, std::string> acknowledged;
+  {
+    queue::RedisLeaseQueue queue(redis.client_options(), queue_options);
+    queue.for_each_result([&](std::string_view id, std::string_view r) {
+      acknowledged.emplace(std::string(id), std::string(r));
+    });
+  }
+  ASSERT_FALSE(acknowledged.empty());
+  redis.kill();
+  redis.start();
+  // The trainer does not ride out a Redis outage: a supervisor (here the test) restarts it and it
+  // resumes from its checkpoint. Everything else backs off and reconnects.
+  int trainer_restarts = 0;
+  std::optional<int> trainer_status;
+  for (;;) {
+    trainer_status = trainer->wait(kJobTimeout);
+    ASSERT_TRUE(trainer_status.has_value()) << "trainer did not finish\n" << trainer->log_tail();
+    if (*trainer_status == 0 || trainer_restarts >= 3) break;
+    ++trainer_restarts;
+    trainer = std::make_unique<Process>(trainer_binary, with({"train"}), dir / "trainer.log");
+  }
+  ASSERT_EQ(*trainer_status, 0) << trainer->log_tail();
+
+  // The planner stops by itself; the driver stops when an explorer finishes by itself.
+  const auto planner_status = planner->wait(60s);
+  ASSERT_TRUE(planner_status.has_value()) << planner->log_tail();
+  EXPECT_EQ(*planner_status, 0) << planner->log_tail();
+  const auto chaos_status = chaos.wait(60s);
+  if (!chaos_status) chaos.signal(SIGTERM);
+  ASSERT_EQ(chaos_status.value_or(chaos.wait(60s).value_or(-1)), 0) << chaos.log_tail();
+  reward.signal(SIGTERM);
+  EXPECT_EQ(reward.wait(30s), std::optional<int>(0)) << reward.log_tail();
+
+  // Preemptions of both kinds happened; every SIGTERM'd explorer exited 0 within its grace.
+  const auto summary = nlohmann::json::parse(std::ifstream(dir / "chaos-summary.json"));
+  std::cout << "[ info     ] chaos: " << summary.dump() << ", trainer restarts after the Redis "
+            << "kill: " << trainer_restarts << "\n";
+  EXPECT_GE(summary.at("terms").get<int>(), 1);
+  EXPECT_GE(summary.at("kills").get<int>(), 1);
+  EXPECT_EQ(summary.at("escalated").get<int>(), 0);
+  EXPECT_EQ(summary.at("failed_exits").get<int>(), 0);
+
+  // Exactly one result per scheduled task, each acknowledged once; nothing leased or dead.
+  queue::RedisLeaseQueue queue(redis.client_options(), queue_options);
+  const auto stats = queue.stats();
+  EXPECT_EQ(stats.leased, 0);
+  EXPECT_EQ(stats.dead_letters, 0);
+  EXPECT_EQ(stats.results, stats.acked_total) << "a result without its acknowledgement or reverse";
+  EXPECT_EQ(stats.results, kIterations * kPrompts * kCandidates);
+  for (int k = 0; k < kIterations; ++k) {
+    for (int i = 0; i < kPrompts; ++i) {
+      for (int j = 0; j < kCandidates; ++j) {
+        const auto id = run::seed_task_id(k, i, j);
+        const auto bytes = queue.result(id);
+        ASSERT_TRUE(bytes.has_value()) << id << " has no result";
+        const auto result = wire::SeedResult::decode(*bytes);
+        EXPECT_EQ(result.task_id, id);
+        EXPECT_EQ(result.seed, run::candidate_seed(0, k, i, j)) << id;
+      }
+    }
+  }
+  // Nothing acknowledged before the Redis kill was lost or changed.
+  for (const auto& [id, bytes] : acknowledged)
+    EXPECT_EQ(queue.result(id), std::optional<std::string>(bytes)) << id;
+
+  // The trainer's iterations: base validation, then 0..K-1, each exactly once, no fallback.
+  std::ifstream lines(metrics);
+  std::vector<int64_t> iterations;
+  int fallbacks = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const auto m = nlohmann::json::parse(line);
+    iterations.push_back(m.at("iteration").get<int64_t>());
+    fallbacks += m.value("fallback_prompts", 0);
+  }
+  std::vector<int64_t> expected{-1};
+  for (int k = 0; k < kIterations; ++k)
+    expected.push_back(k);
+  EXPECT_EQ(iterations, expected);
+  EXPECT_EQ(fallbacks, 0);
+
+  // Work accounting of the explorers (informational: how much the commits saved).
+  store::RedisKeyValueStore kv(redis.client_options(), run::RunKeys(run_id).prefix);
+  std::cout << "[ info     ] sampler steps computed " << kv.counter("explorer:sample_steps")
+            << " for " << kIterations * kPrompts * kCandidates * 8 << " needed; resumed "
+            << kv.counter("explorer:resumed_steps") << " committed steps; duplicate runs "
+            << stats.duplicate_results_total << "\n";
+  if (!::testing::Test::HasFailure() && std::getenv("SPOTLIGHT_KEEP_TEST_DIR") == nullptr) {
+    std::filesystem::remove_all(dir);
+  }
+}
+
+}  // namespace
+}  // namespace spotlight
