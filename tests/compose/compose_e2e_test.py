@@ -129,7 +129,7 @@ def build_image(source, build):
     context = tempfile.mkdtemp(prefix="spotlight-image-")
     try:
         os.makedirs(os.path.join(context, "bin"))
-        for service in ["trainer", "planner", "explorer", "reward"]:
+        for service in ["trainer", "planner", "explorer", "reward", "chaos"]:
             binary = os.path.join(build, "services", service, f"spotlight-{service}")
             if not os.path.exists(binary):
                 raise Failure(f"{binary} is not built (run scripts/build first)")
@@ -140,6 +140,8 @@ def build_image(source, build):
                         os.path.join(context, "deploy", "docker"))
         shutil.copytree(os.path.join(source, "deploy", "config"),
                         os.path.join(context, "deploy", "config"))
+        shutil.copytree(os.path.join(source, "deploy", "traces"),
+                        os.path.join(context, "deploy", "traces"))
         env = dict(os.environ, DOCKER_BUILDKIT="0")
         run(["docker", "build", "-q", "-f",
              os.path.join(context, "deploy", "docker", "Dockerfile.prebuilt"), "-t", IMAGE,

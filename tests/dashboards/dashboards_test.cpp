@@ -45,10 +45,15 @@ std::set<std::string> metric_names(const std::string& expr) {
   return names;
 }
 
-// Metric names the services register: "spotlight_..." string literals in their sources.
+// Metric names the services register: "spotlight_..." string literals in their sources, and
+// names a shared component builds from its registry's service ("spotlight_" + service + "_x"):
+// in a file that builds such a prefix, every "_x" literal is taken as exported by every service
+// that creates a Registry (Registry>("name") / Registry("name")).
 std::set<std::string> exported_names(const fs::path& root) {
   static const std::regex literal("\"(spotlight_[a-z0-9_]+)\"");
-  std::set<std::string> names;
+  static const std::regex suffix("\"(_[a-z0-9_]+)\"");
+  static const std::regex registry("Registry>?\\(\"([a-z][a-z0-9]*)\"\\)");
+  std::set<std::string> names, services, suffixes;
   for (const char* folder : {"services", "common"}) {
     for (const auto& entry : fs::recursive_directory_iterator(root / folder)) {
       const auto ext = entry.path().extension();
@@ -57,8 +62,18 @@ std::set<std::string> exported_names(const fs::path& root) {
       for (auto it = std::sregex_iterator(text.begin(), text.end(), literal);
            it != std::sregex_iterator(); ++it)
         names.insert((*it)[1].str());
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), registry);
+           it != std::sregex_iterator(); ++it)
+        services.insert((*it)[1].str());
+      if (text.find("\"spotlight_\" +") == std::string::npos) continue;
+      for (auto it = std::sregex_iterator(text.begin(), text.end(), suffix);
+           it != std::sregex_iterator(); ++it)
+        suffixes.insert((*it)[1].str());
     }
   }
+  for (const auto& service : services)
+    for (const auto& s : suffixes)
+      names.insert("spotlight_" + service + s);
   return names;
 }
 
@@ -103,6 +118,8 @@ TEST(MetricNames, SourcesExportEveryServicesMetricsAndNotUnknownOnes) {
     EXPECT_TRUE(is_exported(name, exported)) << name;
   }
   EXPECT_TRUE(is_exported("spotlight_trainer_iteration_seconds_bucket", exported));
+  // Built from the registry's service by common/cost's reporter.
+  EXPECT_TRUE(is_exported("spotlight_explorer_cost_total", exported));
   // The check fails for a metric no service exports (a panel added before its metric landed).
   EXPECT_FALSE(is_exported("spotlight_trainer_no_such_metric", exported));
   EXPECT_FALSE(is_exported("spotlight_trainer_no_such_metric_sum", exported));
