@@ -66,7 +66,7 @@ ExplorationDecision BanditExplorationPolicy::decide(const IterationContext& cont
   const double scale = max_reward_ > 0 ? max_reward_ : 1.0;
   const bool known_capacity = context.live_explorers.has_value() && *context.live_explorers > 0;
 
-  std::optional<std::size_t> best, untried;
+  std::optional<std::size_t> best, untried, awaiting_untried;
   double best_score = -std::numeric_limits<double>::infinity();
   for (std::size_t a = 0; a < arms_.size(); ++a) {
     ArmReport r;
@@ -81,7 +81,10 @@ ExplorationDecision BanditExplorationPolicy::decide(const IterationContext& cont
     }
     if (r.feasible) {
       if (!r.mean) {
-        if (!untried) untried = a;  // arms_ is cheapest first
+        // arms_ is cheapest first; an arm awaiting its first outcome counts as tried unless
+        // every untried arm is awaiting.
+        if (stats_[a].awaiting == 0 && !untried) untried = a;
+        if (!awaiting_untried) awaiting_untried = a;
       } else {
         const double score =
             *r.mean / scale +
@@ -108,11 +111,17 @@ ExplorationDecision BanditExplorationPolicy::decide(const IterationContext& cont
   } else if (best) {
     choice.chosen = arms_[*best];
     choice.reason = "ucb";
+  } else if (awaiting_untried) {
+    choice.chosen = arms_[*awaiting_untried];
+    choice.reason = "untried feasible arm (awaiting its first outcome)";
   } else {
     choice.chosen = {0, 0};
     choice.reason = "no arm feasible";
   }
   const ExplorationDecision chosen = choice.chosen;
+  if (const auto it = std::find(arms_.begin(), arms_.end(), chosen); it != arms_.end()) {
+    ++stats_[static_cast<std::size_t>(it - arms_.begin())].awaiting;
+  }
   last_ = std::move(choice);
   return chosen;
 }
@@ -125,6 +134,7 @@ void BanditExplorationPolicy::observe_reward(const ExplorationDecision& arm, dou
     s.sum *= options_.discount;
   }
   Stats& s = stats_[static_cast<std::size_t>(it - arms_.begin())];
+  if (s.awaiting > 0) --s.awaiting;
   s.pulls += 1;
   s.sum += reward;
   max_reward_ = std::max(max_reward_, reward);

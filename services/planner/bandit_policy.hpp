@@ -10,7 +10,9 @@
 //     no explorers alive                      -> {0, 0}: explore nothing (trainer: random seeds)
 //     no timing yet (no measurement, no prior) -> the cheapest arm (N*S least): a probe
 //     no arm feasible                         -> {0, 0}
-//     otherwise among the feasible arms: an arm never observed (cheapest first), else the arm of
+//     otherwise among the feasible arms: an arm never observed nor awaiting its first outcome
+//       (cheapest first; with lookahead a decision comes before the previous one's outcome), else
+//       the arm of
 //       highest discounted-UCB score  mean_a + c * sqrt(2 ln n / n_a)  (rewards scaled into
 //       [0, 1] by the largest reward seen; n_a, n and the sums decay by `discount` per update)
 //
@@ -89,6 +91,7 @@ class BanditExplorationPolicy final : public ExplorationPolicy {
   struct Stats {
     double pulls = 0;
     double sum = 0;
+    int awaiting = 0;  // decided, outcome not observed yet
   };
   BanditOptions options_;
   std::vector<ExplorationDecision> arms_;  // cheapest (N * S) first

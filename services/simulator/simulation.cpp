@@ -298,7 +298,7 @@ class Run {
     const planner::ExplorationDecision d = bandit_.decide(c);
     plans_[t] = d;
     ++result_.arms[d.candidates > 0 ? std::to_string(d.candidates) + "x" + std::to_string(d.steps)
-                                    : "0"];
+                                    : "0 (" + bandit_.last_choice()->reason + ")"];
     std::vector<queue::Task> tasks;
     for (int i = 0; i < o_.prompts; ++i) {
       for (int j = 0; j < d.candidates; ++j) {

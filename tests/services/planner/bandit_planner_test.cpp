@@ -153,7 +153,9 @@ TEST_F(BanditPlannerTest, EnqueuesTheChosenArmAndLearnsFromTheOutcome) {
       learned = arm.contains("mean_reward") && arm["mean_reward"].get<double>() == 0.03;
     }
     // At 20 ms: 3 x 16 x 4 x 0.01 = 1.92 s > 1 s: that arm is infeasible now, and not chosen.
-    if (arm["candidates"] == 16 && arm["steps"] == 4) EXPECT_FALSE(arm["feasible"]);
+    if (arm["candidates"] == 16 && arm["steps"] == 4) {
+      EXPECT_FALSE(arm["feasible"]);
+    }
   }
   EXPECT_TRUE(learned) << p2.dump();
   EXPECT_FALSE(p2["candidates"] == 16 && p2["steps"] == 4);

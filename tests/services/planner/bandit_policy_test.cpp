@@ -167,6 +167,21 @@ TEST(BanditExplorationPolicy, AdaptsWhenExplorersLeaveAndJoin) {
   EXPECT_EQ(most_chosen(chosen), std::make_pair(best_at_16.candidates, best_at_16.steps));
 }
 
+TEST(BanditExplorationPolicy, DoesNotRetryAnUntriedArmAwaitingItsOutcome) {
+  // Lookahead: iteration k+1 is decided before k's outcome arrives.
+  Environment env;
+  BanditExplorationPolicy policy(options());
+  policy.observe_timing(env.seconds_per_sample_step);
+  const ExplorationDecision first = policy.decide(env.context(0));
+  const ExplorationDecision second = policy.decide(env.context(1));
+  EXPECT_NE(first, second);
+  EXPECT_EQ(first, policy.arms()[0]);
+  EXPECT_EQ(second, policy.arms()[1]);
+  policy.observe_reward(first, 0.01);
+  policy.observe_reward(second, 0.02);
+  EXPECT_NE(policy.decide(env.context(2)), first);  // the next untried arm
+}
+
 TEST(BanditExplorationPolicy, ReportsEveryArmAndRejectsBadOptions) {
   Environment env;
   BanditExplorationPolicy policy(options());
