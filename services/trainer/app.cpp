@@ -179,8 +179,24 @@ int run_train(const config::Config& c) {
   std::vector<double> taus;
   double explore_seconds = 0, iteration_seconds = 0;
   int fallback_prompts = 0, iterations_run = 0;
+  // The bus's rejects (garbage frames, refused handshakes), exported after every iteration.
+  const metrics::Counter bus_rejected_frames =
+      registry->counter("spotlight_trainer_bus_rejected_frames_total",
+                        "Frames from bus peers that were not a subscription, dropped.");
+  const metrics::Counter bus_handshake_failures =
+      registry->counter("spotlight_trainer_bus_handshake_failures_total",
+                        "Bus peers refused in the ZeroMQ (CURVE) handshake.");
+  const auto export_bus_counters = [&] {
+    if (!bus) return;
+    const auto counters = bus->counters();
+    bus_rejected_frames.inc(static_cast<double>(counters.rejected_frames) -
+                            bus_rejected_frames.value());
+    bus_handshake_failures.inc(static_cast<double>(counters.handshake_failures) -
+                               bus_handshake_failures.value());
+  };
   trainer.run([&](const IterationReport& r) {
     trainer_metrics.observe(r);
+    export_bus_counters();
     if (r.iteration < 0) {
       first_validation = r.validation;
       SPOTLIGHT_LOG(info) << "base model: " << format_validation(*r.validation);
