@@ -36,7 +36,7 @@ const config::Schema& run_schema() {
           .at_least(0),
       Entry::integer("run.threads", 0, "Intra-op CPU threads (0: LibTorch's default).").at_least(0),
       Entry::string("model.preset", "tiny", "Model size preset.")
-          .one_of({"micro", "tiny", "small", "base"}),
+          .one_of({"micro", "mini", "tiny", "small", "base"}),
       Entry::string("model.device", "cpu", "Device of every tensor: cpu, cuda, cuda:N."),
       Entry::string("model.dtype", "float32", "Parameter and activation dtype.")
           .one_of({"float32", "bfloat16"}),

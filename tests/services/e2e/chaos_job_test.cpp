@@ -7,10 +7,17 @@
 //   - every task of every iteration with exactly one result, each acknowledged exactly once;
 //   - every result acknowledged before the Redis kill still there, byte for byte, after it;
 //   - the trainer's iterations an unbroken sequence (-1 = base validation, 0..K-1, each once);
-//   - nothing leased or dead-lettered at the end, and every explored prompt served.
-// What it does not check: that the validation score rises. The micro model that fits a CI budget
-// scores 0 before and after a short post-training (measured; see the issue #4 report), so such a
-// check could not fail for the right reason; the long chaos run reports the scores instead.
+//   - nothing leased or dead-lettered at the end, and every explored prompt served;
+//   - the validation score (GenEval overall, strict accuracy on held-out prompts) at the end higher
+//     than the base model's.
+// For the last check the test pretrains its own base first: the `mini` preset on the
+// single-object category only (600 steps, about 30 s of one core), which already follows 60% of
+// the 256 held-out prompts (0.602). With run.seed 0 (fixed here) 10 GRPO iterations at lr 1e-4
+// raise that to 0.672, the same in every run on one machine (the async job is deterministic in
+// what it trains on). The recipe is not robust to the seed: this job with run.seed 1 and 2 gave
+// 0.727 and 0.566 (20 iterations: 0.715, 0.563; lr 2e-4 x 20: 0.613, 0.523, 0.684; 4 prompts per
+// iteration: 0.656, 0.703, 0.586), so on another machine's numerics this check can fail; the
+// scores are printed. The micro preset cannot be used: its base scores 0 and RL does not move it.
 #include <fstream>
 #include <map>
 #include <set>
@@ -39,6 +46,14 @@ constexpr int kIterations = 10;
 constexpr int kPrompts = 2;
 constexpr int kCandidates = 8;
 constexpr auto kJobTimeout = 600s;
+constexpr auto kPretrainTimeout = 600s;
+
+// The validation report of one metrics.jsonl line, if it has one.
+std::optional<nlohmann::json> validation_of(const nlohmann::json& line) {
+  const auto it = line.find("validation");
+  if (it == line.end() || it->is_null()) return std::nullopt;
+  return *it;
+}
 
 std::size_t lines_of(const std::filesystem::path& path) {
   std::ifstream in(path);
@@ -59,13 +74,36 @@ TEST(ChaosJob, PreemptionsAndCrashesLoseNothingAndCountNothingTwice) {
   const std::string run_id = "chaos";
   const int reward_port = testing::free_port();
   const int bus_port = testing::free_port();
-  const std::vector<std::string> run_args{
+  // The base: `mini` pretrained on single objects (the only category of this run), deterministic
+  // for a given machine (fixed data and init seeds, one thread).
+  const auto base = dir / "base.safetensors";
+  const std::vector<std::string> model_args{
+      "--set", "model.preset=mini",      "--set", "task.category_weights=[1,0,0,0,0]",
+      "--set", "validation.prompts=256", "--set", "validation.steps=8",
+      "--set", "run.threads=1",
+  };
+  {
+    auto args = model_args;
+    for (const std::string a :
+         {"pretrain.category_weights=[1,0,0,0,0]", "pretrain.steps=600", "pretrain.batch=32",
+          "pretrain.lr=3e-3", "pretrain.warmup=20", "pretrain.seed=1"}) {
+      args.insert(args.end(), {"--set", a});
+    }
+    args.insert(args.begin(), "pretrain");
+    args.insert(args.end(), {"--set", "run.dir=" + (dir / "pretrain").string(), "--set",
+                             "pretrain.output=" + base.string()});
+    Process pretrain(testing::binary_path("services/trainer/spotlight-trainer"), args,
+                     dir / "pretrain.log");
+    ASSERT_EQ(pretrain.wait(kPretrainTimeout), std::optional<int>(0)) << pretrain.log_tail();
+  }
+  std::vector<std::string> run_args{
       "--set", "run.id=" + run_id,
       "--set", "run.dir=" + (dir / "run").string(),
       "--set", "redis.port=" + std::to_string(redis.port()),
       "--set", "reward.endpoint=tcp://127.0.0.1:" + std::to_string(reward_port),
       "--set", "bus.trainer_endpoint=tcp://127.0.0.1:" + std::to_string(bus_port),
-      "--set", "model.preset=micro",
+      "--set", "model.base=" + base.string(),
+      "--set", "trainer.lr=1e-4",
       "--set", "exploration.mode=async",
       "--set", "exploration.candidates=" + std::to_string(kCandidates),
       "--set", "exploration.max_wait_seconds=300",
@@ -76,17 +114,15 @@ TEST(ChaosJob, PreemptionsAndCrashesLoseNothingAndCountNothingTwice) {
       "--set", "trainer.group_size=4",
       "--set", "trainer.micro_batch=4",
       "--set", "sampler.steps=8",
-      "--set", "validation.prompts=4",
-      "--set", "validation.steps=3",
       "--set", "validation.every=5",
       "--set", "audit.every=5",
       "--set", "audit.prompts=1",
-      "--set", "run.threads=1",
       "--set", "explorer.batch=4",
       "--set", "explorer.heartbeat_ms=200",
       "--set", "explorer.grace_seconds=5",
       "--set", "planner.poll_ms=50",
   };
+  run_args.insert(run_args.end(), model_args.begin(), model_args.end());
   auto with = [&](std::vector<std::string> extra) {
     auto args = run_args;
     args.insert(args.end(), extra.begin(), extra.end());
@@ -221,16 +257,31 @@ TEST(ChaosJob, PreemptionsAndCrashesLoseNothingAndCountNothingTwice) {
   std::ifstream lines(metrics);
   std::vector<int64_t> iterations;
   int fallbacks = 0;
+  std::optional<nlohmann::json> first_validation, last_validation;
   for (std::string line; std::getline(lines, line);) {
     const auto m = nlohmann::json::parse(line);
     iterations.push_back(m.at("iteration").get<int64_t>());
     fallbacks += m.value("fallback_prompts", 0);
+    if (auto v = validation_of(m)) {
+      if (!first_validation) first_validation = v;
+      last_validation = v;
+    }
   }
   std::vector<int64_t> expected{-1};
   for (int k = 0; k < kIterations; ++k)
     expected.push_back(k);
   EXPECT_EQ(iterations, expected);
   EXPECT_EQ(fallbacks, 0);
+
+  // The validation score rose: the base's (iteration -1) against the last iteration's.
+  ASSERT_TRUE(first_validation.has_value());
+  ASSERT_TRUE(last_validation.has_value());
+  const double before = first_validation->at("geneval_score").get<double>();
+  const double after = last_validation->at("geneval_score").get<double>();
+  std::cout << "[ info     ] validation geneval " << before << " -> " << after << ", mean reward "
+            << first_validation->at("mean_reward").get<double>() << " -> "
+            << last_validation->at("mean_reward").get<double>() << "\n";
+  EXPECT_GT(after, before) << "post-training under chaos did not raise the validation score";
 
   // Work accounting of the explorers (informational: how much the commits saved).
   store::RedisKeyValueStore kv(redis.client_options(), run::RunKeys(run_id).prefix);
