@@ -7,22 +7,13 @@
 #include <torch/torch.h>
 
 #include "common/sampler/flow_step.hpp"
+#include "tests/common/sampler/sampler_fixtures.hpp"
 
 namespace spotlight::sampler {
 namespace {
 
-model::MMDiT perturbed_model(uint64_t seed) {
-  torch::manual_seed(seed);
-  model::MMDiT m(model::mmdit_preset("micro").vocab_size(40).text_len(8));
-  torch::NoGradGuard no_grad;
-  for (auto& p : m->parameters())
-    p.normal_(0.0, 0.05);
-  return m;
-}
-
-at::Tensor tokens(int64_t b) {
-  return torch::arange(b * 8, torch::kLong).view({b, 8}) % 40;
-}
+using test::perturbed_model;
+using test::tokens;
 
 TEST(TimeGrid, RunsFromOneToZeroMonotonically) {
   for (double shift : {1.0, 3.0}) {

@@ -9,21 +9,13 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include "tests/common/sampler/sampler_fixtures.hpp"
+
 namespace spotlight::sampler {
 namespace {
 
-model::MMDiT perturbed_model(uint64_t seed) {
-  torch::manual_seed(seed);
-  model::MMDiT m(model::mmdit_preset("micro").vocab_size(40).text_len(8));
-  torch::NoGradGuard no_grad;
-  for (auto& p : m->parameters())
-    p.normal_(0.0, 0.05);
-  return m;
-}
-
-at::Tensor tokens(int64_t b) {
-  return torch::arange(b * 8, torch::kLong).view({b, 8}) % 40;
-}
+using test::perturbed_model;
+using test::tokens;
 
 // What a commit stores and a resume reads back: float32 values and a shape, nothing else.
 at::Tensor through_float_vector(const at::Tensor& latent) {
