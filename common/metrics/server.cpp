@@ -276,14 +276,8 @@ config::Schema metrics_schema(std::string default_bind) {
 MetricsServerOptions metrics_server_options(const config::Config& config) {
   MetricsServerOptions options;
   options.bind = config.get_string("metrics.bind");
-  // Schemas that declare only metrics.bind (e.g. the run schema) get the defaults.
-  if (config.schema().find("metrics.max_request_bytes") != nullptr) {
-    options.max_request_bytes = config.get<std::size_t>("metrics.max_request_bytes");
-  }
-  if (config.schema().find("metrics.request_timeout_ms") != nullptr) {
-    options.request_timeout =
-        std::chrono::milliseconds(config.get_int("metrics.request_timeout_ms"));
-  }
+  options.max_request_bytes = config.get<std::size_t>("metrics.max_request_bytes");
+  options.request_timeout = std::chrono::milliseconds(config.get_int("metrics.request_timeout_ms"));
   return options;
 }
 

@@ -5,6 +5,7 @@
 #include "common/bus/curve.hpp"
 #include "common/bus/curve_config.hpp"
 #include "common/bus/publisher.hpp"
+#include "common/metrics/server.hpp"
 
 namespace spotlight::run {
 
@@ -29,7 +30,7 @@ bool whole_numbers_at_least(const config::Value& value, double lo) {
 }  // namespace
 
 const config::Schema& run_schema() {
-  static const config::Schema schema{
+  static const config::Schema entries{
       Entry::string("run.dir", "runs/default", "Run directory: checkpoints, metrics, summary."),
       Entry::integer("run.seed", 0,
                      "Run seed: prompts, candidate seeds and rollouts derive from it.")
@@ -195,8 +196,6 @@ const config::Schema& run_schema() {
                   "Devices this process holds, for cost accounting (0: run.threads when set, "
                   "else 1).")
           .at_least(0),
-      Entry::string("metrics.bind", "",
-                    "Prometheus exposer address (host:port, port 0: any); empty: off."),
       Entry::integer("bus.max_message_bytes", bus::kDefaultMaxMessageSize,
                      "Largest ZeroMQ frame of the trainer's bus, either way (ZMQ_MAXMSGSIZE).")
           .range(bus::kMinMaxMessageSize, std::int64_t{1} << 30),
@@ -212,6 +211,8 @@ const config::Schema& run_schema() {
                     "CURVE-encrypted; empty: plain text."),
       Entry::string("reward.curve.client_secret_file", "",
                     "zcert key pair file of this reward client; empty: an ephemeral key pair.")};
+  // metrics.bind (empty: off), metrics.max_request_bytes, metrics.request_timeout_ms.
+  static const config::Schema schema = config::Schema(entries).add(metrics::metrics_schema(""));
   return schema;
 }
 
