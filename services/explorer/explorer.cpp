@@ -226,13 +226,7 @@ void Explorer::process(std::vector<queue::Lease> leases) {
         return;
       }
       if (begin > 0) {
-        // Keep the leases and the heartbeat fresh while the batch lasts.
-        extend_if_due(all.subspan(begin));
-        try {
-          heartbeat_if_due();
-        } catch (const store::StoreUnavailable&) {
-          metrics_.redis_errors.inc();
-        }
+        keep_alive(all.subspan(begin));  // while the batch lasts
       }
       std::size_t end = begin;
       while (end < held.size() && end - begin < chunk &&
@@ -375,12 +369,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
         metrics_.sample_steps.inc(static_cast<double>(batch));
         add_run_counter(kSampleStepsKey, batch);
         // A chunk may take longer than the reaper's dead_after or the lease timeout: stay alive.
-        try {
-          heartbeat_if_due();
-        } catch (const store::StoreUnavailable&) {
-          metrics_.redis_errors.inc();
-        }
-        extend_if_due(chunk);
+        keep_alive(chunk);
       }
       images = parts_.policy.latents_to_images(stepper.latent());
     }
@@ -474,6 +463,15 @@ void Explorer::add_run_counter(const char* key, std::int64_t delta) {
     parts_.kv.add(key, delta);
   } catch (const store::StoreUnavailable&) {
     metrics_.redis_errors.inc();  // accounting only: never stops sampling
+  }
+}
+
+void Explorer::keep_alive(std::span<Held> held) {
+  extend_if_due(held);
+  try {
+    heartbeat_if_due();
+  } catch (const store::StoreUnavailable&) {
+    metrics_.redis_errors.inc();
   }
 }
 

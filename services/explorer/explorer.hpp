@@ -153,6 +153,8 @@ class Explorer {
                           const std::vector<std::int64_t>& sample_shape);
   void add_run_counter(const char* key, std::int64_t delta);
   void extend_if_due(std::span<Held> held);
+  // extend_if_due(held), then heartbeat_if_due(); an unavailable Redis is counted, not thrown.
+  void keep_alive(std::span<Held> held);
   void complete(Held& held, const std::string& result);
   void fail(Held& held, const std::string& error);
   void fail(const queue::Lease& lease, const std::string& error);

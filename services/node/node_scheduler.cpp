@@ -385,7 +385,6 @@ SampleResult NodeScheduler::sample(const SampleRequest& request) {
     log::warn("node: sample attempt {} failed on generation {}: {}", attempt, impl_->generation,
               last_error);
     ++result.regroups;  // survivors dropped their group; form a new generation
-    impl_->prune_group_pointers();
     impl_->regroup();
   }
   throw NodeError("node: sample failed after " + std::to_string(impl_->options.max_attempts) +

@@ -89,12 +89,12 @@ std::unique_ptr<Planner> make_planner(const config::Config& c,
   parts.store = std::make_unique<store::RedisKeyValueStore>(redis, keys.prefix);
   const PlannerOptions options = planner_options(c);
   if (c.get_bool("planner.reap_dead_explorers")) {  // the fast path for SIGKILLed explorers
-    parts.directory =
-        std::make_unique<RedisExplorerDirectory>(redis, keys, run::explore_queue_options(c),
-                                                 options.heartbeat_period * options.dead_heartbeats);
+    parts.directory = std::make_unique<RedisExplorerDirectory>(
+        redis, keys, run::explore_queue_options(c),
+        options.heartbeat_period * options.dead_heartbeats);
   }
   parts.policy = exploration_policy(c);
-  return std::make_unique<Planner>(planner_options(c), keys, std::move(parts), std::move(registry));
+  return std::make_unique<Planner>(options, keys, std::move(parts), std::move(registry));
 }
 
 }  // namespace spotlight::planner

@@ -7,6 +7,7 @@
 
 #include "common/rl/selection.hpp"
 #include "common/run/schedule.hpp"
+#include "common/seeds/seeds.hpp"
 #include "common/wire/messages.hpp"
 #include "services/planner/explorer_reaper.hpp"
 #include "services/simulator/memory_lease_queue.hpp"
@@ -16,20 +17,14 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::uint64_t mix(std::uint64_t x) {  // splitmix64
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
 std::uint64_t key(std::uint64_t seed, std::uint64_t a, std::uint64_t b, std::uint64_t c,
                   std::uint64_t d) {
+  using seeds::mix;
   return mix(mix(mix(mix(seed ^ 0x5107u) ^ a) ^ b) ^ c) ^ d;
 }
 
 double u01(std::uint64_t k) {
-  return static_cast<double>(mix(k) >> 11) * 0x1.0p-53;
+  return static_cast<double>(seeds::mix(k) >> 11) * 0x1.0p-53;
 }
 
 struct SimExplorer {
