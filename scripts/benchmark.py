@@ -20,7 +20,7 @@ wall_seconds) at the first validation whose GenEval-like score reaches the targe
 is the run's accounted cost (cost.jsonl) after that iteration. The target defaults to the mean final
 score of the none runs ("what plain Flow-GRPO reaches with the whole budget").
 """
-import argparse, datetime, hashlib, json, os, shutil, socket, statistics, subprocess, sys, time
+import argparse, datetime, json, os, shutil, socket, statistics, subprocess, sys, time
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,17 +33,14 @@ def free_port():
     return port
 
 
-def recipe_hash(config):
-    """The demo's cache key of the base checkpoint: the model: and pretrain: sections."""
-    out, section = [], None
-    with open(config) as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if line[:1].islower():
-                section = line.split()[0]
-            if section in ("model:", "pretrain:"):
-                out.append(line + "\n")
-    return hashlib.sha1("".join(out).encode()).hexdigest()[:12]
+def pretrained_base(a, cache):
+    """The recipe's base checkpoint: the trainer owns the cache key, reuses the base in `cache` or
+    pretrains it there, and prints its path."""
+    trainer = os.path.join(a.build, "services", "trainer", "spotlight-trainer")
+    done = subprocess.run([trainer, "pretrain", "--config", a.recipe, "--set", f"run.threads={a.cores}",
+                           "--set", f"pretrain.cache_dir={cache}"],
+                          check=True, stdout=subprocess.PIPE, text=True)
+    return done.stdout.strip().splitlines()[-1]
 
 
 def read_jsonl(path):
@@ -335,7 +332,6 @@ def main():
     os.makedirs(out, exist_ok=True)
     cache = os.path.join(root, "runs", "cache")
     os.makedirs(cache, exist_ok=True)
-    base = os.path.join(cache, f"base-{recipe_hash(a.recipe)}.safetensors")
     runs = []
     if a.reuse:
         for seed in seeds:
@@ -344,11 +340,8 @@ def main():
                 if os.path.exists(os.path.join(d, "summary.json")):
                     runs.append(collect(f"{mode}-s{seed}", mode, seed, d, 0.0))
     else:
-        if not os.path.exists(base):
-            print(f"== pretraining the base model into {base} (about 10 minutes on 2 cores) ==", flush=True)
-            subprocess.run([os.path.join(a.build, "services", "trainer", "spotlight-trainer"), "pretrain",
-                            "--config", a.recipe, "--set", f"run.threads={a.cores}",
-                            "--set", f"pretrain.output={base}"], check=True)
+        print(f"== the base model (pretrained once per recipe into {cache}) ==", flush=True)
+        base = pretrained_base(a, cache)
         runner = Runner(a, out, base)
         for seed in seeds:
             for mode in modes:
