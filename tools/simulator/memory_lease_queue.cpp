@@ -1,4 +1,4 @@
-#include "services/simulator/memory_lease_queue.hpp"
+#include "tools/simulator/memory_lease_queue.hpp"
 
 #include <algorithm>
 

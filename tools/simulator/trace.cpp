@@ -1,4 +1,4 @@
-#include "services/simulator/trace.hpp"
+#include "tools/simulator/trace.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "services/simulator/simulation.hpp"
+#include "tools/simulator/simulation.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 #include "common/seeds/seeds.hpp"
 #include "common/wire/messages.hpp"
 #include "services/planner/explorer_reaper.hpp"
-#include "services/simulator/memory_lease_queue.hpp"
+#include "tools/simulator/memory_lease_queue.hpp"
 
 namespace spotlight::simulator {
 namespace {

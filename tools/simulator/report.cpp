@@ -1,4 +1,4 @@
-#include "services/simulator/report.hpp"
+#include "tools/simulator/report.hpp"
 
 #include <algorithm>
 #include <cstdio>

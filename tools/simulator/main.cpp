@@ -1,4 +1,4 @@
-// spotlight-sim: the cluster-scale simulator (services/simulator/simulation.hpp).
+// spotlight-sim: the cluster-scale simulator (tools/simulator/simulation.hpp).
 //
 //   spotlight-sim [--hardware H100|H200] [--sizes 16,32,64,128] [--seeds 3] [--reserved 32]
 //                 [--kappa K] [--signal std|informative] [--out FILE.md] [TRACE.json ...]
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "common/log/log.hpp"
-#include "services/simulator/report.hpp"
+#include "tools/simulator/report.hpp"
 
 namespace {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "services/simulator/simulation.hpp"
-#include "services/simulator/trace.hpp"
+#include "tools/simulator/simulation.hpp"
+#include "tools/simulator/trace.hpp"
 
 namespace spotlight::simulator {
 

@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "services/planner/bandit_policy.hpp"
-#include "services/simulator/trace.hpp"
+#include "tools/simulator/trace.hpp"
 
 namespace spotlight::simulator {
 
