@@ -1,4 +1,4 @@
-#include "services/chaos/driver.hpp"
+#include "tools/chaos/driver.hpp"
 
 #include <algorithm>
 #include <cerrno>

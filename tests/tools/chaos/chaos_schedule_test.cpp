@@ -1,6 +1,6 @@
 // The preemption driver's logic without processes: trace parsing and the per-tick plan.
 
-#include "services/chaos/chaos_schedule.hpp"
+#include "tools/chaos/chaos_schedule.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "services/chaos/app.hpp"
-#include "services/chaos/trace.hpp"
+#include "tools/chaos/app.hpp"
+#include "tools/chaos/trace.hpp"
 
 namespace spotlight::chaos {
 namespace {

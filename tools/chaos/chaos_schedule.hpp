@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "services/chaos/trace.hpp"
+#include "tools/chaos/trace.hpp"
 
 namespace spotlight::chaos {
 

@@ -1,4 +1,4 @@
-#include "services/chaos/trace.hpp"
+#include "tools/chaos/trace.hpp"
 
 #include <algorithm>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "services/chaos/chaos_schedule.hpp"
+#include "tools/chaos/chaos_schedule.hpp"
 
 #include <algorithm>
 #include <stdexcept>

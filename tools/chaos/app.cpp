@@ -1,4 +1,4 @@
-#include "services/chaos/app.hpp"
+#include "tools/chaos/app.hpp"
 
 #include <fstream>
 #include <iostream>

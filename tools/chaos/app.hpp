@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "services/chaos/chaos_schedule.hpp"
-#include "services/chaos/driver.hpp"
+#include "tools/chaos/chaos_schedule.hpp"
+#include "tools/chaos/driver.hpp"
 
 namespace spotlight::chaos {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "common/log/log.hpp"
-#include "services/chaos/app.hpp"
+#include "tools/chaos/app.hpp"
 
 int main(int argc, char** argv) {
   spotlight::log::set_component("chaos");

@@ -1,7 +1,7 @@
 // The driver with real (tiny shell) processes: it follows the trace, signals as planned, reaps
 // everything, and logs each event.
 
-#include "services/chaos/driver.hpp"
+#include "tools/chaos/driver.hpp"
 
 #include <filesystem>
 #include <fstream>

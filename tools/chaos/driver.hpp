@@ -31,7 +31,7 @@
 
 #include <sys/types.h>
 
-#include "services/chaos/chaos_schedule.hpp"
+#include "tools/chaos/chaos_schedule.hpp"
 
 namespace spotlight::chaos {
 
