@@ -6,7 +6,7 @@
 //   reward.curve.server_secret_file:    reward.curve.server_public_file: /keys/reward.pub
 //     /keys/reward.key                  reward.curve.client_secret_file: ""   # ephemeral pair
 //
-// Create the files with `spotlight-keygen SECRET_FILE PUBLIC_FILE` (services/keygen).
+// Create the files with `spotlight-keygen SECRET_FILE PUBLIC_FILE` (tools/keygen).
 
 #include <filesystem>
 #include <string>

@@ -430,7 +430,7 @@ TEST(RewardBinary, CurveEncryptionWithKeyFilesAndWrongKeysRefused) {
   if (!bus::curve_available()) GTEST_SKIP() << "libzmq built without CURVE";
   KeyDir keys;
   const std::string keygen =
-      std::string(std::getenv("SPOTLIGHT_BINARY_DIR")) + "/services/keygen/spotlight-keygen";
+      std::string(std::getenv("SPOTLIGHT_BINARY_DIR")) + "/tools/keygen/spotlight-keygen";
   ASSERT_EQ(
       std::system((keygen + " " + keys / "reward.key" + " " + keys / "reward.pub" + " > /dev/null")
                       .c_str()),
