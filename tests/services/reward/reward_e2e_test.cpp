@@ -28,11 +28,11 @@
 
 #include "common/bus/curve.hpp"
 #include "common/bus/curve_config.hpp"
+#include "common/reward/remote_reward.hpp"
 #include "common/rpc/client.hpp"
 #include "common/rpc/errors.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/render.hpp"
-#include "services/reward/remote_reward.hpp"
 #include "tests/common/metrics/http_get.hpp"
 
 extern char** environ;

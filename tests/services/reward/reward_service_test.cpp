@@ -14,6 +14,7 @@
 #include "common/config/error.hpp"
 #include "common/metrics/metrics.hpp"
 #include "common/metrics/server.hpp"
+#include "common/reward/remote_reward.hpp"
 #include "common/reward/reward_function.hpp"
 #include "common/rpc/client.hpp"
 #include "common/rpc/errors.hpp"
@@ -21,7 +22,6 @@
 #include "common/task/generator.hpp"
 #include "common/task/render.hpp"
 #include "common/wire/messages.hpp"
-#include "services/reward/remote_reward.hpp"
 #include "services/reward/reward_config.hpp"
 #include "tests/common/metrics/http_get.hpp"
 

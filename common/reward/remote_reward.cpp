@@ -1,4 +1,4 @@
-#include "services/reward/remote_reward.hpp"
+#include "common/reward/remote_reward.hpp"
 
 #include <atomic>
 #include <random>
