@@ -5,11 +5,11 @@
 #include <limits>
 #include <random>
 
+#include "common/exploration/explorer_reaper.hpp"
 #include "common/rl/selection.hpp"
 #include "common/run/schedule.hpp"
 #include "common/seeds/seeds.hpp"
 #include "common/wire/messages.hpp"
-#include "services/planner/explorer_reaper.hpp"
 #include "tools/simulator/memory_lease_queue.hpp"
 
 namespace spotlight::simulator {
@@ -39,12 +39,12 @@ struct SimExplorer {
 };
 
 // The explorers as the planner's directory sees them: heartbeats of the ready ones.
-class SimDirectory final : public planner::ExplorerDirectory {
+class SimDirectory final : public exploration::ExplorerDirectory {
  public:
   SimDirectory(const std::vector<SimExplorer>& explorers, const double& now)
       : explorers_(explorers), now_(now) {}
-  std::vector<planner::ExplorerSeen> explorers() override {
-    std::vector<planner::ExplorerSeen> out;
+  std::vector<exploration::ExplorerSeen> explorers() override {
+    std::vector<exploration::ExplorerSeen> out;
     for (const auto& e : explorers_) {
       const bool ready = e.alive && now_ >= e.ready_at;
       const double beat = ready ? now_ : e.last_heartbeat;
@@ -153,14 +153,14 @@ class Run {
         std::chrono::milliseconds(static_cast<std::int64_t>(o.lease_timeout_seconds * 1000));
     return q;
   }
-  static planner::ReaperOptions reaper_options(const SimOptions& o) {
-    planner::ReaperOptions r;
+  static exploration::ReaperOptions reaper_options(const SimOptions& o) {
+    exploration::ReaperOptions r;
     r.dead_after = std::chrono::milliseconds(
         static_cast<std::int64_t>(o.heartbeat_seconds * o.dead_heartbeats * 1000));
     return r;
   }
-  static planner::BanditOptions bandit_options(const SimOptions& o) {
-    planner::BanditOptions b = o.bandit;
+  static exploration::BanditOptions bandit_options(const SimOptions& o) {
+    exploration::BanditOptions b = o.bandit;
     b.group_size = o.group_size;
     return b;
   }
@@ -282,7 +282,7 @@ class Run {
 
   void plan(std::int64_t t) {
     if (plans_.count(t)) return;
-    planner::IterationContext c;
+    exploration::IterationContext c;
     c.iteration = t;
     c.trainer_iteration = iteration_;
     c.prompts = o_.prompts;
@@ -290,7 +290,7 @@ class Run {
     c.training_time = c.time_budget;
     c.live_explorers = live_;
     c.queue_depth = queue_.stats().length;
-    const planner::ExplorationDecision d = bandit_.decide(c);
+    const exploration::ExplorationDecision d = bandit_.decide(c);
     plans_[t] = d;
     ++result_.arms[d.candidates > 0 ? std::to_string(d.candidates) + "x" + std::to_string(d.steps)
                                     : "0 (" + bandit_.last_choice()->reason + ")"];
@@ -379,7 +379,7 @@ class Run {
     ++iteration_;
     if (mode_ == Mode::kAsync) {
       // The planner's feedback: the trainer's group variance, the explorers' timing.
-      planner::IterationOutcome outcome;
+      exploration::IterationOutcome outcome;
       outcome.iteration = done;
       outcome.decision = plans_[done];
       outcome.group_variance = variance_sum_ / o_.prompts;
@@ -412,9 +412,9 @@ class Run {
   std::vector<SimExplorer> explorers_;
   MemoryLeaseQueue queue_;
   SimDirectory directory_;
-  planner::ExplorerReaper reaper_;
-  planner::BanditExplorationPolicy bandit_;
-  std::map<std::int64_t, planner::ExplorationDecision> plans_;
+  exploration::ExplorerReaper reaper_;
+  exploration::BanditExplorationPolicy bandit_;
+  std::map<std::int64_t, exploration::ExplorationDecision> plans_;
   std::map<std::pair<std::int64_t, int>, double> p_;
   std::map<std::int64_t, std::int64_t> results_of_;  // iteration -> results recorded
   std::int64_t iteration_ = 0;

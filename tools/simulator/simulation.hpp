@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "services/planner/bandit_policy.hpp"
+#include "common/exploration/bandit_policy.hpp"
 #include "tools/simulator/trace.hpp"
 
 namespace spotlight::simulator {
@@ -41,8 +41,8 @@ enum class Mode { kNone, kSync, kAsync };
 const char* to_string(Mode mode);
 
 // A wider grid than the services' default: a cluster pool can afford hundreds of candidates.
-inline planner::BanditOptions default_bandit() {
-  planner::BanditOptions b;
+inline exploration::BanditOptions default_bandit() {
+  exploration::BanditOptions b;
   b.candidates = {16, 32, 64, 128};
   b.steps = {4, 10};
   return b;
@@ -61,7 +61,7 @@ struct SimOptions {
   int sync_candidates = 32;
   int sync_steps = 10;
   // async exploration
-  planner::BanditOptions bandit = default_bandit();  // arms; group_size is set from group_size
+  exploration::BanditOptions bandit = default_bandit();  // arms; group_size is set from group_size
   double max_wait_share = 0.25;  // the trainer waits at most this share of its training time
   double explorer_startup_seconds = 120;  // boot + weights of a joining spot GPU
   double heartbeat_seconds = 10;

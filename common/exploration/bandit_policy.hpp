@@ -28,9 +28,9 @@
 #include <string>
 #include <vector>
 
-#include "services/planner/exploration_policy.hpp"
+#include "common/exploration/exploration_policy.hpp"
 
-namespace spotlight::planner {
+namespace spotlight::exploration {
 
 struct BanditOptions {
   std::vector<int> candidates{8, 16, 24, 32};  // N grid; arms with N < group_size are left out
@@ -102,4 +102,4 @@ class BanditExplorationPolicy final : public ExplorationPolicy {
   std::optional<BanditChoice> last_;
 };
 
-}  // namespace spotlight::planner
+}  // namespace spotlight::exploration

@@ -1,11 +1,11 @@
-#include "services/planner/explorer_directory.hpp"
+#include "common/exploration/explorer_directory.hpp"
 
 #include <charconv>
 
 #include "common/wire/error.hpp"
 #include "common/wire/messages.hpp"
 
-namespace spotlight::planner {
+namespace spotlight::exploration {
 
 std::optional<std::int64_t> parse_heartbeat(std::string_view value) {
   std::int64_t ms = 0;
@@ -18,4 +18,4 @@ std::optional<std::int64_t> parse_heartbeat(std::string_view value) {
   }
 }
 
-}  // namespace spotlight::planner
+}  // namespace spotlight::exploration

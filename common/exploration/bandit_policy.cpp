@@ -1,11 +1,11 @@
-#include "services/planner/bandit_policy.hpp"
+#include "common/exploration/bandit_policy.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 
-namespace spotlight::planner {
+namespace spotlight::exploration {
 namespace {
 
 void require(bool ok, const std::string& field, const std::string& why) {
@@ -158,4 +158,4 @@ void BanditExplorationPolicy::observe(const IterationOutcome& outcome) {
   }
 }
 
-}  // namespace spotlight::planner
+}  // namespace spotlight::exploration

@@ -3,14 +3,14 @@
 // time is the budget. Properties: it settles on the best feasible arm; it never schedules an arm
 // whose predicted time exceeds the budget; it adapts when explorers leave and join.
 
-#include "services/planner/bandit_policy.hpp"
+#include "common/exploration/bandit_policy.hpp"
 
 #include <map>
 #include <random>
 
 #include <gtest/gtest.h>
 
-namespace spotlight::planner {
+namespace spotlight::exploration {
 namespace {
 
 using namespace std::chrono_literals;
@@ -207,4 +207,4 @@ TEST(BanditExplorationPolicy, ReportsEveryArmAndRejectsBadOptions) {
 }
 
 }  // namespace
-}  // namespace spotlight::planner
+}  // namespace spotlight::exploration

@@ -1,11 +1,11 @@
-#include "services/planner/explorer_reaper.hpp"
+#include "common/exploration/explorer_reaper.hpp"
 
 #include <stdexcept>
 #include <utility>
 
 #include "common/log/log.hpp"
 
-namespace spotlight::planner {
+namespace spotlight::exploration {
 
 ExplorerReaper::ExplorerReaper(queue::LeaseQueue& queue, ExplorerDirectory& directory,
                                ReaperOptions options)
@@ -59,4 +59,4 @@ ReapReport ExplorerReaper::reap(std::int64_t now_unix_ms) {
   return report;
 }
 
-}  // namespace spotlight::planner
+}  // namespace spotlight::exploration

@@ -31,10 +31,10 @@
 #include <string>
 #include <vector>
 
+#include "common/exploration/explorer_directory.hpp"
 #include "common/queue/lease_queue.hpp"
-#include "services/planner/explorer_directory.hpp"
 
-namespace spotlight::planner {
+namespace spotlight::exploration {
 
 // Consumer names starting with '~' are never explorers (common/queue reserves them).
 inline constexpr const char* kDefaultReaperConsumer = "~planner";
@@ -73,4 +73,4 @@ class ExplorerReaper {
   std::map<std::string, std::int64_t> reaped_;
 };
 
-}  // namespace spotlight::planner
+}  // namespace spotlight::exploration

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace spotlight::planner {
+namespace spotlight::exploration {
 
 struct ExplorerSeen {
   std::string id;
@@ -36,4 +36,4 @@ class ExplorerDirectory {
 // unix_ms). nullopt for anything else.
 std::optional<std::int64_t> parse_heartbeat(std::string_view value);
 
-}  // namespace spotlight::planner
+}  // namespace spotlight::exploration

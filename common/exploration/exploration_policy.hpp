@@ -17,7 +17,7 @@
 #include <memory>
 #include <optional>
 
-namespace spotlight::planner {
+namespace spotlight::exploration {
 
 // What the planner knows when it plans one iteration.
 struct IterationContext {
@@ -71,4 +71,4 @@ class FixedExplorationPolicy final : public ExplorationPolicy {
   ExplorationDecision decision_;
 };
 
-}  // namespace spotlight::planner
+}  // namespace spotlight::exploration

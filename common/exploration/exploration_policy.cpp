@@ -1,9 +1,9 @@
-#include "services/planner/exploration_policy.hpp"
+#include "common/exploration/exploration_policy.hpp"
 
 #include <stdexcept>
 #include <string>
 
-namespace spotlight::planner {
+namespace spotlight::exploration {
 
 FixedExplorationPolicy::FixedExplorationPolicy(ExplorationDecision decision) : decision_(decision) {
   if (decision.candidates < 1) {
@@ -20,4 +20,4 @@ ExplorationDecision FixedExplorationPolicy::decide(const IterationContext&) {
   return decision_;
 }
 
-}  // namespace spotlight::planner
+}  // namespace spotlight::exploration
