@@ -4,9 +4,9 @@
 #include <random>
 #include <sstream>
 
-#include "common/bus/curve_config.hpp"
 #include "common/wire/error.hpp"
 #include "common/wire/messages.hpp"
+#include "common/zmq/curve_config.hpp"
 
 namespace spotlight::reward {
 namespace {
@@ -156,8 +156,8 @@ RemoteRewardOptions remote_reward_options(const config::Config& config) {
   options.rpc.timeout = std::chrono::milliseconds(config.get_int("reward.timeout_ms"));
   options.rpc.retries = config.get<int>("reward.retries");
   options.max_images_per_request = config.get<std::size_t>("reward.max_images_per_request");
-  options.rpc.curve = bus::curve_client_options(config, "reward.curve.server_public_file",
-                                                "reward.curve.client_secret_file");
+  options.rpc.curve = zmqio::curve_client_options(config, "reward.curve.server_public_file",
+                                                  "reward.curve.client_secret_file");
   return options;
 }
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "common/bus/curve_config.hpp"
+#include "common/zmq/curve_config.hpp"
 
 int main(int argc, char** argv) {
   if (argc != 3) {
@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const auto keys = spotlight::bus::generate_curve_key_files(argv[1], argv[2]);
+    const auto keys = spotlight::zmqio::generate_curve_key_files(argv[1], argv[2]);
     std::printf("public key %s\nwrote %s (secret, 0600) and %s (public)\n", keys.public_key.c_str(),
                 argv[1], argv[2]);
     return 0;

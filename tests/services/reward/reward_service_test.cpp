@@ -409,7 +409,7 @@ TEST(RewardConfig, DefaultsAndTranslation) {
   EXPECT_EQ(o.task.image_size, 64);
   EXPECT_EQ(o.max_request_bytes, 4096u);
   EXPECT_FALSE(o.curve.enabled());  // plain text unless a key file is configured
-  EXPECT_EQ(o.handshake_timeout, bus::kDefaultHandshakeTimeout);
+  EXPECT_EQ(o.handshake_timeout, zmqio::kDefaultHandshakeTimeout);
 }
 
 TEST(RewardConfig, UnknownFunctionsAndMismatchedWeightsAreRejected) {

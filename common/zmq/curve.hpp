@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-namespace spotlight::bus {
+namespace spotlight::zmqio {
 
 struct CurveKeyPair {
   std::string public_key;  // Z85, 40 chars
@@ -64,4 +64,4 @@ void save_curve_public_key(const std::filesystem::path& path, const std::string&
 // Throws CurveError naming `what` unless `key` is 40 characters of valid Z85.
 void validate_curve_key(const std::string& key, const std::string& what);
 
-}  // namespace spotlight::bus
+}  // namespace spotlight::zmqio

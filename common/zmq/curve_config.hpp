@@ -12,10 +12,10 @@
 #include <string>
 #include <string_view>
 
-#include "common/bus/curve.hpp"
 #include "common/config/config.hpp"
+#include "common/zmq/curve.hpp"
 
-namespace spotlight::bus {
+namespace spotlight::zmqio {
 
 // The server side of a socket: `secret_file_key` names a zcert file with its key pair. Empty
 // value: CURVE off. Throws config::ConfigError naming the key when the file is unusable (missing,
@@ -35,4 +35,4 @@ CurveOptions curve_client_options(const config::Config& config,
 CurveKeyPair generate_curve_key_files(const std::filesystem::path& secret_file,
                                       const std::filesystem::path& public_file);
 
-}  // namespace spotlight::bus
+}  // namespace spotlight::zmqio

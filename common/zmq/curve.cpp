@@ -1,4 +1,4 @@
-#include "common/bus/curve.hpp"
+#include "common/zmq/curve.hpp"
 
 #include <array>
 #include <cerrno>
@@ -11,9 +11,9 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "common/bus/errors.hpp"
+#include "common/zmq/errors.hpp"
 
-namespace spotlight::bus {
+namespace spotlight::zmqio {
 namespace {
 
 constexpr std::size_t kZ85KeyLength = 40;
@@ -166,4 +166,4 @@ void save_curve_public_key(const std::filesystem::path& path, const std::string&
   write_key_file(path, text.str(), 0644);
 }
 
-}  // namespace spotlight::bus
+}  // namespace spotlight::zmqio

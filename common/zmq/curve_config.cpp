@@ -1,9 +1,9 @@
-#include "common/bus/curve_config.hpp"
+#include "common/zmq/curve_config.hpp"
 
-#include "common/bus/errors.hpp"
 #include "common/config/error.hpp"
+#include "common/zmq/errors.hpp"
 
-namespace spotlight::bus {
+namespace spotlight::zmqio {
 namespace {
 
 [[noreturn]] void fail(const config::Config& config, std::string_view key, const std::string& why) {
@@ -64,4 +64,4 @@ CurveKeyPair generate_curve_key_files(const std::filesystem::path& secret_file,
   return keys;
 }
 
-}  // namespace spotlight::bus
+}  // namespace spotlight::zmqio

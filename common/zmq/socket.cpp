@@ -1,4 +1,4 @@
-#include "common/bus/detail/zmq_support.hpp"
+#include "common/zmq/socket.hpp"
 
 #include <cstring>
 #include <limits>
@@ -7,10 +7,10 @@
 
 #include <zmq_addon.hpp>
 
-#include "common/bus/errors.hpp"
-#include "common/bus/options.hpp"
+#include "common/zmq/errors.hpp"
+#include "common/zmq/options.hpp"
 
-namespace spotlight::bus::detail {
+namespace spotlight::zmqio {
 
 zmq::context_t& context() {
   // Intentionally leaked: see the header.
@@ -42,8 +42,9 @@ void apply_curve(zmq::socket_t& socket, const CurveOptions& curve, const std::st
 
 void apply_max_message_size(zmq::socket_t& socket, std::int64_t limit, const std::string& what) {
   if (limit >= 0 && limit < kMinMaxMessageSize) {
-    throw BusError(what + ": max_message_size " + std::to_string(limit) + " is below the minimum " +
-                   std::to_string(kMinMaxMessageSize) + " (negative means unlimited)");
+    throw SocketError(what + ": max_message_size " + std::to_string(limit) +
+                      " is below the minimum " + std::to_string(kMinMaxMessageSize) +
+                      " (negative means unlimited)");
   }
   socket.set(zmq::sockopt::maxmsgsize, limit < 0 ? std::int64_t{-1} : limit);
 }
@@ -51,35 +52,28 @@ void apply_max_message_size(zmq::socket_t& socket, std::int64_t limit, const std
 void apply_handshake_timeout(zmq::socket_t& socket, std::chrono::milliseconds timeout,
                              const std::string& what) {
   if (timeout.count() <= 0 || timeout.count() > std::numeric_limits<int>::max()) {
-    throw BusError(what + ": handshake_timeout must be > 0 ms, got " +
-                   std::to_string(timeout.count()));
+    throw SocketError(what + ": handshake_timeout must be > 0 ms, got " +
+                      std::to_string(timeout.count()));
   }
   socket.set(zmq::sockopt::handshake_ivl, static_cast<int>(timeout.count()));
 }
 
 std::string bind(zmq::socket_t& socket, const std::string& endpoint, const std::string& what) {
-  if (endpoint.empty()) throw BusError(what + ": empty bind endpoint");
+  if (endpoint.empty()) throw SocketError(what + ": empty bind endpoint");
   try {
     socket.bind(endpoint);
   } catch (const zmq::error_t& e) {
-    throw BusError(what + ": bind " + endpoint + ": " + e.what());
+    throw SocketError(what + ": bind " + endpoint + ": " + e.what());
   }
   return socket.get(zmq::sockopt::last_endpoint);
 }
 
 void connect(zmq::socket_t& socket, const std::string& endpoint, const std::string& what) {
-  if (endpoint.empty()) throw BusError(what + ": empty connect endpoint");
+  if (endpoint.empty()) throw SocketError(what + ": empty connect endpoint");
   try {
     socket.connect(endpoint);
   } catch (const zmq::error_t& e) {
-    throw BusError(what + ": connect " + endpoint + ": " + e.what());
-  }
-}
-
-void check_topic(std::string_view topic) {
-  if (topic.empty()) throw InvalidTopic("bus topic must not be empty");
-  if (static_cast<unsigned char>(topic.front()) == 0xff) {
-    throw InvalidTopic("bus topic must not start with byte 0xFF (reserved for control messages)");
+    throw SocketError(what + ": connect " + endpoint + ": " + e.what());
   }
 }
 
@@ -88,7 +82,7 @@ zmq::socket_t monitor_handshake_failures(zmq::socket_t& socket, const std::strin
   constexpr int kEvents = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
                           ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
   if (zmq_socket_monitor(socket.handle(), endpoint.c_str(), kEvents) != 0) {
-    throw BusError(what + ": zmq_socket_monitor: " + zmq_strerror(zmq_errno()));
+    throw SocketError(what + ": zmq_socket_monitor: " + zmq_strerror(zmq_errno()));
   }
   zmq::socket_t monitor(context(), zmq::socket_type::pair);
   monitor.set(zmq::sockopt::linger, 0);
@@ -143,4 +137,4 @@ std::chrono::milliseconds poll_timeout(std::chrono::steady_clock::duration remai
   return std::chrono::ceil<std::chrono::milliseconds>(remaining);
 }
 
-}  // namespace spotlight::bus::detail
+}  // namespace spotlight::zmqio

@@ -1,6 +1,12 @@
 #pragma once
-// PRIVATE to the .cpp files of common/bus and common/rpc: this header includes <zmq.hpp> and must
-// never be included from a public header.
+// The socket helpers common/bus and common/rpc build on: the process-wide context, CURVE and limit
+// options, bind/connect with errors that name the owner, handshake-failure monitoring.
+//
+// This header includes <zmq.hpp>: include it from .cpp files of the transport modules only (bus,
+// rpc), never from a header a service sees (deploy/architecture.json allows it nowhere else).
+//
+// Namespace spotlight::zmqio, not spotlight::zmq: the latter would hide cppzmq's ::zmq inside
+// every spotlight namespace.
 
 #include <chrono>
 #include <cstdint>
@@ -10,16 +16,9 @@
 
 #include <zmq.hpp>
 
-#include "common/bus/curve.hpp"
-#include "common/bus/detail/framing.hpp"
+#include "common/zmq/curve.hpp"
 
-namespace spotlight::bus::detail {
-
-// Throws InvalidTopic for an empty topic or one that starts with the reserved byte 0xFF.
-void check_topic(std::string_view topic);
-
-// Bound on how long a caller waits for the publisher's I/O thread to take a command.
-inline constexpr std::chrono::milliseconds kCommandTimeout{10000};
+namespace spotlight::zmqio {
 
 // The process-wide ZeroMQ context (one I/O thread). Created on first use and never terminated,
 // so closing a socket never blocks on linger and static destruction order does not matter.
@@ -29,23 +28,23 @@ zmq::context_t& context();
 // Throws CurveError when both roles are set, a key is invalid, or libzmq lacks CURVE.
 void apply_curve(zmq::socket_t& socket, const CurveOptions& curve, const std::string& what);
 
-// ZMQ_MAXMSGSIZE; a negative limit means unlimited. Throws BusError naming `what` for a limit
+// ZMQ_MAXMSGSIZE; a negative limit means unlimited. Throws SocketError naming `what` for a limit
 // below kMinMaxMessageSize.
 void apply_max_message_size(zmq::socket_t& socket, std::int64_t limit, const std::string& what);
 
-// ZMQ_HANDSHAKE_IVL. Throws BusError naming `what` unless timeout > 0.
+// ZMQ_HANDSHAKE_IVL. Throws SocketError naming `what` unless timeout > 0.
 void apply_handshake_timeout(zmq::socket_t& socket, std::chrono::milliseconds timeout,
                              const std::string& what);
 
 // Binds and returns the resolved endpoint (a "*" port replaced by the real one). Binds exactly
-// the given address: there are no default or wildcard addresses. Throws BusError naming it.
+// the given address: there are no default or wildcard addresses. Throws SocketError naming it.
 std::string bind(zmq::socket_t& socket, const std::string& endpoint, const std::string& what);
 void connect(zmq::socket_t& socket, const std::string& endpoint, const std::string& what);
 
 // Reports failed handshakes of `socket` (ZMQ_EVENT_HANDSHAKE_FAILED_*: a greeting that is not
 // ZMTP or names another mechanism, a CURVE peer with the wrong key, a peer that hung up while
 // handshaking) to the returned PAIR socket; poll it and call count_handshake_failures(). Call
-// stop_monitor(socket) before closing `socket`. Throws BusError naming `what`.
+// stop_monitor(socket) before closing `socket`. Throws SocketError naming `what`.
 zmq::socket_t monitor_handshake_failures(zmq::socket_t& socket, const std::string& what);
 // Drains the monitor without blocking; returns the number of failed handshakes it reported.
 std::size_t count_handshake_failures(zmq::socket_t& monitor);
@@ -58,4 +57,4 @@ std::uint64_t random_u64();
 // poll() timeout in whole milliseconds, rounded up so a short remaining time still waits.
 std::chrono::milliseconds poll_timeout(std::chrono::steady_clock::duration remaining);
 
-}  // namespace spotlight::bus::detail
+}  // namespace spotlight::zmqio
