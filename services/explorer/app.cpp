@@ -19,6 +19,7 @@
 #include "common/outage/failure.hpp"
 #include "common/policy/policy.hpp"
 #include "common/queue/redis_lease_queue.hpp"
+#include "common/reward/remote_reward.hpp"
 #include "common/run/run_config.hpp"
 #include "common/service/exit_codes.hpp"
 #include "common/service/main_guard.hpp"
@@ -28,7 +29,6 @@
 #include "services/explorer/explorer.hpp"
 #include "services/explorer/preemption_notice.hpp"
 #include "services/explorer/sp_sampler.hpp"
-#include "services/reward/remote_reward.hpp"
 
 namespace spotlight::explorer {
 namespace {
