@@ -7,9 +7,9 @@
 
 int main(int argc, char** argv) {
   return spotlight::service::guarded_main("planner", [&] {
+    // SIGTERM, SIGINT: finish the pass, exit 0.
     spotlight::planner::StopFlag stop;
-    spotlight::planner::StopFlag::stop_on_signals(
-        stop);  // SIGTERM, SIGINT: finish the pass, exit 0
+    spotlight::planner::StopFlag::stop_on_signals(stop);
     spotlight::config::CommandLine command_line;
     const auto config =
         spotlight::config::load_or_exit(spotlight::run::run_schema(), argc, argv,

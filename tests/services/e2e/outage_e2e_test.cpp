@@ -224,7 +224,7 @@ TEST(RedisOutage, EveryServiceRidesThroughAKillAndAPauseAndTheJobLosesNothing) {
   if (!HasFailure()) std::filesystem::remove_all(dir);
 }
 
-TEST(RedisOutage, TheTrainerStopsAfterItsOutageLimitAndResumesWhereItStopped) {
+TEST(RedisOutage, TheTrainerStopsAfterItsOutageLimitWaitsWhenStartedWithoutRedisAndResumes) {
   SPOTLIGHT_REQUIRE_REDIS_SERVER();
   testing::RedisServer redis;
   const auto dir = testing::make_temp_dir("spotlight-outage-limit");
@@ -248,10 +248,20 @@ TEST(RedisOutage, TheTrainerStopsAfterItsOutageLimitAndResumesWhereItStopped) {
     EXPECT_NE(errors[0].find("longer than the limit"), std::string::npos) << errors[0];
     EXPECT_NE(errors[0].find("a restart resumes at iteration"), std::string::npos) << errors[0];
   }
-  redis.start();
-  Process trainer(testing::binary_path("services/trainer/spotlight-trainer"), args,
+  // Restarted while Redis is still down, it waits (it used to abort again), and goes on once
+  // Redis is back.
+  Process trainer(testing::binary_path("services/trainer/spotlight-trainer"),
+                  plus(args, {"--set", "trainer.redis_outage_limit_seconds=120"}),
                   dir / "trainer-2.log");
+  ASSERT_TRUE(testing::wait_for(
+      [&] {
+        return !lines_with(dir / "trainer-2.log", "redis lost").empty() || !trainer.running();
+      },
+      300s));
+  ASSERT_TRUE(trainer.running()) << trainer.log_tail();
+  redis.start();
   ASSERT_EQ(trainer.wait(300s), std::optional<int>(0)) << trainer.log_tail();
+  EXPECT_EQ(lines_with(dir / "trainer-2.log", "redis restored").size(), 1u) << trainer.log_tail();
   std::vector<std::int64_t> expected{-1};
   for (int k = 0; k < kIterations; ++k)
     expected.push_back(k);
