@@ -6,6 +6,7 @@
 //             SIGTERM/SIGINT abandon the iteration in progress and exit 0 within
 //             trainer.grace_seconds (else exit 3)
 //   eval      validation score of a checkpoint (model.base)
+//   validate  scores the weights a run with validation.defer saved (<run.dir>/validation.jsonl)
 //   bench     sampler throughput and the DiT forward's share of measured sgemm FLOP/s
 // Each returns a process exit code (common/service/exit_codes.hpp); configuration problems throw
 // config::ConfigError, unwritable files durable::WriteError (main's guard maps them to 2 and 6).
@@ -23,6 +24,7 @@ int run_train(const config::Config& config);
 // kExitOutageLimit after trainer.redis_outage_limit_seconds of Redis outage.
 int run_train(const config::Config& config, std::stop_token stop);
 int run_eval(const config::Config& config);
+int run_validate(const config::Config& config);
 int run_bench(const config::Config& config);
 
 // Dispatches args[0] to one of the above; unknown subcommands print usage and return 2.
