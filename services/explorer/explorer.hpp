@@ -41,13 +41,13 @@
 //
 // Failures never end the loop, except refused credentials (QueueAccessDenied / StoreAccessDenied
 // propagate): Redis unavailable -> count, back off (doubling from min_backoff to max_backoff),
-// retry, logging one line per change of state (outage::OutageTracker); a result is "done" only after complete() returned, and
-// leases that cannot be completed or released are left to expire (re-delivered to another
-// explorer). A sampling error fails the chunk's leases; a reward error releases them (the
-// reward service may be down) unless the input was invalid (fail). After a stop request the
-// chunk being sampled stops at its next step boundary (committed, then released; a chunk already
-// past its last step is scored and completed), the rest is released, and run() returns within
-// grace_period of the request plus one sampler step (plus one scoring call).
+// retry, logging one line per change of state (outage::OutageTracker); a result is "done" only
+// after complete() returned, and leases that cannot be completed or released are left to expire
+// (re-delivered to another explorer). A sampling error fails the chunk's leases; a reward error
+// releases them (the reward service may be down) unless the input was invalid (fail). After a stop
+// request the chunk being sampled stops at its next step boundary (committed, then released; a
+// chunk already past its last step is scored and completed), the rest is released, and run()
+// returns within grace_period of the request plus one sampler step (plus one scoring call).
 //
 // Thread-compatible: run() uses its collaborators from the calling thread only; give every
 // explorer thread its own queue, stores, reward and policy.
