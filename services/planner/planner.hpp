@@ -46,6 +46,7 @@
 #include "common/store/key_value_store.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/options.hpp"
+#include "common/task/prompt_source.hpp"
 #include "services/planner/exploration_policy.hpp"
 #include "services/planner/explorer_directory.hpp"
 #include "services/planner/explorer_reaper.hpp"
@@ -81,7 +82,9 @@ struct PlannerOptions {
   // dead_heartbeats periods without one.
   std::chrono::milliseconds heartbeat_period = kDefaultHeartbeatPeriod;
   int dead_heartbeats = kDefaultDeadHeartbeats;
-  task::TaskOptions task;  // the prompts' generator
+  task::TaskOptions task;  // the prompts' generator, when `prompts` is null
+  // Where the prompts come from (run::prompt_source: task.kind); null: the generator of `task`.
+  std::shared_ptr<const task::PromptSource> prompts;
   // Where every plan record (decision and reason) is appended as a JSON line; empty: nowhere.
   std::string decisions_file;
 
@@ -156,7 +159,7 @@ class Planner {
   std::shared_ptr<metrics::Registry> registry_;
   PlannerMetrics metrics_;
   QueueTotalsMetrics queue_totals_;
-  task::PromptGenerator generator_;
+  std::shared_ptr<const task::PromptSource> prompts_;
   std::unique_ptr<ExplorerReaper> reaper_;
   std::chrono::steady_clock::time_point next_reap_{};
   std::map<std::int64_t, int> candidates_;  // iteration -> N enqueued by this object
