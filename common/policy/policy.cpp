@@ -9,6 +9,7 @@
 #include "common/policy/torchscript_model.hpp"
 #include "common/task/errors.hpp"
 #include "common/task/prompt_file.hpp"
+#include "common/task/vocabulary.hpp"
 
 namespace spotlight::policy {
 namespace {
@@ -22,8 +23,8 @@ at::ScalarType parse_dtype(const std::string& name) {
 // The built-in MMDiT, conditioned on the embedded task's tokens.
 class NativeModel final : public VelocityModel {
  public:
-  NativeModel(model::MMDiT model, const task::Vocabulary& vocabulary, torch::Device device)
-      : model_(std::move(model)), vocabulary_(vocabulary), device_(device) {}
+  NativeModel(model::MMDiT model, torch::Device device)
+      : model_(std::move(model)), device_(device) {}
 
   at::Tensor tokens(const std::vector<task::Prompt>& prompts) const {
     const int len = static_cast<int>(model_->options().text_len());
@@ -69,7 +70,7 @@ class NativeModel final : public VelocityModel {
 
  private:
   model::MMDiT model_;
-  const task::Vocabulary& vocabulary_;
+  task::Vocabulary vocabulary_;
   torch::Device device_;
 };
 
@@ -96,14 +97,14 @@ Policy::Policy(const PolicyOptions& options, const task::TaskOptions& task)
   }
   if (options.kind == "native") {
     auto model_options = model::mmdit_preset(options.preset);
-    model_options.vocab_size(vocabulary_.size()).text_len(task::Vocabulary::kMaxPromptTokens);
+    model_options.vocab_size(task::Vocabulary().size())
+        .text_len(task::Vocabulary::kMaxPromptTokens);
     task_ = task_options_for(model_options, task);
     task_.validate();
     torch::manual_seed(options.init_seed);
     model_ = model::MMDiT(model_options);
     model_->to(torch::Device(options.device), dtype);
-    velocity_model_ =
-        std::make_unique<NativeModel>(model_, vocabulary_, torch::Device(options.device));
+    velocity_model_ = std::make_unique<NativeModel>(model_, torch::Device(options.device));
   } else if (options.kind == "torchscript") {
     if (options.path.empty()) throw PolicyError("model.kind torchscript needs model.path");
     if (options.latent_channels < 1 || options.latent_size < 1) {
@@ -152,6 +153,8 @@ Policy::Policy(const PolicyOptions& options, const task::TaskOptions& task)
 }
 
 Policy::~Policy() = default;
+Policy::Policy(Policy&&) noexcept = default;
+Policy& Policy::operator=(Policy&&) noexcept = default;
 
 at::TensorOptions Policy::tensor_options() const {
   return at::TensorOptions()

@@ -23,7 +23,6 @@
 #include "common/task/image.hpp"
 #include "common/task/options.hpp"
 #include "common/task/prompt.hpp"
-#include "common/task/vocabulary.hpp"
 
 namespace spotlight::policy {
 
@@ -36,8 +35,8 @@ class Policy {
   // pattern that matches no parameter), std::invalid_argument for a bad dtype or kind.
   explicit Policy(const PolicyOptions& options, const task::TaskOptions& task = {});
   ~Policy();
-  Policy(const Policy&) = delete;
-  Policy& operator=(const Policy&) = delete;
+  Policy(Policy&&) noexcept;
+  Policy& operator=(Policy&&) noexcept;
 
   const PolicyOptions& options() const { return options_; }
   bool is_native() const { return options_.kind == "native"; }
@@ -96,7 +95,6 @@ class Policy {
 
   PolicyOptions options_;
   task::TaskOptions task_;
-  task::Vocabulary vocabulary_;
   model::MMDiT model_{nullptr};  // native only
   std::unique_ptr<VelocityModel> velocity_model_;
   std::vector<at::Tensor> trainable_;
