@@ -16,6 +16,8 @@
 #include "common/policy/policy.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/run/run_config.hpp"
+#include "common/run/schedule.hpp"
+#include "common/wire/messages.hpp"
 #include "tests/common/policy/twin.hpp"
 #include "tests/common/process/process.hpp"
 #include "tests/common/redis/redis_server.hpp"
@@ -164,6 +166,20 @@ TEST(ByomJob, TrainsOnlyTheAdaptersOfATorchScriptModelScoredByAPythonRewardServe
   EXPECT_EQ(stats.dead_letters, 0) << explorer1.log_tail();
   EXPECT_EQ(stats.results, stats.acked_total);
   EXPECT_GT(stats.results, 0);
+  // Explorers sampled with weights the trainer published (the TorchScript module's safetensors
+  // through the weights store), not only with the module's own.
+  std::int64_t newest_used = -1;
+  for (int k = 0; k < kIterations; ++k) {
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 6; ++j) {
+        if (const auto bytes = queue.result(run::seed_task_id(k, i, j))) {
+          newest_used =
+              std::max(newest_used, wire::SeedResult::decode(*bytes).weights_version_used);
+        }
+      }
+    }
+  }
+  EXPECT_GE(newest_used, 1) << "explorers never loaded a published version";
 
   // 3. The validation reward (ODE, fixed seeds, the validation split) rose.
   std::ifstream metrics(dir / "run" / "metrics.jsonl");
