@@ -18,10 +18,10 @@
 #include <nlohmann/json.hpp>
 #include <signal.h>
 
+#include "common/reward/remote_reward.hpp"
 #include "common/reward/reward_function.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/render.hpp"
-#include "services/reward/remote_reward.hpp"
 #include "tests/common/process/process.hpp"
 
 namespace {
