@@ -196,10 +196,10 @@ void Explorer::process(std::vector<queue::Lease> leases) {
       const auto level = need != last_missing_logged_ ? log::Level::kInfo : log::Level::kDebug;
       last_missing_logged_ = need;
       if (log::enabled(level)) {
-        log::write(level,
-                   log::detail::format(
-                       "{} task(s) need weights version >= {} (loaded: {}): released for now",
-                       waiting, need, loaded ? std::to_string(*loaded) : "none"));
+        log::write(
+            level,
+            log::format("{} task(s) need weights version >= {} (loaded: {}): released for now",
+                        waiting, need, loaded ? std::to_string(*loaded) : "none"));
       }
       std::erase_if(held, [](const Held& h) { return h.settled; });
       if (held.empty()) {
