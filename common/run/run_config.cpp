@@ -263,13 +263,6 @@ zmqio::CurveOptions reward_client_curve(const config::Config& c) {
                                      "reward.curve.client_secret_file");
 }
 
-RunKeys::RunKeys(const std::string& run_id)
-    : prefix("spotlight:" + run_id), explore_queue(prefix + ":explore") {}
-
-std::string RunKeys::explorer_heartbeat(const std::string& explorer_id) const {
-  return "explorer:" + explorer_id + ":heartbeat";
-}
-
 queue::LeaseQueueOptions explore_queue_options(const config::Config& c) {
   queue::LeaseQueueOptions o;
   o.key_prefix = RunKeys(c.get_string("run.id")).explore_queue;

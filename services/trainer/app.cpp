@@ -131,6 +131,7 @@ int run_train(const config::Config& c) {
   std::unique_ptr<queue::LeaseQueue> queue;
   std::unique_ptr<store::WeightStore> weight_store;
   std::unique_ptr<store::KeyValueStore> state;
+  std::unique_ptr<run::RunState> run_state;
   std::unique_ptr<bus::Publisher> bus;
   std::unique_ptr<RunPublisher> publisher;
   if (options.mode == "async") {
@@ -140,6 +141,7 @@ int run_train(const config::Config& c) {
     weight_store =
         std::make_unique<store::RedisWeightStore>(redis, store::WeightStoreOptions{keys.prefix});
     state = std::make_unique<store::RedisKeyValueStore>(redis, keys.prefix);
+    run_state = std::make_unique<run::RunState>(*state, keys);
     if (const auto& endpoint = c.get_string("bus.trainer_endpoint"); !endpoint.empty()) {
       bus = std::make_unique<bus::Publisher>(run::trainer_bus_options(c));
       SPOTLIGHT_LOG(info) << "publishing notices on " << bus->bind(endpoint);
@@ -149,7 +151,7 @@ int run_train(const config::Config& c) {
     async.candidates = options.candidates;
     async.run_seed = options.seed;
     async.max_wait = std::chrono::duration<double>(c.get_double("exploration.max_wait_seconds"));
-    seeds = std::make_unique<AsyncSeedSource>(async, *queue, state.get());
+    seeds = std::make_unique<AsyncSeedSource>(async, *queue, run_state.get());
     publisher =
         std::make_unique<RunPublisher>(c.get_string("run.id"), *weight_store, *state, bus.get());
   }

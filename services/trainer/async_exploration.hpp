@@ -14,6 +14,7 @@
 #include "common/bus/publisher.hpp"
 #include "common/queue/lease_queue.hpp"
 #include "common/run/run_config.hpp"
+#include "common/run/run_state.hpp"
 #include "common/store/key_value_store.hpp"
 #include "common/store/weight_store.hpp"
 #include "services/trainer/grpo_trainer.hpp"
@@ -31,10 +32,10 @@ struct AsyncSeedOptions {
 
 class AsyncSeedSource final : public SeedSource {
  public:
-  // `plans` (may be null: N = options.candidates always) is the run's KeyValueStore holding the
-  // planner's per-iteration plan records (common/run/plan_record.hpp).
+  // `plans` (may be null: N = options.candidates always) is the run's state, which holds the
+  // planner's per-iteration plan records (wire::PlanRecord).
   AsyncSeedSource(AsyncSeedOptions options, queue::LeaseQueue& queue,
-                  store::KeyValueStore* plans = nullptr);
+                  run::RunState* plans = nullptr);
   // N = the iteration's plan record's candidates (read while waiting; options.candidates when no
   // record shows up by the deadline). Waits until every candidate of every prompt has a result
   // or max_wait passes; N = 0 returns random seeds at once. The wait is reported as
@@ -44,7 +45,7 @@ class AsyncSeedSource final : public SeedSource {
  private:
   AsyncSeedOptions o_;
   queue::LeaseQueue& queue_;
-  store::KeyValueStore* plans_;
+  run::RunState* plans_;
 };
 
 class RunPublisher final : public TrainerObserver {
@@ -56,9 +57,8 @@ class RunPublisher final : public TrainerObserver {
 
  private:
   std::string run_id_;
-  run::RunKeys keys_;
+  run::RunState state_;
   store::WeightStore& weights_;
-  store::KeyValueStore& state_;
   bus::Publisher* bus_;
 };
 

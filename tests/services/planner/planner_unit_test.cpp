@@ -1,5 +1,5 @@
-// The planner's pieces that need no Redis: the exploration policy seam, heartbeat parsing, the
-// key layout against run::RunKeys, options from the run configuration, the stop flag.
+// The planner's pieces that need no Redis: the exploration policy seam, the options from the run
+// configuration, the stop flag.
 
 #include <csignal>
 #include <thread>
@@ -12,7 +12,6 @@
 #include "common/wire/messages.hpp"
 #include "services/planner/planner.hpp"
 #include "services/planner/planner_config.hpp"
-#include "services/planner/planner_keys.hpp"
 #include "services/planner/stop_flag.hpp"
 
 namespace spotlight::planner {
@@ -41,33 +40,6 @@ TEST(FixedExplorationPolicy, DecidesTheSameWhateverTheContext) {
                std::invalid_argument);
   EXPECT_THROW(exploration::FixedExplorationPolicy({.candidates = 1, .steps = 1}),
                std::invalid_argument);
-}
-
-TEST(ParseHeartbeat, AcceptsDecimalMillisecondsAndTheWireMessage) {
-  EXPECT_EQ(exploration::parse_heartbeat("1732931112345"), 1732931112345);
-  wire::Heartbeat hb;
-  hb.explorer_id = "x";
-  hb.unix_ms = 42;
-  EXPECT_EQ(exploration::parse_heartbeat(hb.encode()), 42);
-  EXPECT_EQ(exploration::parse_heartbeat(""), std::nullopt);
-  EXPECT_EQ(exploration::parse_heartbeat("12ms"), std::nullopt);
-  EXPECT_EQ(exploration::parse_heartbeat(" 12"), std::nullopt);
-  EXPECT_EQ(exploration::parse_heartbeat(std::string("\x93\x01\x02", 3)), std::nullopt);
-}
-
-TEST(PlannerKeys, AreTheRunKeys) {
-  for (const std::string id : {"default", "run:with:colons", "x\x1fy"}) {
-    const run::RunKeys run(id);
-    const PlannerKeys keys = PlannerKeys::for_run(id);
-    EXPECT_EQ(keys.prefix, run.prefix);
-    EXPECT_EQ(keys.trainer_iteration, run.trainer_iteration);
-    EXPECT_EQ(keys.trainer_timing, run.trainer_timing);
-    EXPECT_EQ(keys.planner_state, run.planner_state);
-    for (const std::string explorer : {"a", "host-123", "with:colon", ""}) {
-      EXPECT_EQ(keys.explorer_heartbeat(explorer), run.explorer_heartbeat(explorer));
-    }
-    EXPECT_EQ(keys.absolute(keys.planner_state), run.prefix + ":" + run.planner_state);
-  }
 }
 
 TEST(PlannerConfig, TakesEveryOptionFromTheRunSchema) {
