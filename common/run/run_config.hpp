@@ -2,8 +2,9 @@
 // One configuration schema for a run, shared by the trainer, planner and explorers, so a single
 // YAML file describes the whole job (sections run, model, task, sampler, exploration, trainer,
 // validation, audit, redis, bus, reward, explorer, planner, metrics). Every binary validates the
-// whole file at start: an unknown key anywhere is an error naming it. The reward service, which
-// needs none of the training keys, has its own schema (services/reward).
+// whole file at start: an unknown key anywhere is an error naming it. The reward.* keys are the
+// reward service's client keys (common/reward/remote_reward.hpp); the service itself, which
+// needs none of the training keys, has its own schema of server keys (services/reward).
 
 #include <chrono>
 #include <string>
@@ -20,9 +21,6 @@
 namespace spotlight::bus {
 struct PublisherOptions;  // common/bus/publisher.hpp
 }  // namespace spotlight::bus
-namespace spotlight::zmqio {
-struct CurveOptions;  // common/zmq/curve.hpp
-}  // namespace spotlight::zmqio
 
 namespace spotlight::run {
 
@@ -39,9 +37,6 @@ redis::RedisOptions redis_options(const config::Config& config);
 // bus.handshake_timeout_ms and CURVE from bus.curve.server_secret_file. Throws config::ConfigError
 // naming a key file that is unusable.
 bus::PublisherOptions trainer_bus_options(const config::Config& config);
-// CURVE of the reward service's clients: reward.curve.server_public_file (empty: plain text) and
-// reward.curve.client_secret_file (empty: an ephemeral key pair). Throws config::ConfigError.
-zmqio::CurveOptions reward_client_curve(const config::Config& config);
 
 queue::LeaseQueueOptions explore_queue_options(const config::Config& config);
 

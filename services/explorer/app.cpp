@@ -38,15 +38,10 @@ constexpr std::chrono::seconds kWatchdogSlack{5};
 
 std::unique_ptr<reward::RewardFunction> make_explorer_reward(const config::Config& config,
                                                              const task::TaskOptions& task) {
-  const std::string endpoint = config.get_string("reward.endpoint");
-  if (endpoint.empty()) return reward::make_task_reward(task);
-  reward::RemoteRewardOptions options;
-  options.endpoint = endpoint;
-  options.rpc.timeout = std::chrono::milliseconds(config.get_int("reward.timeout_ms"));
-  // The run schema counts attempts in all; the RPC client counts retries after the first.
-  options.rpc.retries = config.get<int>("reward.retries") - 1;
-  options.rpc.curve = run::reward_client_curve(config);
-  return std::make_unique<reward::RemoteReward>(options);
+  if (const auto options = reward::remote_reward_options(config)) {
+    return std::make_unique<reward::RemoteReward>(*options);
+  }
+  return reward::make_task_reward(task);
 }
 
 PreemptionNoticeOptions preemption_notice_options(const config::Config& config) {

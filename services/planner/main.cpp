@@ -6,8 +6,6 @@
 
 int main(int argc, char** argv) {
   spotlight::log::set_component("planner");
-  spotlight::planner::StopFlag stop;
-  spotlight::planner::StopFlag::stop_on_signals(stop);  // SIGTERM, SIGINT: finish the pass, exit 0
   spotlight::config::CommandLine command_line;
   const auto config =
       spotlight::config::load_or_exit(spotlight::run::run_schema(), argc, argv,
@@ -16,5 +14,5 @@ int main(int argc, char** argv) {
     spotlight::log::error("unexpected argument '{}'", command_line.args[0]);
     return 2;
   }
-  return spotlight::planner::run_planner(config, stop);
+  return spotlight::planner::run_planner(config);
 }

@@ -1,7 +1,9 @@
 #include "services/planner/planner.hpp"
 
 #include <algorithm>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -353,7 +355,9 @@ void Planner::refresh_gauges(const queue::QueueStats& stats) {
   queue_totals_.update(stats);
 }
 
-int Planner::run(const StopFlag& stop) {
+int Planner::run(std::stop_token stop) {
+  std::mutex mutex;
+  std::condition_variable_any wake;  // notified by nothing but the stop request
   std::chrono::milliseconds backoff = options_.poll_interval;
   std::int64_t failures_in_a_row = 0;
   for (;;) {
@@ -387,7 +391,9 @@ int Planner::run(const StopFlag& stop) {
                    failures_in_a_row, seconds(wait), e.what());
       }
     }
-    if (stop.wait_for(wait)) {
+    std::unique_lock lock(mutex);
+    wake.wait_for(lock, stop, wait, [] { return false; });  // ends early on a stop request
+    if (stop.stop_requested()) {
       log_summary("stop requested");
       return 0;
     }

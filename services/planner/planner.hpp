@@ -39,6 +39,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 
 #include "common/exploration/exploration_policy.hpp"
@@ -53,7 +54,6 @@
 #include "common/task/options.hpp"
 #include "services/planner/planner_metrics.hpp"
 #include "services/planner/queue_metrics.hpp"
-#include "services/planner/stop_flag.hpp"
 
 namespace spotlight::planner {
 
@@ -127,8 +127,9 @@ class Planner {
   // enqueued part of an iteration, which the next pass completes.
   StepOutcome step();
 
-  // Loops step() until finished or stopped (above); returns the exit status (0).
-  int run(const StopFlag& stop);
+  // Loops step() until finished or `stop` is requested (above; the wait between passes ends at
+  // once on a stop request); returns the exit status (0).
+  int run(std::stop_token stop);
 
   const PlannerStatus& status() const { return status_; }
   const PlannerOptions& options() const { return options_; }

@@ -245,8 +245,7 @@ TEST_F(PlannerTest, RunStopsByItselfWhenTheTrainerIsDone) {
   const auto c = make_config({"trainer.iterations=2"});
   set_trainer_iteration(2);
   auto planner = make_planner(c, nullptr);
-  StopFlag stop;
-  EXPECT_EQ(planner->run(stop), 0);
+  EXPECT_EQ(planner->run(std::stop_token{}), 0);
   EXPECT_TRUE(stream_tasks().empty());
 }
 
@@ -255,9 +254,9 @@ TEST_F(PlannerTest, BacksOffWhileRedisIsDownAndRecoversWhenItReturns) {
   auto registry = std::make_shared<metrics::Registry>("planner");
   auto planner = build(c, registry, 200ms);
   const metrics::Counter errors = registry->counter("spotlight_planner_redis_errors_total", "");
-  StopFlag stop;
+  std::stop_source stop;
   int status = -1;
-  std::thread loop([&] { status = planner->run(stop); });
+  std::thread loop([&] { status = planner->run(stop.get_token()); });
 
   set_trainer_iteration(0);
   EXPECT_TRUE(wait_for([] { return planner_state() == 1; }, kPatience));
@@ -275,7 +274,7 @@ TEST_F(PlannerTest, BacksOffWhileRedisIsDownAndRecoversWhenItReturns) {
   const auto outage_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - down)
           .count();
-  stop.request();
+  stop.request_stop();
   loop.join();
   EXPECT_EQ(status, 0);
 

@@ -1,5 +1,5 @@
-// The planner's pieces that need no Redis: the exploration policy seam, the options from the run
-// configuration, the stop flag.
+// The planner's pieces that need no Redis: the exploration policy seam and the
+// options from the run configuration.
 
 #include <csignal>
 #include <thread>
@@ -12,7 +12,6 @@
 #include "common/wire/messages.hpp"
 #include "services/planner/planner.hpp"
 #include "services/planner/planner_config.hpp"
-#include "services/planner/stop_flag.hpp"
 
 namespace spotlight::planner {
 namespace {
@@ -74,33 +73,6 @@ TEST(PlannerOptions, ValidateNamesTheBadField) {
   PlannerOptions p;
   p.max_backoff = 1ms;  // below poll_interval
   EXPECT_THROW(p.validate(), PlannerError);
-}
-
-TEST(StopFlag, WaitsForItsTimeoutWhenNotRequested) {
-  StopFlag stop;
-  const auto begin = std::chrono::steady_clock::now();
-  EXPECT_FALSE(stop.wait_for(30ms));
-  EXPECT_GE(std::chrono::steady_clock::now() - begin, 30ms);
-  EXPECT_FALSE(stop.requested());
-}
-
-TEST(StopFlag, WakesAWaiterAtOnceWhenRequested) {
-  StopFlag stop;
-  std::thread requester([&] { stop.request(); });
-  const auto begin = std::chrono::steady_clock::now();
-  EXPECT_TRUE(stop.wait_for(60s));
-  EXPECT_LT(std::chrono::steady_clock::now() - begin, 30s);
-  requester.join();
-  EXPECT_TRUE(stop.wait_for(0ms));  // stays requested
-  EXPECT_EQ(stop.signal(), std::nullopt);
-}
-
-TEST(StopFlag, SigtermRequestsTheStop) {
-  StopFlag stop;
-  StopFlag::stop_on_signals(stop);
-  ASSERT_EQ(std::raise(SIGTERM), 0);  // handled: the test process keeps running
-  EXPECT_TRUE(stop.wait_for(10s));
-  EXPECT_EQ(stop.signal(), SIGTERM);
 }
 
 }  // namespace
