@@ -29,7 +29,7 @@ ArgumentParser& ArgumentParser::option(std::string name, std::string value_name,
   return *this;
 }
 
-ArgumentParser& ArgumentParser::repeated(std::string name, std::string value_name,
+ArgumentParser& ArgumentParser::repeated(const std::string& name, std::string value_name,
                                          std::string help) {
   option(name, std::move(value_name), std::move(help));
   options_[name].repeatable = true;

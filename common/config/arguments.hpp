@@ -34,7 +34,7 @@ class ArgumentParser {
   ArgumentParser& option(std::string name, std::string value_name, std::string help,
                          std::optional<std::string> fallback = std::nullopt);
   // --name VALUE, any number of times (values() in order).
-  ArgumentParser& repeated(std::string name, std::string value_name, std::string help);
+  ArgumentParser& repeated(const std::string& name, std::string value_name, std::string help);
   // --name (no value).
   ArgumentParser& flag(std::string name, std::string help);
 

@@ -183,10 +183,10 @@ void error(detail::FormatString<std::type_identity_t<Args>...> text, const Args&
 }  // namespace spotlight::log
 
 // SPOTLIGHT_LOG(debug|info|warn|error) << ...; the operands are evaluated only when enabled.
-#define SPOTLIGHT_LOG(lvl)                                          \
-  !::spotlight::log::enabled(::spotlight::log::detail::level_##lvl) \
-      ? (void)0                                                     \
-      : ::spotlight::log::detail::Voidify() &                       \
+#define SPOTLIGHT_LOG(lvl)                                                             \
+  !::spotlight::log::enabled(::spotlight::log::detail::level_##lvl)                    \
+      ? (void)0                                                                        \
+      : ::spotlight::log::detail::Voidify() & /* NOLINT(bugprone-macro-parentheses) */ \
             ::spotlight::log::Line(::spotlight::log::detail::level_##lvl).stream()
 
 template <>

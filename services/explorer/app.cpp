@@ -112,7 +112,7 @@ int run_explorer(const config::Config& config) {
     // A notice from the file/URL watcher wakes the wait below like the loop's end does.
     std::atomic<bool> noticed{false};
     std::stop_callback on_finished(finished.get_token(), [&] { wake.request_stop(); });
-    PreemptionWatcher watcher(notice_options, [&](std::string reason) {
+    PreemptionWatcher watcher(notice_options, [&](const std::string& reason) {
       log::info("preemption notice: {}", reason);
       noticed = true;
       wake.request_stop();

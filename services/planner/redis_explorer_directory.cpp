@@ -40,11 +40,11 @@ std::optional<std::int64_t> heartbeat_unix_ms(const std::string& value) {
 RedisExplorerDirectory::RedisExplorerDirectory(redis::RedisOptions redis, run::RunKeys keys,
                                                queue::LeaseQueueOptions queue,
                                                std::chrono::milliseconds heartbeat_window)
-    : RedisExplorerDirectory(redis::RedisClient(std::move(redis)), std::move(keys),
-                             std::move(queue), heartbeat_window) {}
+    : RedisExplorerDirectory(redis::RedisClient(std::move(redis)), std::move(keys), queue,
+                             heartbeat_window) {}
 
 RedisExplorerDirectory::RedisExplorerDirectory(redis::RedisClient client, run::RunKeys keys,
-                                               queue::LeaseQueueOptions queue,
+                                               const queue::LeaseQueueOptions& queue,
                                                std::chrono::milliseconds heartbeat_window)
     : client_(std::move(client)),
       keys_(std::move(keys)),

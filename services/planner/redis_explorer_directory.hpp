@@ -32,7 +32,7 @@ class RedisExplorerDirectory final : public exploration::ExplorerDirectory {
                          queue::LeaseQueueOptions queue,
                          std::chrono::milliseconds heartbeat_window = kDefaultHeartbeatWindow);
   RedisExplorerDirectory(redis::RedisClient client, run::RunKeys keys,
-                         queue::LeaseQueueOptions queue,
+                         const queue::LeaseQueueOptions& queue,
                          std::chrono::milliseconds heartbeat_window = kDefaultHeartbeatWindow);
   ~RedisExplorerDirectory() override;
 

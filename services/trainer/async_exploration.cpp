@@ -22,7 +22,7 @@ int64_t unix_ms() {
 
 AsyncSeedSource::AsyncSeedSource(AsyncSeedOptions options, queue::LeaseQueue& queue,
                                  run::RunState* plans)
-    : o_(std::move(options)), queue_(queue), plans_(plans) {}
+    : o_(options), queue_(queue), plans_(plans) {}
 
 SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task::Prompt>& prompts) {
   const auto start = Clock::now();

@@ -29,7 +29,7 @@ std::vector<int> parse_list(const std::string& option, const std::string& text) 
       if (used != item.size()) throw std::invalid_argument(item);
     } catch (const std::exception&) {
       throw spotlight::config::ConfigError(
-          "", "option --" + option + ": '" + item + "' is not an integer");
+          "", spotlight::log::format("option --{}: '{}' is not an integer", option, item));
     }
   }
   return out;
