@@ -8,6 +8,7 @@
 
 #include "common/log/log.hpp"
 #include "common/metrics/server.hpp"
+#include "common/service/main_guard.hpp"
 #include "common/signals/stop_signals.hpp"
 #include "services/planner/planner_config.hpp"
 
@@ -30,19 +31,26 @@ int run_planner(const config::Config& config) {
         o.prompts_per_iteration, d.candidates, d.steps, config.get_string("planner.policy"),
         o.lookahead, o.poll_interval.count());
     int status = 0;
+    std::exception_ptr failure;  // what ended the loop thread, rethrown here
     std::stop_source finished;
     std::jthread loop([&](std::stop_token stop) {
-      status = planner->run(stop);
+      try {
+        status = planner->run(stop);
+      } catch (...) {
+        failure = std::current_exception();
+      }
       finished.request_stop();
     });
     const auto signo = signals.wait(finished.get_token());
     loop.request_stop();
     loop.join();
+    if (failure) std::rethrow_exception(failure);
     if (signo) log::info("stopped by {}", signals::signal_name(*signo));
     return status;
   } catch (const std::exception& e) {
-    log::error("planner failed: {}", e.what());
-    return 1;
+    const int code = service::exit_code_for(e);  // 4: Redis refused our credentials
+    log::error("planner failed: {} (exit code {})", e.what(), code);
+    return code;
   }
 }
 
