@@ -98,6 +98,14 @@ const config::Schema& run_schema() {
           .range(1, 1000000),
       Entry::integer("validation.prompts", 64, "Held-out validation prompts.").range(1, 100000),
       Entry::integer("validation.steps", 10, "ODE steps of validation sampling.").range(2, 1000),
+      Entry::integer("validation.grid_prompts", 8,
+                     "Rows of the image grid written at every validation (<run.dir>/validation/): "
+                     "the first validation prompts (0: no grids).")
+          .range(0, 256),
+      Entry::integer("validation.grid_seeds", 4,
+                     "Images per grid row: the validation's own seed plus extra fixed seeds, "
+                     "sampled the same way.")
+          .range(1, 64),
       Entry::integer("audit.every", 5, "Staleness audit every this many iterations (0: off).")
           .at_least(0),
       Entry::integer("audit.prompts", 4, "Prompts re-scored by the staleness audit.")
@@ -117,6 +125,11 @@ const config::Schema& run_schema() {
       Entry::integer("reward.timeout_ms", 10000, "Per-attempt timeout of a reward request.")
           .range(1, 3600000),
       Entry::integer("reward.retries", 3, "Attempts of a reward request.").range(1, 100),
+      Entry::integer("exploration.sample_images_every", 5,
+                     "async: every this many iterations explorers keep the images of prompt 0's "
+                     "candidates and the trainer draws what selection chose from them "
+                     "(<run.dir>/exploration/; 0: never).")
+          .at_least(0),
       Entry::real("exploration.max_wait_seconds", 60,
                   "async: longest the trainer waits for an iteration's explored seeds.")
           .at_least(0),
@@ -268,6 +281,16 @@ RunKeys::RunKeys(const std::string& run_id)
 
 std::string RunKeys::explorer_heartbeat(const std::string& explorer_id) const {
   return "explorer:" + explorer_id + ":heartbeat";
+}
+
+std::string RunKeys::explored_image(std::int64_t iteration, std::int64_t prompt,
+                                    std::uint64_t seed) const {
+  return "explored-image:" + std::to_string(iteration) + ":" + std::to_string(prompt) + ":" +
+         std::to_string(seed);
+}
+
+bool samples_explored_images(std::int64_t iteration, std::int64_t prompt, int every) {
+  return every > 0 && prompt == 0 && iteration >= 0 && iteration % every == 0;
 }
 
 queue::LeaseQueueOptions explore_queue_options(const config::Config& c) {

@@ -6,6 +6,7 @@
 // needs none of the training keys, has its own schema (services/reward).
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "common/config/config.hpp"
@@ -54,7 +55,15 @@ struct RunKeys {
   std::string planner_state = "planner:enqueued";       // highest iteration enqueued (integer)
   std::string explorer_heartbeat(
       const std::string& explorer_id) const;  // "explorer:<id>:heartbeat"
+  // A PNG of an explored candidate kept for the trainer's exploration sample (written by the
+  // explorer before it completes the task, erased by the trainer once it has drawn the sample):
+  // "explored-image:<iteration>:<prompt>:<seed>".
+  std::string explored_image(std::int64_t iteration, std::int64_t prompt, std::uint64_t seed) const;
 };
+
+// Whether explorers keep the image of a candidate of (iteration, prompt) for the trainer's
+// exploration sample: prompt 0 of every `every`-th iteration (0: never).
+bool samples_explored_images(std::int64_t iteration, std::int64_t prompt, int every);
 
 queue::LeaseQueueOptions explore_queue_options(const config::Config& config);
 

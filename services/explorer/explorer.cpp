@@ -50,7 +50,9 @@ Explorer::Explorer(ExplorerOptions options, ExplorerParts parts)
       keys_(options_.run_id),
       metrics_(parts.registry),
       weights_(parts.weights, parts.policy, metrics_, options_.weights_retry_interval),
-      inflight_(parts.kv) {}
+      inflight_(parts.kv),
+      explored_images_(parts.kv, options_.run_id, options_.sample_images_every,
+                       metrics_.explored_images, metrics_.explored_image_errors) {}
 
 ExitReason Explorer::run(std::stop_token stop) {
   stop_ = stop;
@@ -414,6 +416,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
     result.correct = scores[i].correct;
     result.explorer_id = options_.id;
     result.sample_seconds = per_sample;
+    explored_images_.maybe_record(task, images[i]);  // before the result: the trainer reads both
     complete(*active[i], result.encode());
   }
   log::debug("completed {} task(s) with weights version {} in {} s", active.size(), version,
