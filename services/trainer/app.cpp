@@ -17,11 +17,15 @@
 #include "common/metrics/server.hpp"
 #include "common/model/safetensors.hpp"
 #include "common/queue/redis_lease_queue.hpp"
+#include "common/report/html.hpp"
+#include "common/report/page_json.hpp"
 #include "common/reward/reward_function.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "common/task/generator.hpp"
 #include "services/trainer/async_exploration.hpp"
+#include "services/trainer/run_images.hpp"
+#include "services/trainer/run_report.hpp"
 #include "services/trainer/trainer_config.hpp"
 #include "services/trainer/trainer_metrics.hpp"
 
@@ -57,6 +61,32 @@ std::string format_validation(const ValidationReport& v) {
   }
   s << ")";
   return s.str();
+}
+
+// The newest validation grid, served read-only next to /metrics (dashboards show it).
+constexpr const char* kLatestGridRoute = "/validation/latest.png";
+constexpr std::uintmax_t kMaxServedGridBytes = std::uintmax_t{32} << 20;
+
+metrics::RouteHandler latest_grid_route(fs::path file) {
+  return [file = std::move(file)]() -> std::optional<metrics::HttpContent> {
+    std::error_code ec;
+    const auto size = fs::file_size(file, ec);
+    if (ec || size > kMaxServedGridBytes) return std::nullopt;
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    if (!in) return std::nullopt;
+    return metrics::HttpContent{"image/png", bytes.str()};
+  };
+}
+
+void write_report_logged(const fs::path& run_dir) {
+  try {
+    const auto path = write_run_report(run_dir);
+    SPOTLIGHT_LOG(info) << "report: " << path.string() << " (" << fs::file_size(path) << " bytes)";
+  } catch (const std::exception& e) {
+    SPOTLIGHT_LOG(warn) << "report not written: " << e.what();
+  }
 }
 
 }  // namespace
@@ -157,8 +187,10 @@ int run_train(const config::Config& c) {
   // async runs the ledger in Redis sums every process of the run (explorers are spot).
   const cost::Prices prices = cost::prices_from(c);
   auto registry = std::make_shared<metrics::Registry>("trainer");
-  const auto metrics_server =
-      metrics::MetricsServer::start(*registry, metrics::metrics_server_options(c));
+  auto server_options = metrics::metrics_server_options(c);
+  server_options.routes[kLatestGridRoute] =
+      latest_grid_route(options.run_dir / "validation" / "latest.png");
+  const auto metrics_server = metrics::MetricsServer::start(*registry, server_options);
   if (metrics_server) SPOTLIGHT_LOG(info) << "metrics on " << metrics_server->url();
   cost::CostMeter meter(cost::DeviceClass::kReserved, cost::devices_from(c), prices);
   cost::CostReporter cost_reporter(meter, registry.get(), state.get());
@@ -166,6 +198,8 @@ int run_train(const config::Config& c) {
     cost_reporter.flush();
     return state ? cost::read_run_cost(*state, prices) : cost::run_cost_of(meter.usage(), prices);
   };
+  RunImages images(c, options, policy, *registry);
+  seeds = images.wrap(std::move(seeds), state.get());
   GrpoTrainer trainer(options, policy, *reward, std::move(seeds), reference.get());
   trainer.set_observer(publisher.get());
   TrainerMetrics trainer_metrics(*registry, options.iterations,
@@ -197,6 +231,7 @@ int run_train(const config::Config& c) {
   trainer.run([&](const IterationReport& r) {
     trainer_metrics.observe(r);
     export_bus_counters();
+    images.observe(r);  // the grid of a validation, with the weights it validated
     if (r.iteration < 0) {
       first_validation = r.validation;
       SPOTLIGHT_LOG(info) << "base model: " << format_validation(*r.validation);
@@ -280,6 +315,7 @@ int run_train(const config::Config& c) {
     SPOTLIGHT_LOG(warn) << "cost ledger unavailable: " << e.what();
   }
   std::ofstream(options.run_dir / "summary.json") << summary.dump(2) << "\n";
+  write_report_logged(options.run_dir);
   if (first_validation && last_validation) {
     SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(3) << "done: validation geneval "
                         << first_validation->geneval_score << " -> "
@@ -370,14 +406,59 @@ int run_bench(const config::Config& c) {
   return 0;
 }
 
-int run_subcommand(const std::string& subcommand, const config::Config& c) {
+int run_report_command(const std::vector<std::string>& args) {
+  if (args.size() < 2 || args.size() > 3) {
+    std::cerr << "usage: spotlight-trainer report RUN_DIR [OUT.html]\n";
+    return 2;
+  }
+  try {
+    const auto path = write_run_report(args[1], args.size() == 3 ? fs::path(args[2]) : fs::path());
+    std::cout << path.string() << std::endl;
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "spotlight-trainer report: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int run_page_command(const std::vector<std::string>& args) {
+  if (args.size() != 3) {
+    std::cerr << "usage: spotlight-trainer page PAGE.json OUT.html\n";
+    return 2;
+  }
+  try {
+    std::ifstream in(args[1], std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read '" + args[1] + "'");
+    std::ostringstream json;
+    json << in.rdbuf();
+    const fs::path page_file(args[1]);
+    const auto page = report::page_from_json(json.str(), page_file.parent_path());
+    report::write_html(args[2], page);
+    std::cout << args[2] << std::endl;
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "spotlight-trainer page: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int run_subcommand(const std::vector<std::string>& args, const config::Config& c) {
+  const std::string subcommand = args.empty() ? "" : args[0];
   if (subcommand == "pretrain") return run_pretrain(c);
   if (subcommand == "train") return run_train(c);
   if (subcommand == "eval") return run_eval(c);
   if (subcommand == "bench") return run_bench(c);
+  if (subcommand == "report") return run_report_command(args);
+  if (subcommand == "page") return run_page_command(args);
   std::cerr << "usage: spotlight-trainer pretrain|train|eval|bench [--config FILE] [--set "
-               "key=value]...\n";
+               "key=value]...\n"
+               "       spotlight-trainer report RUN_DIR [OUT.html]\n"
+               "       spotlight-trainer page PAGE.json OUT.html\n";
   return 2;
+}
+
+int run_subcommand(const std::string& subcommand, const config::Config& c) {
+  return run_subcommand(std::vector<std::string>{subcommand}, c);
 }
 
 }  // namespace spotlight::trainer

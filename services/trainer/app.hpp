@@ -4,7 +4,12 @@
 //   train     GRPO post-training (exploration.mode none|sync|async), resumes from checkpoints
 //   eval      validation score of a checkpoint (model.base)
 //   bench     sampler throughput and the DiT forward's share of measured sgemm FLOP/s
+//   report RUN_DIR [OUT.html]   the run report (run_report.hpp) of a run directory, on demand
+//   page PAGE.json OUT.html     a report page from a JSON description (common/report/page_json.hpp)
 // Each returns a process exit code.
+
+#include <string>
+#include <vector>
 
 #include "common/config/config.hpp"
 
@@ -15,7 +20,12 @@ int run_train(const config::Config& config);
 int run_eval(const config::Config& config);
 int run_bench(const config::Config& config);
 
-// Dispatches args[0] to one of the above; unknown subcommands print usage and return 2.
+int run_report_command(const std::vector<std::string>& args);  // args: "report", RUN_DIR [, OUT]
+int run_page_command(const std::vector<std::string>& args);    // args: "page", PAGE.json, OUT
+
+// Dispatches args[0] (the positional words of the command line) to one of the above; unknown
+// subcommands print usage and return 2.
+int run_subcommand(const std::vector<std::string>& args, const config::Config& config);
 int run_subcommand(const std::string& subcommand, const config::Config& config);
 
 }  // namespace spotlight::trainer

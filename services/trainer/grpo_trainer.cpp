@@ -116,6 +116,10 @@ ValidationReport GrpoTrainer::validate() {
   for (const auto& [category, score] : evaluation.per_category) {
     report.per_category.emplace_back(std::string(task::name(category)), score);
   }
+  for (size_t i = 0; i < prompts.size() && i < static_cast<size_t>(o_.validation_samples); ++i) {
+    const auto score = task::score(prompts[i], images[i], policy_.task_options());
+    report.samples.push_back({prompts[i], seeds[i], images[i], score.reward, score.correct});
+  }
   report.seconds = seconds_since(start);
   return report;
 }

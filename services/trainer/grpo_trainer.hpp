@@ -43,10 +43,20 @@ struct GrpoOptions {
   int validate_every = 5;
   int validation_prompts = 64;
   int validation_steps = 10;
-  int audit_every = 5;  // 0 disables the staleness audit
+  int validation_samples = 0;  // validation images kept in ValidationReport::samples
+  int audit_every = 5;         // 0 disables the staleness audit
   int audit_prompts = 4;
   uint64_t seed = 0;              // run seed: prompts, seeds and validation are functions of it
   std::filesystem::path run_dir;  // checkpoints and metrics; empty: nothing written
+};
+
+// One validation image kept for people to look at (the run's validation grids).
+struct ValidationSample {
+  task::Prompt prompt;
+  uint64_t seed = 0;
+  task::Image image;  // the model's output as the scorer sees it
+  double reward = 0.0;
+  bool correct = false;
 };
 
 struct ValidationReport {
@@ -55,6 +65,7 @@ struct ValidationReport {
   double mean_reward = 0.0;
   std::vector<std::pair<std::string, double>> per_category;
   double seconds = 0.0;
+  std::vector<ValidationSample> samples;  // the first GrpoOptions::validation_samples prompts
 };
 
 struct IterationReport {
