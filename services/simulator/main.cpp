@@ -1,7 +1,8 @@
 // spotlight-sim: the cluster-scale simulator (services/simulator/simulation.hpp).
 //
 //   spotlight-sim [--hardware H100|H200] [--sizes 16,32,64,128] [--seeds 3] [--reserved 32]
-//                 [--kappa K] [--signal std|informative] [--out FILE.md] [TRACE.json ...]
+//                 [--kappa K] [--signal std|informative] [--out FILE.md] [--html FILE.html]
+//                 [TRACE.json ...]
 //   (traces default: deploy/traces/availability_*.json; kappa: how polarised prompts are)
 #include <algorithm>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "common/log/log.hpp"
+#include "common/report/html.hpp"
 #include "services/simulator/report.hpp"
 
 namespace {
@@ -28,7 +30,7 @@ std::vector<int> parse_list(const std::string& text) {
 int usage() {
   std::cerr << "usage: spotlight-sim [--hardware H100|H200] [--sizes 16,32,64,128] [--seeds N] "
                "[--reserved GPUS] [--kappa K] [--signal std|informative] [--max-iterations N] "
-               "[--out FILE.md] [TRACE.json ...]\n";
+               "[--out FILE.md] [--html FILE.html] [TRACE.json ...]\n";
   return 2;
 }
 
@@ -40,7 +42,7 @@ int main(int argc, char** argv) {
     // The reaper reports every simulated preemption; the report says what matters.
     spotlight::log::set_level(spotlight::log::Level::kError);
     StudyOptions o;
-    std::string out_path;
+    std::string out_path, html_path;
     std::vector<std::string> traces;
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
@@ -74,6 +76,8 @@ int main(int argc, char** argv) {
           throw std::invalid_argument("--signal must be std or informative");
       } else if (a == "--out") {
         out_path = value();
+      } else if (a == "--html") {
+        html_path = value();
       } else if (a == "--help" || a == "-h") {
         return usage();
       } else if (!a.empty() && a[0] == '-') {
@@ -98,11 +102,16 @@ int main(int argc, char** argv) {
     for (const auto& t : traces)
       o.traces.push_back(Trace::load(t));
     std::ostringstream report;
-    run_study(o, report);
+    spotlight::report::Page page;
+    run_study(o, report, html_path.empty() ? nullptr : &page);
     std::cout << report.str();
     if (!out_path.empty()) {
       std::ofstream(out_path) << report.str();
       std::cerr << "wrote " << out_path << "\n";
+    }
+    if (!html_path.empty()) {
+      spotlight::report::write_html(html_path, page);
+      std::cerr << "wrote " << html_path << "\n";
     }
     return 0;
   } catch (const std::exception& e) {
