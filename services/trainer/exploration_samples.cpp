@@ -42,8 +42,9 @@ ExplorationSampler::ExplorationSampler(std::unique_ptr<SeedSource> inner,
 SeedSelection ExplorationSampler::select(int64_t iteration,
                                          const std::vector<task::Prompt>& prompts) {
   SeedSelection selection = inner_->select(iteration, prompts);
+  // Nothing explored for prompt 0 (e.g. the planner chose N = 0): nothing to draw.
   if (!prompts.empty() && run::samples_explored_images(iteration, 0, o_.every) &&
-      !selection.candidate_seeds.empty()) {
+      !selection.candidate_seeds.empty() && !selection.candidate_seeds[0].empty()) {
     try {
       write(iteration, prompts[0], selection);
     } catch (const std::exception& e) {

@@ -329,6 +329,16 @@ TEST(ExplorationSamples, AStoreOutageOrABadImageCostsTheSampleNeverTheSelection)
   fs::remove_all(f.options.dir.parent_path());
 }
 
+TEST(ExplorationSamples, NothingExploredDrawsNothingAndIsNoError) {
+  SampleFixture f;
+  f.fixed->selection.candidate_seeds = {{}};
+  f.fixed->selection.candidate_rewards = {{}};
+  f.sampler->select(2, f.prompts);
+  EXPECT_FALSE(fs::exists(f.options.dir));
+  EXPECT_EQ(f.sampler->stats().written, 0);
+  EXPECT_EQ(f.sampler->stats().errors, 0);
+}
+
 TEST(ExplorationSamples, AFallbackPromptSaysSoAndMarksNothingKept) {
   SampleFixture f;
   auto& s = f.fixed->selection;
