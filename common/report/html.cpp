@@ -37,6 +37,8 @@ pre { background: #f0f2f5; padding: 8px; overflow-x: auto; }
 figure { margin: 6px 0; }
 figure img { max-width: 100%; image-rendering: pixelated; border: 1px solid #dde1e6; }
 figcaption { color: #4a525b; margin-top: 4px; max-width: 760px; }
+.side-by-side { flex-wrap: nowrap; }
+.side-by-side figure { flex: 1 1 0; min-width: 0; }
 svg.chart { max-width: 100%; height: auto; font: 12px sans-serif; margin: 8px 0; }
 svg .title { font-size: 14px; font-weight: 600; }
 svg .grid { stroke: #e6e9ed; }
@@ -89,7 +91,7 @@ struct BlockWriter {
   void operator()(const StackedBars& c) { out << svg_stacked_bars(c) << "\n"; }
   void operator()(const Figures& f) {
     if (!f.details.empty()) out << "<details><summary>" << escape(f.details) << "</summary>";
-    out << "<div class=\"figures\">";
+    out << (f.side_by_side ? "<div class=\"figures side-by-side\">" : "<div class=\"figures\">");
     for (const auto& figure : f.figures) {
       if (!is_png(figure.png)) {
         throw ReportError("report: section '" + where + "': figure '" + figure.caption +

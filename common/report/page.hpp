@@ -61,10 +61,13 @@ struct Figure {
   std::string caption;
 };
 
-// Images side by side (wrapping); `details` non-empty: collapsed behind that summary.
+// Images at their own size, wrapping to the next line when the page is too narrow; with
+// `side_by_side`, shrunk as needed to share one line instead (for comparisons such as the first
+// against the last grid). `details` non-empty: collapsed behind that summary.
 struct Figures {
   std::vector<Figure> figures;
   std::string details;
+  bool side_by_side = false;
 };
 
 using Block = std::variant<Paragraph, Preformatted, Table, LineChart, StackedBars, Figures>;

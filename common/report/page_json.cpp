@@ -135,6 +135,10 @@ Block block(const Json& j, const std::string& where, const std::filesystem::path
   }
   if (type == "figures") {
     Figures f{{}, text(j, where, "details")};
+    if (const auto it = j.find("side_by_side"); it != j.end()) {
+      if (!it->is_boolean()) fail(where + ".side_by_side", "expected true or false");
+      f.side_by_side = it->get<bool>();
+    }
     const Json& figures = array(j, where, "figures");
     for (std::size_t i = 0; i < figures.size(); ++i) {
       const std::string f_where = where + ".figures[" + std::to_string(i) + "]";

@@ -10,7 +10,7 @@
 //        "series": [{"name": "none s0", "x": [...], "y": [...]}]},
 //       {"type": "stacked_bars", "title": "...", "x_label": "...", "y_label": "...",
 //        "categories": ["1", "2"], "stacks": [{"name": "rollout", "values": [...]}]},
-//       {"type": "figures", "details": "optional summary",
+//       {"type": "figures", "details": "optional summary", "side_by_side": false,
 //        "figures": [{"file": "curves.png", "caption": "..."}]}]}]}
 //
 // Table cells may be strings or numbers (numbers are shown with format_number()); y values may be

@@ -375,6 +375,7 @@ Section grids(const Inputs& in) {
       "every validation, captioned with each image's reward (\"ok\", green frame: strictly "
       "correct). The first grid against the last:"});
   Figures side_by_side;
+  side_by_side.side_by_side = true;
   if (auto f = grid_figure(in, "validation", first, grid_caption(first_iteration, first))) {
     side_by_side.figures.push_back(*f);
   }
@@ -399,16 +400,20 @@ Section grids(const Inputs& in) {
     }
     s.blocks.push_back(t);
   }
-  Figures all{{}, "every validation grid (" + std::to_string(in.grids.size()) + ")"};
+  // The grids in between (the first and the last are shown above already).
+  Figures between{{},
+                  "the " + std::to_string(in.grids.size() >= 2 ? in.grids.size() - 2 : 0) +
+                      " grids in between"};
   double grid_seconds = 0, validation_seconds = 0;
   for (const auto& [iteration, j] : in.grids) {
-    if (auto f = grid_figure(in, "validation", j, grid_caption(iteration, j))) {
-      all.figures.push_back(*f);
-    }
     grid_seconds += number(j, "sample_seconds", 0.0) + number(j, "draw_seconds", 0.0);
     validation_seconds += number(j, "validation_seconds", 0.0);
+    if (iteration == first_iteration || iteration == last_iteration) continue;
+    if (auto f = grid_figure(in, "validation", j, grid_caption(iteration, j))) {
+      between.figures.push_back(*f);
+    }
   }
-  if (in.grids.size() > 2) s.blocks.push_back(all);
+  if (!between.figures.empty()) s.blocks.push_back(between);
   if (validation_seconds > 0) {
     s.blocks.push_back(
         Paragraph{"Drawing the grids (extra seeds sampled and scored, PNG written) took " +

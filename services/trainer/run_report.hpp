@@ -12,7 +12,7 @@
 //
 // Sections (HTML ids): overview, scores (against iterations and training wall time), time (split
 // per phase), cost, queue, staleness (Kendall tau), grids (the first against the last validation
-// grid, every grid behind a fold), exploration (what seed selection chose), config. A section
+// grid, the ones in between behind a fold), exploration (what seed selection chose), config. A section
 // whose files are missing says so. Unreadable lines are skipped and counted in the overview.
 
 #include <filesystem>

@@ -158,7 +158,8 @@ TEST(PageJson, ReadsEveryBlockType) {
       {"type": "line_chart", "title": "score", "x_label": "s", "y_label": "score",
        "series": [{"name": "none s0", "x": [0, 1, 2], "y": [0.3, null, 0.4]}]},
       {"type": "stacked_bars", "categories": ["1", 2], "stacks": [{"name": "a", "values": [1, 2]}]},
-      {"type": "figures", "figures": [{"file": "curves.png", "caption": "curves"}]}]}]})";
+      {"type": "figures", "side_by_side": true,
+       "figures": [{"file": "curves.png", "caption": "curves"}]}]}]})";
   const Page page = page_from_json(json, dir);
   ASSERT_EQ(page.sections.size(), 1u);
   ASSERT_EQ(page.sections[0].blocks.size(), 6u);
@@ -168,6 +169,8 @@ TEST(PageJson, ReadsEveryBlockType) {
   EXPECT_TRUE(std::isnan(chart.series[0].points[1].second));
   EXPECT_EQ(std::get<StackedBars>(page.sections[0].blocks[4]).categories[1], "2");
   EXPECT_EQ(std::get<Figures>(page.sections[0].blocks[5]).figures[0].png, tiny_png());
+  EXPECT_TRUE(std::get<Figures>(page.sections[0].blocks[5]).side_by_side);
+  EXPECT_NE(render_html(page).find("<div class=\"figures side-by-side\">"), std::string::npos);
   EXPECT_NO_THROW(render_html(page));
   std::filesystem::remove_all(dir);
 }

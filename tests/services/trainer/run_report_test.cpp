@@ -61,19 +61,22 @@ TEST(RunReport, HasEverySectionInOrder) {
   EXPECT_NE(page.title.find("full"), std::string::npos);
 }
 
-TEST(RunReport, ShowsTheFirstGridAgainstTheLastAndEveryGridBehindAFold) {
+TEST(RunReport, ShowsTheFirstGridAgainstTheLastAndTheOthersBehindAFold) {
   const auto dir = fresh_dir("grids");
   const auto fixture = testing::write_report_fixture(dir);
   const report::Page page = run_report(dir);
   const auto figures = blocks<report::Figures>(section(page, "grids"));
   ASSERT_EQ(figures.size(), 2u);
   ASSERT_EQ(figures[0]->figures.size(), 2u);
+  EXPECT_TRUE(figures[0]->side_by_side);
   EXPECT_EQ(figures[0]->figures[0].png, read(dir / "validation" / "iter-000000.png"));
   EXPECT_EQ(figures[0]->figures[1].png, read(dir / "validation" / "iter-000006.png"));
   EXPECT_NE(figures[0]->figures[0].caption.find("base model"), std::string::npos);
   EXPECT_NE(figures[0]->figures[1].caption.find("after iteration 6"), std::string::npos);
+  // The grids in between behind a fold, without repeating the first and the last.
   EXPECT_FALSE(figures[1]->details.empty());
-  EXPECT_EQ(figures[1]->figures.size(), static_cast<std::size_t>(fixture.validation_grids));
+  ASSERT_EQ(figures[1]->figures.size(), static_cast<std::size_t>(fixture.validation_grids - 2));
+  EXPECT_EQ(figures[1]->figures[0].png, read(dir / "validation" / "iter-000002.png"));
 }
 
 TEST(RunReport, ChartsTheScoresTimeCostAndAudit) {
