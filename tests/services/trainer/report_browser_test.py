@@ -180,7 +180,7 @@ def check_report(browser, url, screenshot):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trainer", required=True, help="spotlight-trainer binary")
-    ap.add_argument("--fixture", required=True, help="report_fixture binary")
+    ap.add_argument("--fixture", required=True, help="spotlight_test_write_report_fixture binary")
     ap.add_argument("--artifacts", required=True, help="folder for the screenshot and report")
     a = ap.parse_args()
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")

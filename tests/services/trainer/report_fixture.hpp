@@ -1,8 +1,8 @@
 #pragma once
 // A run directory as a finished async run leaves it (six iterations, validation grids,
 // exploration samples, one torn metrics line), written without LibTorch: the fixture of the run
-// report's tests (run_report_test, and tests/report's browser test through the report_fixture
-// program).
+// report's tests (run_report_test, and report_browser_test through the
+// spotlight_test_write_report_fixture program).
 
 #include <filesystem>
 
