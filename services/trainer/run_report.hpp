@@ -12,8 +12,9 @@
 //
 // Sections (HTML ids): overview, scores (against iterations and training wall time), time (split
 // per phase), cost, queue, staleness (Kendall tau), grids (the first against the last validation
-// grid, the ones in between behind a fold), exploration (what seed selection chose), config. A section
-// whose files are missing says so. Unreadable lines are skipped and counted in the overview.
+// grid, the ones in between behind a fold), exploration (what seed selection chose), config. A
+// section whose files are missing says so. Unreadable lines are skipped and counted in the
+// overview.
 
 #include <filesystem>
 

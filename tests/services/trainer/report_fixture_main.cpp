@@ -1,4 +1,5 @@
-// spotlight_test_write_report_fixture DIR: writes the run report's test fixture (report_fixture.hpp) into DIR.
+// spotlight_test_write_report_fixture DIR: writes the run report's test fixture
+// (report_fixture.hpp) into DIR.
 #include <iostream>
 
 #include "tests/services/trainer/report_fixture.hpp"
