@@ -96,6 +96,11 @@ const config::Schema& run_schema() {
       Entry::real("trainer.advantage_clip", 5.0, "Advantage clip.").positive(),
       Entry::integer("validation.every", 5, "Validate every this many iterations.")
           .range(1, 1000000),
+      Entry::boolean("validation.defer", false,
+                     "Instead of validating during the run, save the weights of each validation "
+                     "point under <run.dir>/validation/; `spotlight-trainer validate` scores them "
+                     "later into <run.dir>/validation.jsonl (keeps validation off the run's time "
+                     "line and cores)."),
       Entry::integer("validation.prompts", 64, "Held-out validation prompts.").range(1, 100000),
       Entry::integer("validation.steps", 10, "ODE steps of validation sampling.").range(2, 1000),
       Entry::integer("validation.grid_prompts", 8,

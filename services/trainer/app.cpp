@@ -234,7 +234,7 @@ int run_train(const config::Config& c) {
     images.observe(r);  // the grid of a validation, with the weights it validated
     if (r.iteration < 0) {
       first_validation = r.validation;
-      SPOTLIGHT_LOG(info) << "base model: " << format_validation(*r.validation);
+      if (r.validation) SPOTLIGHT_LOG(info) << "base model: " << format_validation(*r.validation);
       return;
     }
     last_wall = r.wall_seconds;
@@ -337,6 +337,30 @@ int run_eval(const config::Config& c) {
   GrpoTrainer evaluator(g, policy, *reward, make_random_seed_source({}));
   const auto v = evaluator.validate();
   std::cout << format_validation(v) << std::endl;
+  return 0;
+}
+
+int run_validate(const config::Config& c) {
+  apply_threads(c);
+  policy::Policy policy(policy_options(c), task_options(c));
+  auto reward = reward::make_task_reward(policy.task_options());
+  const GrpoOptions options = grpo_options(c);
+  GrpoTrainer evaluator(options, policy, *reward, make_random_seed_source({}));
+  // The validation grids of deferred validation points, drawn with each point's weights.
+  metrics::Registry registry("trainer");
+  RunImages images(c, options, policy, registry);
+  const auto start = std::chrono::steady_clock::now();
+  const int scored = evaluator.validate_deferred([&](int64_t version, const ValidationReport& v) {
+    IterationReport r;
+    r.iteration = version - 1;
+    r.validation = v;
+    images.observe(r);
+  });
+  SPOTLIGHT_LOG(info)
+      << "validated " << scored << " saved weights in " << std::fixed << std::setprecision(1)
+      << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+      << " s into " << (fs::path(c.get_string("run.dir")) / "validation.jsonl");
+  write_report_logged(c.get_string("run.dir"));
   return 0;
 }
 
@@ -447,10 +471,11 @@ int run_subcommand(const std::vector<std::string>& args, const config::Config& c
   if (subcommand == "pretrain") return run_pretrain(c);
   if (subcommand == "train") return run_train(c);
   if (subcommand == "eval") return run_eval(c);
+  if (subcommand == "validate") return run_validate(c);
   if (subcommand == "bench") return run_bench(c);
   if (subcommand == "report") return run_report_command(args);
   if (subcommand == "page") return run_page_command(args);
-  std::cerr << "usage: spotlight-trainer pretrain|train|eval|bench [--config FILE] [--set "
+  std::cerr << "usage: spotlight-trainer pretrain|train|eval|validate|bench [--config FILE] [--set "
                "key=value]...\n"
                "       spotlight-trainer report RUN_DIR [OUT.html]\n"
                "       spotlight-trainer page PAGE.json OUT.html\n";

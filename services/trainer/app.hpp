@@ -3,6 +3,7 @@
 //   pretrain  flow-matching pretraining of the base model -> <run.dir>/base.safetensors
 //   train     GRPO post-training (exploration.mode none|sync|async), resumes from checkpoints
 //   eval      validation score of a checkpoint (model.base)
+//   validate  scores the weights a run with validation.defer saved (<run.dir>/validation.jsonl)
 //   bench     sampler throughput and the DiT forward's share of measured sgemm FLOP/s
 //   report RUN_DIR [OUT.html]   the run report (run_report.hpp) of a run directory, on demand
 //   page PAGE.json OUT.html     a report page from a JSON description (common/report/page_json.hpp)
@@ -18,6 +19,7 @@ namespace spotlight::trainer {
 int run_pretrain(const config::Config& config);
 int run_train(const config::Config& config);
 int run_eval(const config::Config& config);
+int run_validate(const config::Config& config);
 int run_bench(const config::Config& config);
 
 int run_report_command(const std::vector<std::string>& args);  // args: "report", RUN_DIR [, OUT]

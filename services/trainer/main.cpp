@@ -9,7 +9,7 @@ int main(int argc, char** argv) {
   spotlight::config::CommandLine command_line;
   const auto config = spotlight::config::load_or_exit(
       spotlight::trainer::trainer_schema(), argc, argv,
-      "usage: spotlight-trainer pretrain|train|eval|bench [options]\n"
+      "usage: spotlight-trainer pretrain|train|eval|validate|bench [options]\n"
       "       spotlight-trainer report RUN_DIR [OUT.html]\n"
       "       spotlight-trainer page PAGE.json OUT.html",
       &command_line);

@@ -21,10 +21,10 @@ RunImages::RunImages(const config::Config& config, const GrpoOptions& options,
       sample_errors_(
           registry.counter("spotlight_trainer_exploration_sample_errors_total",
                            "Exploration samples or candidate images lost to a failure (logged).")) {
-  if (options.validation_samples > 0 && !options.run_dir.empty()) {
+  if (options.validation_images > 0 && !options.run_dir.empty()) {
     ValidationGridOptions g;
     g.dir = options.run_dir / "validation";
-    g.prompts = options.validation_samples;
+    g.prompts = options.validation_images;
     g.seeds = config.get<int>("validation.grid_seeds");
     g.steps = options.validation_steps;
     g.shift = options.sampler.shift;

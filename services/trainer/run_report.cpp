@@ -90,6 +90,14 @@ Inputs read_inputs(const fs::path& dir) {
     }
   }
   in.iterations = read_jsonl(dir, "metrics.jsonl", "iteration", in.problems);
+  // Deferred validation (validation.defer): the scores of validation point `version` (iterations
+  // completed) come later from `spotlight-trainer validate`, into validation.jsonl.
+  for (auto& [version, line] : read_jsonl(dir, "validation.jsonl", "version", in.problems)) {
+    if (!line.contains("validation") || !line["validation"].is_object()) continue;
+    Json& entry = in.iterations[version - 1];
+    if (!entry.is_object()) entry = Json{{"iteration", version - 1}};
+    if (!entry.contains("validation")) entry["validation"] = line["validation"];
+  }
   in.cost = read_jsonl(dir, "cost.jsonl", "iteration", in.problems);
   in.grids = read_jsonl(dir, "validation/grids.jsonl", "iteration", in.problems);
   in.samples = read_jsonl(dir, "exploration/samples.jsonl", "iteration", in.problems);
@@ -123,6 +131,13 @@ Section overview(const Inputs& in) {
   const int64_t done =
       in.iterations.empty() ? 0 : std::max<int64_t>(0, in.iterations.rbegin()->first + 1);
   std::ostringstream text;
+  // First and last validation score: from the summary, else (unfinished or deferred) the metrics.
+  double first = NAN, last = NAN;
+  for (const auto& [iteration, j] : in.iterations) {
+    if (!j.contains("validation")) continue;
+    if (std::isnan(first)) first = number(j["validation"], "geneval_score");
+    last = number(j["validation"], "geneval_score");
+  }
   if (in.summary) {
     const Json& sm = *in.summary;
     text << "exploration.mode " << str(sm, "mode", "?") << ", run seed "
@@ -130,8 +145,8 @@ Section overview(const Inputs& in) {
          << report::format_number(number(sm, "iterations")) << " iterations trained in "
          << fixed(number(sm, "train_wall_seconds"), 1)
          << " s of training wall time (validation excluded). Validation GenEval-like score "
-         << fixed(number(sm, "base_geneval_score"), 3) << " (base) -> "
-         << fixed(number(sm, "final_geneval_score"), 3) << ".";
+         << fixed(number(sm, "base_geneval_score", first), 3) << " (base) -> "
+         << fixed(number(sm, "final_geneval_score", last), 3) << ".";
   } else {
     text << "No summary.json: the run has not finished (or was interrupted). " << done
          << " iterations recorded in metrics.jsonl.";

@@ -5,6 +5,7 @@
 //
 //   summary.json               mode, scores, queue accounting, cost totals (absent while running)
 //   metrics.jsonl              per iteration: rewards, time split, validation, staleness audit
+//   validation.jsonl           deferred validation scores (validation.defer; `validate`)
 //   cost.jsonl                 per iteration: cost so far by device class
 //   validation/grids.jsonl     per validation grid: its PNG, scores and timings
 //   exploration/samples.jsonl  per exploration sample: its PNG, the candidates' rewards

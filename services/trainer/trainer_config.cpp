@@ -43,9 +43,10 @@ GrpoOptions grpo_options(const config::Config& c) {
   o.loss.clip_range = c.get_double("trainer.clip_range");
   o.loss.kl_beta = c.get_double("trainer.kl_beta");
   o.validate_every = c.get<int>("validation.every");
+  o.defer_validation = c.get_bool("validation.defer");
   o.validation_prompts = c.get<int>("validation.prompts");
   o.validation_steps = c.get<int>("validation.steps");
-  o.validation_samples = c.get<int>("validation.grid_prompts");
+  o.validation_images = c.get<int>("validation.grid_prompts");
   o.audit_every = c.get<int>("audit.every");
   o.audit_prompts = c.get<int>("audit.prompts");
   o.seed = c.get<uint64_t>("run.seed");

@@ -59,8 +59,8 @@ ValidationGridWriter::ValidationGridWriter(ValidationGridOptions options, policy
 ValidationGridRecord ValidationGridWriter::write(int64_t completed_iterations,
                                                  const ValidationReport& report) {
   const std::size_t rows =
-      std::min(report.samples.size(), static_cast<std::size_t>(std::max(0, o_.prompts)));
-  if (rows == 0) throw std::invalid_argument("validation grid: the report kept no samples");
+      std::min(report.images.size(), static_cast<std::size_t>(std::max(0, o_.prompts)));
+  if (rows == 0) throw std::invalid_argument("validation grid: the report kept no images");
   ValidationGridRecord record;
   record.iteration = completed_iterations;
 
@@ -70,7 +70,7 @@ ValidationGridRecord ValidationGridWriter::write(int64_t completed_iterations,
   std::vector<uint64_t> seeds;
   for (std::size_t i = 0; i < rows; ++i) {
     for (int column = 1; column < o_.seeds; ++column) {
-      prompts.push_back(report.samples[i].prompt);
+      prompts.push_back(report.images[i].prompt);
       seeds.push_back(validation_grid_seed(i, column));
     }
   }
@@ -94,7 +94,7 @@ ValidationGridRecord ValidationGridWriter::write(int64_t completed_iterations,
                       {"validation_seconds", report.seconds}};
   std::vector<image::GridRow> grid;
   for (std::size_t i = 0; i < rows; ++i) {
-    const ValidationSample& own = report.samples[i];
+    const ValidationSample& own = report.images[i];
     image::GridRow row;
     row.label = own.prompt.text();
     row.cells.push_back(cell(own.image, own.reward, own.correct));

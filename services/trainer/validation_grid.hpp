@@ -48,9 +48,9 @@ class ValidationGridWriter {
  public:
   ValidationGridWriter(ValidationGridOptions options, policy::Policy& policy);
 
-  // Draws the grid of `report` (its samples: the first prompts' validation images) after
+  // Draws the grid of `report` (its images: the first prompts' validation images) after
   // `completed_iterations`, with the policy's current weights for the extra seeds. Throws
-  // std::invalid_argument when the report kept no samples; filesystem errors propagate.
+  // std::invalid_argument when the report kept no images; filesystem errors propagate.
   ValidationGridRecord write(int64_t completed_iterations, const ValidationReport& report);
 
   const ValidationGridOptions& options() const { return o_; }

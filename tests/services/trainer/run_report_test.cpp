@@ -124,6 +124,33 @@ TEST(RunReport, AnEmptyRunDirectoryStillHasEverySectionSayingWhatIsMissing) {
   EXPECT_THROW(run_report(dir / "missing"), std::invalid_argument);
 }
 
+TEST(RunReport, DeferredValidationScoresComeFromValidationJsonl) {
+  const auto dir = fresh_dir("deferred");
+  fs::create_directories(dir);
+  std::ofstream(dir / "metrics.jsonl") << R"({"iteration": -1})"
+                                       << "\n"
+                                       << R"({"iteration": 0, "wall_seconds": 5.0})"
+                                       << "\n"
+                                       << R"({"iteration": 1, "wall_seconds": 10.0})"
+                                       << "\n";
+  std::ofstream(dir / "validation.jsonl")
+      << R"({"version": 0, "iteration": -1, "validation": {"geneval_score": 0.25}})"
+      << "\n"
+      << R"({"version": 2, "iteration": 1, "validation": {"geneval_score": 0.5}})"
+      << "\n";
+  const report::Page page = run_report(dir);
+  const auto charts = blocks<report::LineChart>(section(page, "scores"));
+  ASSERT_EQ(charts.size(), 2u);
+  const std::vector<std::pair<double, double>> by_iteration = {{0, 0.25}, {2, 0.5}};
+  const std::vector<std::pair<double, double>> by_time = {{0, 0.25}, {10, 0.5}};
+  EXPECT_EQ(charts[0]->series[0].points, by_iteration);
+  EXPECT_EQ(charts[1]->series[0].points, by_time);
+  bool said = false;
+  for (const auto* p : blocks<report::Paragraph>(section(page, "overview")))
+    said = said || p->text.find("2 iterations") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
 TEST(RunReport, WritesOneSelfContainedFile) {
   const auto dir = fresh_dir("write");
   testing::write_report_fixture(dir);

@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   trainer::GrpoOptions o;
   o.validation_prompts = prompts;
   o.validation_steps = steps;
-  o.validation_samples = grid_prompts;
+  o.validation_images = grid_prompts;
   NoReward reward;
   trainer::GrpoTrainer validator(o, policy, reward, trainer::make_random_seed_source({}));
   trainer::ValidationGridOptions g;

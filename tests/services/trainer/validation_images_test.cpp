@@ -103,11 +103,11 @@ TEST(ValidationGrid, PngHoldsTheModelsOutputPixelForPixel) {
   GrpoOptions o;
   o.validation_prompts = 5;
   o.validation_steps = 3;
-  o.validation_samples = 2;
+  o.validation_images = 2;
   BrightReward reward;
   GrpoTrainer trainer(o, policy, reward, make_random_seed_source({}));
   const ValidationReport report = trainer.validate();
-  ASSERT_EQ(report.samples.size(), 2u);
+  ASSERT_EQ(report.images.size(), 2u);
 
   ValidationGridOptions g;
   g.dir = fresh_dir("grid");
@@ -130,8 +130,8 @@ TEST(ValidationGrid, PngHoldsTheModelsOutputPixelForPixel) {
   std::vector<uint64_t> seeds;
   for (std::size_t i = 0; i < prompts.size(); ++i) {
     seeds.push_back(validation_grid_seed(i, 0));
-    if (i < report.samples.size()) {
-      EXPECT_EQ(report.samples[i].seed, seeds.back());
+    if (i < report.images.size()) {
+      EXPECT_EQ(report.images[i].seed, seeds.back());
     }
   }
   sampler::SamplerOptions ode;
@@ -170,7 +170,7 @@ TEST(ValidationGrid, PngHoldsTheModelsOutputPixelForPixel) {
   ASSERT_EQ(lines[0]["prompts"].size(), 2u);
   EXPECT_EQ(lines[0]["prompts"][0]["prompt"], prompts[0].text());
   EXPECT_EQ(lines[0]["prompts"][0]["seeds"][0].get<uint64_t>(), seeds[0]);
-  EXPECT_EQ(lines[0]["prompts"][0]["rewards"][0].get<double>(), report.samples[0].reward);
+  EXPECT_EQ(lines[0]["prompts"][0]["rewards"][0].get<double>(), report.images[0].reward);
   const auto extra_images = policy.final_images(extra);
   EXPECT_EQ(lines[0]["prompts"][1]["rewards"][2].get<double>(),
             task::score(prompts[1], extra_images[3], policy.task_options()).reward);
