@@ -63,6 +63,9 @@ ExplorerOptions explorer_options(const config::Config& c) {
       std::chrono::duration<double>(c.get_double("explorer.grace_seconds")));
   o.commit_inflight = c.get_bool("explorer.commit_inflight");
   o.sample_images_every = c.get<int>("exploration.sample_images_every");
+  const auto backoff = run::redis_backoff(c);
+  o.min_backoff = backoff.initial;
+  o.max_backoff = backoff.max;
   o.validate();
   return o;
 }
