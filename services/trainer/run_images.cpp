@@ -10,6 +10,7 @@ RunImages::RunImages(const config::Config& config, const GrpoOptions& options,
                      policy::Policy& policy, metrics::Registry& registry)
     : config_(config),
       options_(options),
+      native_(policy.is_native()),
       grids_written_(registry.counter("spotlight_trainer_validation_grids_total",
                                       "Validation image grids written.")),
       grid_errors_(
@@ -21,7 +22,7 @@ RunImages::RunImages(const config::Config& config, const GrpoOptions& options,
       sample_errors_(
           registry.counter("spotlight_trainer_exploration_sample_errors_total",
                            "Exploration samples or candidate images lost to a failure (logged).")) {
-  if (options.validation_images > 0 && !options.run_dir.empty()) {
+  if (native_ && options.validation_images > 0 && !options.run_dir.empty()) {
     ValidationGridOptions g;
     g.dir = options.run_dir / "validation";
     g.prompts = options.validation_images;
@@ -35,7 +36,7 @@ RunImages::RunImages(const config::Config& config, const GrpoOptions& options,
 std::unique_ptr<SeedSource> RunImages::wrap(std::unique_ptr<SeedSource> seeds,
                                             store::KeyValueStore* state) {
   const int every = config_.get<int>("exploration.sample_images_every");
-  if (state == nullptr || every <= 0 || options_.run_dir.empty()) return seeds;
+  if (!native_ || state == nullptr || every <= 0 || options_.run_dir.empty()) return seeds;
   ExplorationSampleOptions o;
   o.dir = options_.run_dir / "exploration";
   o.run_id = config_.get_string("run.id");

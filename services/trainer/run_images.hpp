@@ -2,8 +2,9 @@
 // What a training run draws for people, wired from the run configuration: the validation grid of
 // every validation (validation.grid_prompts, validation.grid_seeds; validation_grid.hpp) and, in
 // async runs, the exploration samples (exploration.sample_images_every; exploration_samples.hpp).
-// Failures are logged and counted, never thrown: images are never worth an iteration. Metrics:
-// spotlight_trainer_validation_grids_total, ..._validation_grid_errors_total,
+// Only a native policy draws: a user's TorchScript model (model.kind torchscript) may not output
+// RGB images. Failures are logged and counted, never thrown: images are never worth an iteration.
+// Metrics: spotlight_trainer_validation_grids_total, ..._validation_grid_errors_total,
 // ..._exploration_samples_total, ..._exploration_sample_errors_total.
 
 #include <memory>
@@ -36,6 +37,7 @@ class RunImages {
  private:
   const config::Config& config_;
   GrpoOptions options_;
+  bool native_;  // policy.is_native(): its outputs are RGB images
   std::unique_ptr<ValidationGridWriter> grids_;
   ExplorationSampler* samples_ = nullptr;  // owned by the seed source wrap() returned
   metrics::Counter grids_written_, grid_errors_, samples_written_, sample_errors_;
