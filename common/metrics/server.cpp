@@ -111,7 +111,9 @@ struct MetricsServer::Impl {
       request.append(buffer, static_cast<size_t>(n));
     }
     std::string status = "200 OK", type = "text/plain; version=0.0.4; charset=utf-8", body;
-    const std::string_view path = head.target;
+    std::string extra_headers;
+    const std::string_view path = head.target.substr(0, head.target.find('?'));
+    const auto route = options.routes.find(path);
     if (head.status == detail::HttpHeadStatus::kTooLarge) {
       count_reject("too_large");
       status = "431 Request Header Fields Too Large";
@@ -124,16 +126,32 @@ struct MetricsServer::Impl {
       count_reject("method");
       status = "405 Method Not Allowed";
       body = "only GET\n";
-    } else if (path != "/metrics" && !path.starts_with("/metrics?")) {
+    } else if (path == "/metrics") {
+      body = prometheus::TextSerializer().Serialize(registry->Collect());
+    } else if (route != options.routes.end()) {
+      std::optional<HttpContent> content;
+      try {
+        content = route->second();
+      } catch (const std::exception&) {
+        content.reset();  // a route that cannot answer has nothing to serve
+      }
+      extra_headers = "Cache-Control: no-store\r\n";
+      if (content) {
+        type = std::move(content->content_type);
+        body = std::move(content->body);
+      } else {
+        status = "404 Not Found";
+        type = "text/plain; charset=utf-8";
+        body = "nothing to serve yet\n";
+      }
+    } else {
       count_reject("not_found");
       status = "404 Not Found";
       body = "see /metrics\n";
-    } else {
-      body = prometheus::TextSerializer().Serialize(registry->Collect());
     }
     const std::string head_out = "HTTP/1.0 " + status + "\r\nContent-Type: " + type +
-                                 "\r\nContent-Length: " + std::to_string(body.size()) +
-                                 "\r\nConnection: close\r\n\r\n";
+                                 "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n" +
+                                 extra_headers + "Connection: close\r\n\r\n";
     const std::string out = head_out + body;
     for (size_t sent = 0; sent < out.size();) {
       pollfd pfd{fd, POLLOUT, 0};
@@ -176,6 +194,13 @@ MetricsServer::MetricsServer(const Registry& registry, const MetricsServerOption
   }
   if (options.request_timeout.count() <= 0) {
     throw std::invalid_argument("metrics: request_timeout must be > 0");
+  }
+  for (const auto& [path, handler] : options.routes) {
+    if (path.empty() || path.front() != '/' || path == "/metrics" ||
+        path.find_first_of("? \t\r\n") != std::string::npos || !handler) {
+      throw std::invalid_argument("metrics: route '" + path +
+                                  "' must be a path other than /metrics, with a handler");
+    }
   }
   impl_->options = options;
   impl_->registry = registry.impl_->registry;

@@ -23,10 +23,14 @@
 // "method" | "not_found" | "timeout"} of the served registry, and the server keeps serving.
 // Requests are served one at a time, so a slow client delays a scrape by up to request_timeout.
 // It listens only on the address of `bind` (no wildcard unless the address is one).
+// Besides /metrics it serves the read-only routes of MetricsServerOptions::routes (e.g. the
+// trainer's newest validation grid), with the same request limits.
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -53,6 +57,15 @@ class MetricsError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What a route answers: a body and its Content-Type.
+struct HttpContent {
+  std::string content_type;
+  std::string body;
+};
+// A read-only GET route beside /metrics: its content, or std::nullopt for 404 (nothing to serve
+// yet). Called on the serving thread while the server runs: must be thread-safe and quick.
+using RouteHandler = std::function<std::optional<HttpContent>()>;
+
 struct MetricsServerOptions {
   // "HOST:PORT" (IPv6 as "[::1]:PORT"); port 0 picks a free port. Empty: metrics not served.
   std::string bind = kDefaultMetricsBind;
@@ -61,6 +74,9 @@ struct MetricsServerOptions {
   std::size_t max_request_bytes = kDefaultMetricsMaxRequestBytes;  // >= 64
   // A client that has not sent its whole head within this time is dropped.
   std::chrono::milliseconds request_timeout = kDefaultMetricsRequestTimeout;  // > 0
+  // Extra GET routes by exact path ("/validation/latest.png"; a query string is ignored). Answered
+  // with "Cache-Control: no-store". "/metrics" cannot be replaced.
+  std::map<std::string, RouteHandler, std::less<>> routes{};
 };
 
 // std::nullopt when `bind` is empty or HOST:PORT with PORT in [0, 65535]; else the reason.

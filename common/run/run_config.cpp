@@ -162,6 +162,14 @@ const config::Schema& run_schema() {
                      "line and cores)."),
       Entry::integer("validation.prompts", 64, "Held-out validation prompts.").range(1, 100000),
       Entry::integer("validation.steps", 10, "ODE steps of validation sampling.").range(2, 1000),
+      Entry::integer("validation.grid_prompts", 8,
+                     "Rows of the image grid written at every validation (<run.dir>/validation/): "
+                     "the first validation prompts (0: no grids).")
+          .range(0, 256),
+      Entry::integer("validation.grid_seeds", 4,
+                     "Images per grid row: the validation's own seed plus extra fixed seeds, "
+                     "sampled the same way.")
+          .range(1, 64),
       Entry::integer("audit.every", 5, "Staleness audit every this many iterations (0: off).")
           .at_least(0),
       Entry::integer("audit.prompts", 4, "Prompts re-scored by the staleness audit.")
@@ -184,6 +192,11 @@ const config::Schema& run_schema() {
           .range(1, 600000),
       Entry::string("bus.trainer_endpoint", "tcp://127.0.0.1:5560",
                     "ZeroMQ PUB endpoint the trainer binds (weights, iteration notices)."),
+      Entry::integer("exploration.sample_images_every", 5,
+                     "async: every this many iterations explorers keep the images of prompt 0's "
+                     "candidates and the trainer draws what selection chose from them "
+                     "(<run.dir>/exploration/; 0: never).")
+          .at_least(0),
       Entry::real("exploration.max_wait_seconds", 60,
                   "async: longest the trainer waits for an iteration's explored seeds.")
           .at_least(0),
@@ -382,6 +395,10 @@ bus::PublisherOptions trainer_bus_options(const config::Config& c) {
   o.curve = zmqio::curve_server_options(c, "bus.curve.server_secret_file");
   o.handshake_timeout = std::chrono::milliseconds(c.get_int("bus.handshake_timeout_ms"));
   return o;
+}
+
+bool samples_explored_images(std::int64_t iteration, std::int64_t prompt, int every) {
+  return every > 0 && prompt == 0 && iteration >= 0 && iteration % every == 0;
 }
 
 queue::LeaseQueueOptions explore_queue_options(const config::Config& c) {

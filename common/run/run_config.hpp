@@ -7,6 +7,7 @@
 // needs none of the training keys, has its own schema of server keys (services/reward).
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -50,6 +51,10 @@ outage::BackoffOptions redis_backoff(const config::Config& config);
 // bus.handshake_timeout_ms and CURVE from bus.curve.server_secret_file. Throws config::ConfigError
 // naming a key file that is unusable.
 bus::PublisherOptions trainer_bus_options(const config::Config& config);
+
+// Whether explorers keep the image of a candidate of (iteration, prompt) for the trainer's
+// exploration sample: prompt 0 of every `every`-th iteration (0: never).
+bool samples_explored_images(std::int64_t iteration, std::int64_t prompt, int every);
 
 queue::LeaseQueueOptions explore_queue_options(const config::Config& config);
 

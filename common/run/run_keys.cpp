@@ -25,6 +25,12 @@ std::string RunKeys::inflight(std::string_view task_id) {
   return std::string("inflight:").append(task_id);
 }
 
+std::string RunKeys::explored_image(std::int64_t iteration, std::int64_t prompt,
+                                    std::uint64_t seed) {
+  return "explored-image:" + std::to_string(iteration) + ":" + std::to_string(prompt) + ":" +
+         std::to_string(seed);
+}
+
 std::string RunKeys::cost_ledger(std::string_view device_class, bool busy) {
   return std::string("cost:").append(device_class).append(busy ? ":busy_ms" : ":idle_ms");
 }

@@ -15,6 +15,7 @@
 //   planner:plan:<iteration>     planner          trainer            wire::PlanRecord v1 (set once)
 //   explorer:<id>:heartbeat      explorer <id>    planner            wire::Heartbeat v1
 //   inflight:<task id>           explorers        explorers          wire::InflightCommit v1
+//   explored-image:<i>:<p>:<s>   explorers        trainer            PNG bytes (erased once drawn)
 //   explorer:sample_steps        explorers        benchmarks, tests  Redis integer (INCRBY)
 //   explorer:resumed_steps       explorers        benchmarks, tests  Redis integer (INCRBY)
 //   cost:<class>:busy_ms         trainer, explorers trainer          Redis integer (INCRBY)
@@ -54,6 +55,10 @@ struct RunKeys {
   static std::string plan(std::int64_t iteration);             // planner:plan:<iteration>
   static std::string explorer_heartbeat(std::string_view id);  // explorer:<id>:heartbeat
   static std::string inflight(std::string_view task_id);       // inflight:<task id>
+  // A PNG of an explored candidate kept for the trainer's exploration sample (written by the
+  // explorer before it completes the task, erased by the trainer once it has drawn the sample).
+  static std::string explored_image(std::int64_t iteration, std::int64_t prompt,
+                                    std::uint64_t seed);  // explored-image:<it>:<prompt>:<seed>
   // cost:<device class>:busy_ms or :idle_ms (device class: "reserved", "spot").
   static std::string cost_ledger(std::string_view device_class, bool busy);
 

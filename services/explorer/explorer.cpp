@@ -48,6 +48,10 @@ Explorer::Explorer(ExplorerOptions options, ExplorerParts parts)
       metrics_(parts.registry),
       weights_(parts.weights, parts.policy, metrics_, options_.weights_retry_interval),
       inflight_(state_),
+      // A user's model (not native) may not output RGB images: it keeps none.
+      explored_images_(parts.kv, options_.run_id,
+                       parts.policy.is_native() ? options_.sample_images_every : 0,
+                       metrics_.explored_images, metrics_.explored_image_errors),
       redis_("redis", &parts.registry,
              outage::BackoffOptions{options_.min_backoff, options_.max_backoff}) {}
 
@@ -426,6 +430,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
     result.correct = scores[i].correct;
     result.explorer_id = options_.id;
     result.sample_seconds = per_sample;
+    explored_images_.maybe_record(task, images[i]);  // before the result: the trainer reads both
     complete(*active[i], result.encode());
   }
   log::debug("completed {} task(s) with weights version {} in {} s", active.size(), version,

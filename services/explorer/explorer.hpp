@@ -74,6 +74,7 @@
 #include "common/task/image.hpp"
 #include "common/task/prompt.hpp"
 #include "common/wire/messages.hpp"
+#include "services/explorer/explored_images.hpp"
 #include "services/explorer/explorer_metrics.hpp"
 #include "services/explorer/explorer_options.hpp"
 #include "services/explorer/inflight_store.hpp"
@@ -182,6 +183,7 @@ class Explorer {
   ExplorerMetrics metrics_;
   PolicyWeights weights_;
   InflightStore inflight_;
+  ExploredImageRecorder explored_images_;
   ChunkSampler chunk_sampler_;  // empty: parts_.policy samples
   outage::OutageTracker redis_;
 

@@ -43,6 +43,11 @@ ExplorerMetrics::ExplorerMetrics(metrics::Registry& r)
       sample_seconds(r.histogram("spotlight_explorer_sample_seconds",
                                  "Sampling and scoring time per sample.",
                                  metrics::exponential_buckets(0.0005, 4, 10))),
+      explored_images(r.counter("spotlight_explorer_explored_images_total",
+                                "Candidate images kept for the trainer's exploration samples.")),
+      explored_image_errors(r.counter("spotlight_explorer_explored_image_errors_total",
+                                      "Candidate images not kept for an exploration sample "
+                                      "because of a failure (logged).")),
       staleness_versions(
           r.histogram("spotlight_explorer_staleness_versions",
                       "Iteration explored for minus the weights version used, per result.",

@@ -32,6 +32,9 @@ struct ExplorerMetrics {
   metrics::Gauge weights_version;            // loaded version; -1 before the first load
   metrics::Histogram weights_fetch_seconds;  // fetch + verify + load of one version
   metrics::Histogram sample_seconds;         // per sample, sampling + scoring
+  // Images kept for the trainer's exploration samples, and ones lost to a failure.
+  metrics::Counter explored_images;
+  metrics::Counter explored_image_errors;
   // Per result: the iteration the seed is explored for minus the weights version used (the
   // trainer trains iteration t with version t, so 1 is the designed one-version staleness).
   metrics::Histogram staleness_versions;

@@ -35,6 +35,7 @@ void ExplorerOptions::validate() const {
   require(min_backoff > milliseconds(0), "min_backoff", "must be > 0");
   require(max_backoff >= min_backoff, "max_backoff", "must be >= min_backoff");
   require(grace_period > milliseconds(0), "grace_period", "must be > 0");
+  require(sample_images_every >= 0, "sample_images_every", "must be >= 0");
 }
 
 std::string default_explorer_id() {
@@ -61,6 +62,7 @@ ExplorerOptions explorer_options(const config::Config& c) {
   o.grace_period = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::duration<double>(c.get_double("explorer.grace_seconds")));
   o.commit_inflight = c.get_bool("explorer.commit_inflight");
+  o.sample_images_every = c.get<int>("exploration.sample_images_every");
   const auto backoff = run::redis_backoff(c);
   o.min_backoff = backoff.initial;
   o.max_backoff = backoff.max;

@@ -55,6 +55,9 @@ struct ExplorerOptions {
   // committed (InflightStore) before its leases are released, so the next holder resumes it;
   // false: it is released as is and the next holder starts again from step 0.
   bool commit_inflight = true;
+  // Keep the images of prompt 0's candidates every this many iterations for the trainer's
+  // exploration samples (0: never; services/explorer/explored_images.hpp).
+  int sample_images_every = 0;
 
   // Throws std::invalid_argument naming the first bad field.
   void validate() const;

@@ -22,6 +22,8 @@
 #include "common/model/safetensors.hpp"
 #include "common/outage/retry.hpp"
 #include "common/queue/redis_lease_queue.hpp"
+#include "common/report/html.hpp"
+#include "common/report/page_json.hpp"
 #include "common/reward/remote_reward.hpp"
 #include "common/reward/reward_function.hpp"
 #include "common/service/exit_codes.hpp"
@@ -31,6 +33,8 @@
 #include "common/task/generator.hpp"
 #include "services/trainer/async_exploration.hpp"
 #include "services/trainer/pretrain_cache.hpp"
+#include "services/trainer/run_images.hpp"
+#include "services/trainer/run_report.hpp"
 #include "services/trainer/trainer_config.hpp"
 #include "services/trainer/trainer_metrics.hpp"
 
@@ -89,6 +93,32 @@ std::string format_validation(const ValidationReport& v) {
   }
   s << ")";
   return s.str();
+}
+
+// The newest validation grid, served read-only next to /metrics (dashboards show it).
+constexpr const char* kLatestGridRoute = "/validation/latest.png";
+constexpr std::uintmax_t kMaxServedGridBytes = std::uintmax_t{32} << 20;
+
+metrics::RouteHandler latest_grid_route(fs::path file) {
+  return [file = std::move(file)]() -> std::optional<metrics::HttpContent> {
+    std::error_code ec;
+    const auto size = fs::file_size(file, ec);
+    if (ec || size > kMaxServedGridBytes) return std::nullopt;
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    if (!in) return std::nullopt;
+    return metrics::HttpContent{"image/png", bytes.str()};
+  };
+}
+
+void write_report_logged(const fs::path& run_dir) {
+  try {
+    const auto path = write_run_report(run_dir);
+    SPOTLIGHT_LOG(info) << "report: " << path.string() << " (" << fs::file_size(path) << " bytes)";
+  } catch (const std::exception& e) {
+    SPOTLIGHT_LOG(warn) << "report not written: " << e.what();
+  }
 }
 
 }  // namespace
@@ -256,8 +286,10 @@ int run_train(const config::Config& c, std::stop_token stop) {
   // Cost: the trainer holds reserved devices; waiting for explored seeds is its idle time. In
   // async runs the ledger in Redis sums every process of the run (explorers are spot).
   const cost::Prices prices = cost::prices_from(c);
-  const auto metrics_server =
-      metrics::MetricsServer::start(*registry, metrics::metrics_server_options(c));
+  auto server_options = metrics::metrics_server_options(c);
+  server_options.routes[kLatestGridRoute] =
+      latest_grid_route(options.run_dir / "validation" / "latest.png");
+  const auto metrics_server = metrics::MetricsServer::start(*registry, server_options);
   if (metrics_server) SPOTLIGHT_LOG(info) << "metrics on " << metrics_server->url();
   cost::CostMeter meter(cost::DeviceClass::kReserved, cost::devices_from(c), prices);
   cost::CostReporter cost_reporter(meter, registry.get(), state.get());
@@ -265,6 +297,8 @@ int run_train(const config::Config& c, std::stop_token stop) {
     cost_reporter.flush();
     return state ? cost::read_run_cost(*state, prices) : cost::run_cost_of(meter.usage(), prices);
   };
+  RunImages images(c, options, policy, *registry);
+  seeds = images.wrap(std::move(seeds), state.get());
   GrpoTrainer trainer(options, policy, *reward, std::move(seeds), reference.get());
   trainer.set_observer(publisher.get());
   TrainerMetrics trainer_metrics(*registry, options.iterations,
@@ -296,6 +330,7 @@ int run_train(const config::Config& c, std::stop_token stop) {
   const auto on_iteration = [&](const IterationReport& r) {
     trainer_metrics.observe(r);
     export_bus_counters();
+    images.observe(r);  // the grid of a validation, with the weights it validated
     if (r.iteration < 0) {
       first_validation = r.validation;
       if (r.validation) SPOTLIGHT_LOG(info) << "base model: " << format_validation(*r.validation);
@@ -399,6 +434,7 @@ int run_train(const config::Config& c, std::stop_token stop) {
     SPOTLIGHT_LOG(warn) << "cost ledger unavailable: " << e.what();
   }
   durable::write_file(options.run_dir / "summary.json", summary.dump(2) + "\n");
+  write_report_logged(options.run_dir);
   if (first_validation && last_validation && first_validation->per_category.empty()) {
     // A prompt file: the reward service grades validation.
     SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(4) << "done: validation reward "
@@ -437,13 +473,23 @@ int run_validate(const config::Config& c) {
   apply_threads(c);
   policy::Policy policy(policy_options(c), task_options(c));
   auto reward = reward::make_task_reward(policy.task_options());
-  GrpoTrainer evaluator(grpo_options(c), policy, *reward, make_random_seed_source({}));
+  const GrpoOptions options = grpo_options(c);
+  GrpoTrainer evaluator(options, policy, *reward, make_random_seed_source({}));
+  // The validation grids of deferred validation points, drawn with each point's weights.
+  metrics::Registry registry("trainer");
+  RunImages images(c, options, policy, registry);
   const auto start = std::chrono::steady_clock::now();
-  const int scored = evaluator.validate_deferred();
+  const int scored = evaluator.validate_deferred([&](int64_t version, const ValidationReport& v) {
+    IterationReport r;
+    r.iteration = version - 1;
+    r.validation = v;
+    images.observe(r);
+  });
   SPOTLIGHT_LOG(info)
       << "validated " << scored << " saved weights in " << std::fixed << std::setprecision(1)
       << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
       << " s into " << (fs::path(c.get_string("run.dir")) / "validation.jsonl");
+  write_report_logged(c.get_string("run.dir"));
   return 0;
 }
 
@@ -550,15 +596,60 @@ int run_train(const config::Config& c) {
   return done.get();
 }
 
-int run_subcommand(const std::string& subcommand, const config::Config& c) {
+int run_report_command(const std::vector<std::string>& args) {
+  if (args.size() < 2 || args.size() > 3) {
+    std::cerr << "usage: spotlight-trainer report RUN_DIR [OUT.html]\n";
+    return 2;
+  }
+  try {
+    const auto path = write_run_report(args[1], args.size() == 3 ? fs::path(args[2]) : fs::path());
+    std::cout << path.string() << std::endl;
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "spotlight-trainer report: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int run_page_command(const std::vector<std::string>& args) {
+  if (args.size() != 3) {
+    std::cerr << "usage: spotlight-trainer page PAGE.json OUT.html\n";
+    return 2;
+  }
+  try {
+    std::ifstream in(args[1], std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read '" + args[1] + "'");
+    std::ostringstream json;
+    json << in.rdbuf();
+    const fs::path page_file(args[1]);
+    const auto page = report::page_from_json(json.str(), page_file.parent_path());
+    report::write_html(args[2], page);
+    std::cout << args[2] << std::endl;
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "spotlight-trainer page: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int run_subcommand(const std::vector<std::string>& args, const config::Config& c) {
+  const std::string subcommand = args.empty() ? "" : args[0];
   if (subcommand == "pretrain") return run_pretrain(c);
   if (subcommand == "train") return run_train(c);
   if (subcommand == "eval") return run_eval(c);
   if (subcommand == "validate") return run_validate(c);
   if (subcommand == "bench") return run_bench(c);
+  if (subcommand == "report") return run_report_command(args);
+  if (subcommand == "page") return run_page_command(args);
   std::cerr << "usage: spotlight-trainer pretrain|train|eval|validate|bench [--config FILE] [--set "
-               "key=value]...\n";
+               "key=value]...\n"
+               "       spotlight-trainer report RUN_DIR [OUT.html]\n"
+               "       spotlight-trainer page PAGE.json OUT.html\n";
   return 2;
+}
+
+int run_subcommand(const std::string& subcommand, const config::Config& c) {
+  return run_subcommand(std::vector<std::string>{subcommand}, c);
 }
 
 }  // namespace spotlight::trainer

@@ -15,6 +15,7 @@
 #include "common/config/arguments.hpp"
 #include "common/config/error.hpp"
 #include "common/log/log.hpp"
+#include "common/report/html.hpp"
 #include "tools/simulator/report.hpp"
 
 namespace {
@@ -48,7 +49,8 @@ spotlight::config::ArgumentParser command_line() {
       .option("max-iterations", "N", "iterations per simulated run")
       .option("kappa", "K", "how polarised prompts are (> 0)")
       .option("signal", "std|informative", "what the bandit's reward measures")
-      .option("out", "FILE.md", "also write the report to this file");
+      .option("out", "FILE.md", "also write the report to this file")
+      .option("html", "FILE.html", "also write the study as a self-contained HTML page");
   return p;
 }
 
@@ -110,11 +112,17 @@ int main(int argc, char** argv) {
     for (const auto& t : traces)
       o.traces.push_back(Trace::load(t));
     std::ostringstream report;
-    run_study(o, report);
+    const auto html_path = args.value("html");
+    spotlight::report::Page page;
+    run_study(o, report, html_path ? &page : nullptr);
     std::cout << report.str();
     if (const auto out_path = args.value("out")) {
       std::ofstream(*out_path) << report.str();
       std::cerr << "wrote " << *out_path << "\n";
+    }
+    if (html_path) {
+      spotlight::report::write_html(*html_path, page);
+      std::cerr << "wrote " << *html_path << "\n";
     }
     return 0;
   } catch (const spotlight::config::ConfigError& e) {

@@ -1,5 +1,6 @@
 #include "common/metrics/metrics.hpp"
 
+#include <atomic>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -254,6 +255,60 @@ TEST(MetricsServer, HostileRequestsAreRejectedCountedAndServingContinues) {
   EXPECT_EQ(sample(text, family + "{reason=\"method\"}"), 1) << text;
   EXPECT_EQ(sample(text, family + "{reason=\"not_found\"}"), 1) << text;
   EXPECT_EQ(sample(text, family + "{reason=\"timeout\"}"), 1) << text;
+}
+
+TEST(MetricsServer, ServesReadOnlyRoutesBesideMetrics) {
+  Registry r("trainer");
+  r.counter("spotlight_trainer_requests_total", "Requests.").inc(2);
+  std::atomic<int> calls{0};
+  std::string image(3000, '\0');
+  for (std::size_t i = 0; i < image.size(); ++i)
+    image[i] = static_cast<char>(i * 7);
+  MetricsServerOptions options{"127.0.0.1:0"};
+  options.routes["/validation/latest.png"] = [&]() -> std::optional<HttpContent> {
+    ++calls;
+    return HttpContent{"image/png", image};
+  };
+  options.routes["/not-yet"] = []() -> std::optional<HttpContent> { return std::nullopt; };
+  options.routes["/broken"] = []() -> std::optional<HttpContent> {
+    throw std::runtime_error("cannot read");
+  };
+  auto server = MetricsServer::start(r, options);
+  ASSERT_NE(server, nullptr);
+  const int port = server->port();
+  // The body arrives byte for byte, with its type and without caching; a query string (a
+  // dashboard's cache buster) is ignored.
+  const std::string raw = testing::http_exchange(
+      "127.0.0.1", port, "GET /validation/latest.png?t=1700000000 HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(status_of(raw), 200);
+  EXPECT_NE(raw.find("Content-Type: image/png\r\n"), std::string::npos);
+  EXPECT_NE(raw.find("Cache-Control: no-store\r\n"), std::string::npos);
+  EXPECT_EQ(raw.substr(raw.find("\r\n\r\n") + 4), image);
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_EQ(testing::http_get("127.0.0.1", port, "/not-yet").status, 404);
+  EXPECT_EQ(testing::http_get("127.0.0.1", port, "/broken").status, 404);
+  // Same limits as /metrics: another method is refused, and /metrics still serves.
+  EXPECT_EQ(status_of(testing::http_exchange("127.0.0.1", port,
+                                             "POST /validation/latest.png HTTP/1.0\r\n\r\n")),
+            405);
+  EXPECT_EQ(calls.load(), 1);
+  const auto metrics = testing::http_get("127.0.0.1", port, "/metrics?x=1");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_EQ(sample(metrics.body, "spotlight_trainer_requests_total"), 2) << metrics.body;
+  EXPECT_EQ(testing::http_get("127.0.0.1", port, "/validation/latest.pngx").status, 404);
+}
+
+TEST(MetricsServer, RoutesAreValidated) {
+  Registry r("trainer");
+  const auto content = []() -> std::optional<HttpContent> { return std::nullopt; };
+  for (const std::string bad : {"", "relative", "/metrics", "/a?b", "/a b"}) {
+    MetricsServerOptions options{"127.0.0.1:0"};
+    options.routes[bad] = content;
+    EXPECT_THROW(MetricsServer(r, options), std::invalid_argument) << bad;
+  }
+  MetricsServerOptions empty_handler{"127.0.0.1:0"};
+  empty_handler.routes["/x"] = RouteHandler();
+  EXPECT_THROW(MetricsServer(r, empty_handler), std::invalid_argument);
 }
 
 TEST(MetricsServer, BindsOnlyTheConfiguredAddress) {

@@ -22,6 +22,7 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
+#include "common/image/png.hpp"
 #include "common/metrics/metrics.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/redis/client.hpp"
@@ -303,6 +304,39 @@ TEST_F(ExplorerTest, EveryTaskOfAnIterationGetsOneMatchingResult) {
   kv_->put(keys_.trainer_iteration, wire::TrainerProgress{.iteration = 1}.encode());
   ASSERT_TRUE(wait_for([&] { return w->returned(); }, kWait));
   EXPECT_EQ(w->stop(), ExitReason::kRunFinished);
+}
+
+TEST_F(ExplorerTest, KeepsPromptZerosImagesForTheTrainersExplorationSample) {
+  auto p0 = testing::micro_policy(1);
+  publish(0, *p0);
+  const auto sampled = testing::seed_tasks(kRunId, 2, 2, 3, 0, kSteps);      // every 2nd
+  const auto not_sampled = testing::seed_tasks(kRunId, 3, 2, 3, 0, kSteps);  // iteration
+  testing::enqueue(*queue_, sampled);
+  testing::enqueue(*queue_, not_sampled);
+  auto o = options("a");
+  o.sample_images_every = 2;
+  o.iterations = 4;
+  auto w = worker(o);
+  w->start();
+  ASSERT_TRUE(wait_for([&] { return all_done(sampled) && all_done(not_sampled); }, kWait));
+  int kept = 0;
+  for (const auto* tasks : {&sampled, &not_sampled}) {
+    for (const auto& t : *tasks) {
+      SCOPED_TRACE(t.id);
+      const auto png =
+          kv_->get(keys_.explored_image(t.task.iteration, t.task.prompt_index, t.task.seed));
+      const bool expected = t.task.iteration == 2 && t.task.prompt_index == 0;
+      ASSERT_EQ(png.has_value(), expected);
+      if (!png) continue;
+      const image::RgbImage decoded = image::decode_png(*png);
+      EXPECT_EQ(decoded.width, p0->task_options().image_size);
+      EXPECT_EQ(decoded.height, p0->task_options().image_size);
+      ++kept;
+    }
+  }
+  EXPECT_EQ(kept, 3);
+  EXPECT_EQ(w->metrics().explored_images.value(), 3);
+  EXPECT_EQ(w->metrics().explored_image_errors.value(), 0);
 }
 
 TEST_F(ExplorerTest, RewardsEqualInProcessSamplingOfTheSameBatch) {
