@@ -147,6 +147,25 @@ struct RewardRequest {
   bool operator==(const RewardRequest&) const = default;
 };
 
+// A RewardRequest decoded without copying its images: `images` points at the float32
+// little-endian bytes inside the decoded message (valid while those bytes live). Same checks as
+// RewardRequest::decode; images.size() == 4 x count x height x width x channels. For services
+// that take images a slice at a time (wire::copy_f32_le).
+struct RewardRequestView {
+  std::string request_id{};
+  std::vector<std::string> prompts{};
+  std::string_view images{};
+  std::int64_t width = 0;
+  std::int64_t height = 0;
+  std::int64_t count = 0;
+  std::int64_t channels = 3;
+
+  static RewardRequestView decode(std::string_view bytes, const DecodeOptions& options = {});
+  static RewardRequestView decode_body(const Reader& reader);
+  // Values (floats) per image: height x width x channels.
+  std::size_t image_values() const;
+};
+
 // Scores for one RewardRequest, in its image order (reward -> requester, ZeroMQ reply).
 // Invariant (checked by decode): rewards.size() == correct.size(). A failed request has a
 // non-empty `error` (and usually no rewards).

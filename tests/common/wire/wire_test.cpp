@@ -359,6 +359,29 @@ TEST(WireMalformed, WrongTypeMessageNamesExpectedAndActual) {
             "string)");
 }
 
+// The reward service reads requests without copying their images: the view points into the
+// message bytes, decodes what RewardRequest::decode decodes, and rejects what it rejects.
+TEST(WireRewardRequestView, PointsIntoTheBytesAndAgreesWithTheCopyingDecoder) {
+  const RewardRequest m = sample_reward_request();
+  const std::string bytes = m.encode();
+  const RewardRequestView view = RewardRequestView::decode(bytes);
+  EXPECT_EQ(view.request_id, m.request_id);
+  EXPECT_EQ(view.prompts, m.prompts);
+  EXPECT_EQ(view.count, 2);
+  EXPECT_EQ(view.image_values(), 4u * 2 * 3);
+  EXPECT_GE(view.images.data(), bytes.data());
+  EXPECT_LE(view.images.data() + view.images.size(), bytes.data() + bytes.size());
+  std::vector<float> second(view.image_values());
+  copy_f32_le(view.images, view.image_values(), second.size(), second.data());
+  EXPECT_EQ(second, std::vector<float>(m.images.begin() + 24, m.images.end()));
+  RewardRequest short_images = m;
+  short_images.images.pop_back();
+  const std::string bad = short_images.encode();
+  const WireError e = expect_wire_error([&] { RewardRequestView::decode(bad); });
+  EXPECT_EQ(e.field(), "images");
+  EXPECT_EQ(e.kind(), WireErrorKind::kBadValue);
+}
+
 TEST(WireMalformed, ListElementsAreNamedByIndex) {
   std::string bytes = rewrite_body(sample_reward_request().encode(), "prompts", [](Packer& pk) {
     pk.pack_array(2);

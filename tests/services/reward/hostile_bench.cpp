@@ -8,9 +8,10 @@
 //     and `slow` ones send their head one byte every 200 ms (both reconnect when dropped).
 //   hostile_bench fairness [--binary PATH] [--heavy 4] [--heavy-images 5000] [--seconds 20]
 //                          [--good-images 4]
-//     a good client's request latency alone, then beside `heavy` clients looping requests of
-//     `heavy-images` images; requests completed in each phase; the service's RSS before, at its
-//     peak (VmHWM) and after the heavy clients stopped.
+//     a good client's request latency alone for `seconds`, then beside `heavy` clients (each a
+//     process of its own) looping requests of `heavy-images` images for `seconds`; requests
+//     completed in each phase; the service's RSS before, at its peak (VmHWM) and after the heavy
+//     clients stopped and their requests drained.
 //
 // Default binary: $SPOTLIGHT_BINARY_DIR/services/reward/spotlight-reward, else this build's.
 
@@ -39,11 +40,10 @@
 #include <unistd.h>
 
 #include "common/rpc/client.hpp"
-#include "common/task/generator.hpp"
-#include "common/task/render.hpp"
 #include "common/wire/messages.hpp"
 #include "tests/common/metrics/http_get.hpp"
 #include "tests/common/process/process.hpp"
+#include "tests/services/reward/reward_requests.hpp"
 
 namespace spotlight::reward {
 namespace {
@@ -221,6 +221,77 @@ int scrape(const Args& a) {
   return 0;
 }
 
+// --- fairness -----------------------------------------------------------------------------------
+
+struct Phase {
+  std::vector<double> seconds;
+  int errors = 0;
+};
+
+Phase good_client(const std::string& endpoint, const std::string& payload, double seconds) {
+  rpc::RpcClientOptions o;
+  o.timeout = 60s;
+  o.retries = 0;
+  rpc::RpcClient client(endpoint, o);
+  Phase p;
+  const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+  while (Clock::now() < end) {
+    const auto start = Clock::now();
+    try {
+      if (!wire::RewardReply::decode(client.call(payload)).ok()) ++p.errors;
+    } catch (const std::exception&) {
+      ++p.errors;
+    }
+    p.seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return p;
+}
+
+std::string phase_json(const Phase& p) {
+  std::ostringstream out;
+  out << "{\"requests\":" << p.seconds.size() << ",\"errors\":" << p.errors
+      << ",\"p50_ms\":" << percentile(p.seconds, 0.5) * 1e3
+      << ",\"p99_ms\":" << percentile(p.seconds, 0.99) * 1e3 << ",\"max_ms\":"
+      << (p.seconds.empty() ? 0 : *std::max_element(p.seconds.begin(), p.seconds.end())) * 1e3
+      << "}";
+  return out.str();
+}
+
+int fairness(const Args& a) {
+  Service service(a);
+  const std::string good = testing::rendered_request(a.good_images, "good").encode();
+  const double rss_before = service.status_mb("VmRSS");
+  const Phase alone = good_client(service.endpoint, good, a.seconds);
+  std::vector<std::unique_ptr<testing::Process>> heavies;
+  for (int i = 0; i < a.heavy; ++i) {
+    heavies.push_back(std::make_unique<testing::Process>(
+        testing::binary_path("tests/services/reward/reward_heavy_client"),
+        std::vector<std::string>{service.endpoint, std::to_string(a.heavy_images)},
+        service.dir / ("heavy-" + std::to_string(i) + ".log")));
+  }
+  std::this_thread::sleep_for(2s);  // the heavy requests are encoded and sent
+  const Phase beside = good_client(service.endpoint, good, a.seconds);
+  const double rss_loaded = service.status_mb("VmRSS");
+  for (auto& h : heavies)
+    h->signal(SIGTERM);
+  for (auto& h : heavies)
+    h->wait(180s);
+  heavies.clear();
+  // Their last requests drain (the service answers them to closed connections): give it time,
+  // then one more request so a service that trims after the queue empties has done so.
+  std::this_thread::sleep_for(std::chrono::seconds(a.seconds));
+  good_client(service.endpoint, good, 0.5);
+  const double rss_after = service.status_mb("VmRSS");
+  const double rss_peak = service.status_mb("VmHWM");
+  std::cout << "{\"mode\":\"fairness\",\"binary\":\"" << a.binary.string()
+            << "\",\"heavy\":" << a.heavy << ",\"heavy_images\":" << a.heavy_images
+            << ",\"good_images\":" << a.good_images << ",\"seconds_per_phase\":" << a.seconds
+            << ",\"alone\":" << phase_json(alone) << ",\"beside_heavy\":" << phase_json(beside)
+            << ",\"rss_mb\":{\"before\":" << rss_before << ",\"during\":" << rss_loaded
+            << ",\"peak\":" << rss_peak << ",\"after\":" << rss_after << "}}\n";
+  return 0;
+}
+
 }  // namespace
 }  // namespace spotlight::reward
 
@@ -228,6 +299,7 @@ int main(int argc, char** argv) {
   try {
     const auto args = spotlight::reward::parse(argc, argv);
     if (args.mode == "scrape") return spotlight::reward::scrape(args);
+    if (args.mode == "fairness") return spotlight::reward::fairness(args);
     std::cerr << "unknown mode " << args.mode << "\n";
     return 2;
   } catch (const std::exception& e) {
