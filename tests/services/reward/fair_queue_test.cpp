@@ -51,7 +51,9 @@ TEST(FairQueue, ASmallRequestIsInTheNextBatchBesideHugeOnes) {
     EXPECT_EQ(shares(second)[heavy], 8u) << heavy;
   // Slices continue where the last one ended.
   for (const auto& s : second) {
-    if (s.job->client == "h1") EXPECT_EQ(s.begin, 8u);
+    if (s.job->client == "h1") {
+      EXPECT_EQ(s.begin, 8u);
+    }
   }
   EXPECT_EQ(light->scheduled, 4u);
 }
