@@ -52,6 +52,9 @@ struct RunKeys {
   std::string trainer_iteration = "trainer:iteration";  // iteration the trainer works on (integer)
   std::string trainer_timing = "trainer:timing";        // JSON time split of the last iteration
   std::string planner_state = "planner:enqueued";       // highest iteration enqueued (integer)
+  // The run-local task-signing key, written once by the planner when $SPOTLIGHT_TASK_KEY is
+  // unset (common/run/task_key_source.hpp).
+  static constexpr const char* kTaskKey = "security:task_key";
   std::string explorer_heartbeat(
       const std::string& explorer_id) const;  // "explorer:<id>:heartbeat"
 };

@@ -56,6 +56,8 @@ std::string SeedTask::encode() const {
       .i64("sampler_steps", sampler_steps)
       .i64("deadline_unix_ms", deadline_unix_ms)
       .i64("attempt", attempt)
+      .str("key_id", key_id)
+      .bin("signature", signature)
       .finish();
 }
 
@@ -71,6 +73,8 @@ SeedTask SeedTask::decode_body(const Reader& r) {
   m.sampler_steps = r.i64("sampler_steps");
   m.deadline_unix_ms = r.i64("deadline_unix_ms");
   m.attempt = r.i64("attempt");
+  if (r.has("key_id")) m.key_id = r.str("key_id");
+  if (r.has("signature")) m.signature = r.bin("signature");
   return m;
 }
 

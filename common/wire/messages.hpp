@@ -35,6 +35,11 @@ struct SeedTask {
   std::int64_t sampler_steps = 0;
   std::int64_t deadline_unix_ms = 0;
   std::int64_t attempt = 0;  // 0 on first delivery
+  // The planner's signature (common/run/task_signature.hpp): the id of the key and the
+  // HMAC-SHA256 bytes. Added to version 1 without a new version (older readers ignore them);
+  // empty when absent.
+  std::string key_id{};
+  std::string signature{};
 
   std::string encode() const;
   static SeedTask decode(std::string_view bytes, const DecodeOptions& options = {});
