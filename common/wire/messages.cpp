@@ -73,8 +73,10 @@ SeedTask SeedTask::decode_body(const Reader& r) {
   m.sampler_steps = r.i64("sampler_steps");
   m.deadline_unix_ms = r.i64("deadline_unix_ms");
   m.attempt = r.i64("attempt");
-  if (r.has("key_id")) m.key_id = r.str("key_id");
-  if (r.has("signature")) m.signature = r.bin("signature");
+  if (r.version() >= 2) {
+    m.key_id = r.str("key_id");
+    m.signature = r.bin("signature");
+  }
   return m;
 }
 

@@ -21,9 +21,10 @@ namespace spotlight::wire {
 
 // One exploration task: sample `seed` for one prompt of one iteration (planner -> explorer,
 // through the Redis task stream).
+// Version 2 added key_id and signature; version 1 tasks still decode (unsigned: empty fields).
 struct SeedTask {
   static constexpr std::string_view kType = "seed_task";
-  static constexpr std::int64_t kVersion = 1;
+  static constexpr std::int64_t kVersion = 2;
 
   std::string run_id{};
   std::int64_t iteration = 0;
@@ -36,8 +37,7 @@ struct SeedTask {
   std::int64_t deadline_unix_ms = 0;
   std::int64_t attempt = 0;  // 0 on first delivery
   // The planner's signature (common/run/task_signature.hpp): the id of the key and the
-  // HMAC-SHA256 bytes. Added to version 1 without a new version (older readers ignore them);
-  // empty when absent.
+  // HMAC-SHA256 bytes (version 2; empty in version 1 tasks).
   std::string key_id{};
   std::string signature{};
 
