@@ -110,8 +110,11 @@ struct DeadLetter {
 };
 
 struct QuarantineOutcome {
-  bool quarantined = false;  // the result was still `result` and is now moved aside
-  bool requeued = false;     // the task was enqueued again (false: still queued, or no payload)
+  bool quarantined = false;   // the result was still `result` and is now moved aside
+  bool requeued = false;      // the task was enqueued again
+  bool still_queued = false;  // not requeued: it is still waiting or leased (it will complete)
+  // quarantined && !requeued && !still_queued: no payload kept (enqueued before payloads were
+  // kept, or never): the task cannot run again.
 };
 
 struct QuarantinedResult {

@@ -143,22 +143,22 @@ return 1
 )lua";
 
 // KEYS: stream, results, index, payloads, quarantine, counters. ARGV: task id, result, reason.
-// Returns {quarantined, requeued}: the result moves aside only if it is still `result`; the task
-// is enqueued again (its first payload) unless its entry is still in the stream.
+// Returns {quarantined, requeued, still queued}: the result moves aside only if it is still
+// `result`; the task is enqueued again (its first payload) unless its entry is still in the stream.
 constexpr const char* kQuarantineLua = R"lua(
-if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return {0, 0} end
+if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return {0, 0, 0} end
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('XADD', KEYS[5], 'MAXLEN', '~', 100000, '*', 'task', ARGV[1], 'reason', ARGV[3],
            'result', string.sub(ARGV[2], 1, 4096))
 redis.call('HINCRBY', KEYS[6], 'quarantined', 1)
 local entry = redis.call('HGET', KEYS[3], ARGV[1])
-if entry and #redis.call('XRANGE', KEYS[1], entry, entry) > 0 then return {1, 0} end
+if entry and #redis.call('XRANGE', KEYS[1], entry, entry) > 0 then return {1, 0, 1} end
 local payload = redis.call('HGET', KEYS[4], ARGV[1])
-if not payload then return {1, 0} end
+if not payload then return {1, 0, 0} end
 local id = redis.call('XADD', KEYS[1], '*', 'task', ARGV[1], 'payload', payload)
 redis.call('HSET', KEYS[3], ARGV[1], id)
 redis.call('HINCRBY', KEYS[6], 'requeued', 1)
-return {1, 1}
+return {1, 1, 0}
 )lua";
 
 // KEYS: stream, dead, errors, counters. ARGV: group, consumer, min idle (ms), max count,
@@ -513,7 +513,8 @@ QuarantineOutcome RedisLeaseQueue::quarantine(std::string_view task_id, std::str
         {keys_.stream, keys_.results, keys_.index, keys_.payloads, keys_.quarantine, keys_.stats},
         {task_id, result, reason});
     const auto& a = r.as_array();
-    return QuarantineOutcome{a.at(0).as_integer() == 1, a.at(1).as_integer() == 1};
+    return QuarantineOutcome{a.at(0).as_integer() == 1, a.at(1).as_integer() == 1,
+                             a.at(2).as_integer() == 1};
   });
 }
 

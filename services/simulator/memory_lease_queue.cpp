@@ -192,7 +192,9 @@ queue::QuarantineOutcome MemoryLeaseQueue::quarantine(std::string_view task_id,
                                                   it->second.substr(0, 4096)});
   results_.erase(it);
   ++totals_.quarantined_total;
-  return {true, false};  // payloads of acknowledged tasks are not kept here
+  const bool queued = std::any_of(entries_.begin(), entries_.end(),
+                                  [&](const Entry& e) { return e.task_id == task_id; });
+  return {true, false, queued};  // payloads of acknowledged tasks are not kept here
 }
 
 std::vector<queue::QuarantinedResult> MemoryLeaseQueue::quarantined(int max_count) {

@@ -411,7 +411,8 @@ TEST_F(LeaseQueueTest, QuarantineMovesAPoisonedResultAsideAndRequeuesTheTask) {
   EXPECT_FALSE(q.result("done"));
   const auto leased = q.quarantine("leased", "garbage-2", "wrong seed");
   EXPECT_TRUE(leased.quarantined);
-  EXPECT_FALSE(leased.requeued);  // w1 still holds it and will complete it
+  EXPECT_FALSE(leased.requeued);
+  EXPECT_TRUE(leased.still_queued);  // w1 still holds it and will complete it
 
   const auto again = q.lease("w2", 5);
   ASSERT_EQ(again.size(), 1u);
@@ -436,6 +437,7 @@ TEST_F(LeaseQueueTest, QuarantineMovesAPoisonedResultAsideAndRequeuesTheTask) {
   const auto ghost = q.quarantine("ghost", "garbage", "unknown task");
   EXPECT_TRUE(ghost.quarantined);
   EXPECT_FALSE(ghost.requeued);
+  EXPECT_FALSE(ghost.still_queued);
 }
 
 TEST_F(LeaseQueueTest, InvalidOptionsNameTheField) {
