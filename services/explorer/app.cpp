@@ -19,6 +19,7 @@
 #include "common/policy/policy.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/run/run_config.hpp"
+#include "common/run/task_signature.hpp"
 #include "common/signals/stop_signals.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_weight_store.hpp"
@@ -64,6 +65,7 @@ int run_explorer(const config::Config& config) {
     signals::StopSignals signals;
 
     const ExplorerOptions options = explorer_options(config);
+    (void)run::TaskKey::from_env();  // a malformed SPOTLIGHT_TASK_KEY stops the explorer here
     const PreemptionNoticeOptions notice_options = preemption_notice_options(config);
     if (const auto threads = config.get<int>("run.threads"); threads > 0) {
       at::set_num_threads(threads);

@@ -7,12 +7,14 @@
 
 #include "common/log/log.hpp"
 #include "common/metrics/server.hpp"
+#include "common/run/task_signature.hpp"
 #include "services/planner/planner_config.hpp"
 
 namespace spotlight::planner {
 
 int run_planner(const config::Config& config, const StopFlag& stop) {
   try {
+    (void)run::TaskKey::from_env();  // a malformed SPOTLIGHT_TASK_KEY stops the planner here
     auto registry = std::make_shared<metrics::Registry>("planner");
     const auto planner = make_planner(config, registry);
     const auto server =
