@@ -145,6 +145,7 @@ int run_train(const config::Config& c) {
       SPOTLIGHT_LOG(info) << "publishing notices on " << bus->bind(endpoint);
     }
     AsyncSeedOptions async;
+    async.run_id = c.get_string("run.id");
     async.group_size = options.group_size;
     async.candidates = options.candidates;
     async.run_seed = options.seed;
@@ -263,7 +264,9 @@ int run_train(const config::Config& c) {
                         {"enqueued_total", q.enqueued_total},
                         {"acked_total", q.acked_total},
                         {"reclaimed_total", q.reclaimed_total},
-                        {"duplicate_results_total", q.duplicate_results_total}};
+                        {"duplicate_results_total", q.duplicate_results_total},
+                        {"quarantined_total", q.quarantined_total},
+                        {"requeued_total", q.requeued_total}};
   }
   try {
     const cost::RunCost total = run_cost();
