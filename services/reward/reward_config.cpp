@@ -4,10 +4,10 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "common/bus/curve_config.hpp"
-#include "common/bus/options.hpp"
 #include "common/config/error.hpp"
 #include "common/metrics/server.hpp"
+#include "common/zmq/curve_config.hpp"
+#include "common/zmq/options.hpp"
 
 namespace spotlight::reward {
 
@@ -69,7 +69,7 @@ const config::Schema& reward_schema() {
                        "Side of the square RGB images scored; requests of another size are "
                        "rejected.")
             .range(32, 256),
-        Entry::integer("reward.handshake_timeout_ms", bus::kDefaultHandshakeTimeout.count(),
+        Entry::integer("reward.handshake_timeout_ms", zmqio::kDefaultHandshakeTimeout.count(),
                        "Clients that do not complete the ZeroMQ (CURVE) handshake in this time "
                        "are dropped and counted.")
             .range(1, 600000),
@@ -111,7 +111,7 @@ RewardServiceOptions reward_service_options(const config::Config& config) {
   at_most("reward.max_request_bytes", "reward.max_client_queued_bytes");
   at_most("reward.max_client_queued_bytes", "reward.max_queued_bytes");
   options.task = task_options(config);
-  options.curve = bus::curve_server_options(config, "reward.curve.server_secret_file");
+  options.curve = zmqio::curve_server_options(config, "reward.curve.server_secret_file");
   options.handshake_timeout =
       std::chrono::milliseconds(config.get_int("reward.handshake_timeout_ms"));
   return options;

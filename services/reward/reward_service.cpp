@@ -481,7 +481,7 @@ RewardService::RewardService(std::unique_ptr<RewardFunction> reward, RewardServi
   // Per frame: libzmq refuses a larger one as soon as its size arrives, so a hostile frame costs
   // at most this much memory however large it claims to be.
   rpc_options.max_message_size = std::max<std::int64_t>(
-      bus::kMinMaxMessageSize,
+      zmqio::kMinMaxMessageSize,
       static_cast<std::int64_t>(impl_->options.max_request_bytes) + kFrameHeadroom);
   impl_->server.emplace([impl = impl_.get()](rpc::RpcCall call) { impl->on_call(std::move(call)); },
                         rpc_options);

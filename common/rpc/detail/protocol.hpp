@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "common/bus/detail/framing.hpp"
 #include "common/rpc/errors.hpp"
+#include "common/zmq/framing.hpp"
 
 namespace spotlight::rpc::detail {
 
@@ -38,7 +38,7 @@ std::optional<ReplyHeader> decode_reply_header(std::string_view header);
 // `total_frames` (0: frames.size()) is how many frames the message had when the receiver kept
 // only the first ones.
 struct ParsedRequest {
-  bus::detail::FrameReject reject = bus::detail::FrameReject::kNone;
+  zmqio::FrameReject reject = zmqio::FrameReject::kNone;
   std::optional<std::uint64_t> id;
   RpcStatus status = RpcStatus::kOk;
   std::string error;

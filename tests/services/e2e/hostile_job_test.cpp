@@ -25,6 +25,7 @@
 #include "common/run/run_config.hpp"
 #include "common/run/schedule.hpp"
 #include "common/run/task_checks.hpp"
+#include "common/wire/codec.hpp"
 #include "common/wire/messages.hpp"
 #include "tests/common/process/process.hpp"
 #include "tests/common/redis/redis_server.hpp"
@@ -130,15 +131,22 @@ TEST(HostileJob, PoisonedResultsAndForgedTasksNeitherStallNorRun) {
       },
       120s))
       << planner.log_tail();
-  wire::SeedTask unsigned_task = wire::SeedTask::decode(real_payload);
-  unsigned_task.iteration = 1;
-  unsigned_task.prompt_index = 0;
-  unsigned_task.sampler_steps = 3000;
-  unsigned_task.key_id.clear();
-  unsigned_task.signature.clear();
+  // Written as an attacker who knows nothing of signatures would: a version 1 task, 3000 steps.
+  const wire::SeedTask real = wire::SeedTask::decode(real_payload);
+  const std::string unsigned_task = wire::Writer("seed_task", 1)
+                                        .str("run_id", real.run_id)
+                                        .i64("iteration", 1)
+                                        .i64("prompt_index", 0)
+                                        .str("prompt_text", real.prompt_text)
+                                        .u64("seed", real.seed)
+                                        .i64("weights_version", 0)
+                                        .i64("sampler_steps", 3000)
+                                        .i64("deadline_unix_ms", 0)
+                                        .i64("attempt", 0)
+                                        .finish();
   wire::SeedTask altered = wire::SeedTask::decode(real_payload);  // keeps the real signature
   altered.sampler_steps = 3000;
-  attacker.command({"XADD", stream, "*", "task", "i1/p0/c99", "payload", unsigned_task.encode()});
+  attacker.command({"XADD", stream, "*", "task", "i1/p0/c99", "payload", unsigned_task});
   attacker.command({"XADD", stream, "*", "task", "i1/p1/c98", "payload", altered.encode()});
 
   const auto trainer_status = trainer.wait(900s);
