@@ -10,7 +10,7 @@
 //      whoever can read Redis: deployments set SPOTLIGHT_TASK_KEY.
 //
 // Errors: store::StoreUnavailable / StoreError propagate; a malformed environment variable or
-// stored key throws std::invalid_argument naming it.
+// stored key throws (config::ConfigError / std::invalid_argument) naming it.
 
 #include <optional>
 

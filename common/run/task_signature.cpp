@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "common/config/error.hpp"
 #include "common/security/hmac.hpp"
 
 namespace spotlight::run {

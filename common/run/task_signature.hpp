@@ -34,7 +34,8 @@ class TaskKey {
   // 32 random bytes. Throws security::SecurityError without a source of randomness.
   static TaskKey generate();
   // $SPOTLIGHT_TASK_KEY (its bytes as they are); std::nullopt when unset or empty. Throws
-  // std::invalid_argument naming the variable (not its value) when it is too short.
+  // config::ConfigError naming the variable (not its value) when it is too short: services stop
+  // at start with the configuration's exit code.
   static std::optional<TaskKey> from_env();
 
   const std::string& secret() const { return secret_; }

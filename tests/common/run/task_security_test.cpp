@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/config/error.hpp"
 #include "common/run/schedule.hpp"
 #include "common/run/task_checks.hpp"
 #include "common/run/task_signature.hpp"
@@ -80,7 +81,8 @@ TEST(TaskSignature, KeysComeFromTheEnvironmentOrAreGenerated) {
   try {
     TaskKey::from_env();
     ADD_FAILURE() << "accepted a short key";
-  } catch (const std::invalid_argument& e) {
+  } catch (const config::ConfigError& e) {
+    EXPECT_EQ(e.key(), kTaskKeyEnvVar);
     EXPECT_NE(std::string(e.what()).find(kTaskKeyEnvVar), std::string::npos);
     EXPECT_EQ(std::string(e.what()).find("too short"), std::string::npos);  // never the secret
   }

@@ -10,11 +10,14 @@
 // out its deadline, every task ends with one valid result, the forged tasks are dead-lettered at
 // their first delivery with the reason and never produce a result.
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -224,6 +227,109 @@ TEST(HostileJob, PoisonedResultsAndForgedTasksNeitherStallNorRun) {
     EXPECT_EQ(d.deliveries, 1) << id;
     EXPECT_FALSE(queue.result(id).has_value()) << id;
   }
+  std::filesystem::remove_all(dir);
+}
+
+// deploy/redis/users.acl is enough for the real services: the whole job runs with each process
+// logged in as its role (the default user off), and finishes with every task's result.
+TEST(HostileJob, TheJobRunsWithEachServiceLoggedInAsItsRole) {
+  SPOTLIGHT_REQUIRE_REDIS_SERVER();
+  const char* source = std::getenv("SPOTLIGHT_SOURCE_DIR");
+  std::ifstream in(std::filesystem::path(source ? source : ".") / "deploy/redis/users.acl");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string acl = text.str();
+  ASSERT_NE(acl.find("user explorer"), std::string::npos) << "users.acl not found";
+  const auto password = [](const std::string& role) { return "e2e-" + role + "-password"; };
+  for (const std::string role : {"admin", "planner", "trainer", "explorer"}) {
+    const std::string from = ">change-me-" + role;
+    acl.replace(acl.find(from), from.size(), ">" + password(role));
+  }
+  const auto dir = testing::make_temp_dir("spotlight-acl-job");
+  std::ofstream(dir / "users.acl") << acl;
+  testing::RedisServerOptions redis_options;
+  redis_options.user = "admin";
+  redis_options.password = password("admin");
+  redis_options.extra_args = {"--aclfile", (dir / "users.acl").string()};
+  testing::RedisServer redis(redis_options);
+
+  const std::string run_id = "acl";
+  const int reward_port = testing::free_port();
+  const std::vector<std::string> args{
+      "--set", "run.id=" + run_id,
+      "--set", "run.dir=" + (dir / "run").string(),
+      "--set", "redis.port=" + std::to_string(redis.port()),
+      "--set", "reward.endpoint=tcp://127.0.0.1:" + std::to_string(reward_port),
+      "--set", "bus.trainer_endpoint=tcp://127.0.0.1:" + std::to_string(testing::free_port()),
+      "--set", "model.preset=micro",
+      "--set", "exploration.mode=async",
+      "--set", "exploration.candidates=" + std::to_string(kCandidates),
+      "--set", "exploration.max_wait_seconds=120",
+      "--set", "trainer.iterations=2",
+      "--set", "trainer.prompts_per_iteration=" + std::to_string(kPrompts),
+      "--set", "trainer.group_size=4",
+      "--set", "trainer.micro_batch=4",
+      "--set", "sampler.steps=4",
+      "--set", "validation.prompts=5",
+      "--set", "validation.steps=3",
+      "--set", "validation.every=10",
+      "--set", "audit.every=0",
+      "--set", "run.threads=1",
+      "--set", "explorer.batch=4",
+      "--set", "explorer.heartbeat_ms=200",
+      "--set", "planner.poll_ms=50",
+  };
+  // The environment of a process is copied when it starts: set each role's credentials first.
+  const auto as = [&](const std::string& role) {
+    ::setenv("SPOTLIGHT_REDIS_USER", role.c_str(), 1);
+    ::setenv("SPOTLIGHT_REDIS_PASSWORD", password(role).c_str(), 1);
+  };
+  Process reward(testing::binary_path("services/reward/spotlight-reward"),
+                 {"--set", "reward.bind=tcp://127.0.0.1:" + std::to_string(reward_port)},
+                 dir / "reward.log");
+  as("planner");
+  Process planner(testing::binary_path("services/planner/spotlight-planner"), args,
+                  dir / "planner.log");
+  as("explorer");
+  auto explorer_args = args;
+  explorer_args.insert(explorer_args.end(), {"--set", "explorer.id=e1"});
+  Process explorer(testing::binary_path("services/explorer/spotlight-explorer"), explorer_args,
+                   dir / "explorer.log");
+  as("trainer");
+  auto trainer_args = args;
+  trainer_args.push_back("train");
+  Process trainer(testing::binary_path("services/trainer/spotlight-trainer"), trainer_args,
+                  dir / "trainer.log");
+  ::unsetenv("SPOTLIGHT_REDIS_USER");
+  ::unsetenv("SPOTLIGHT_REDIS_PASSWORD");
+
+  const auto trainer_status = trainer.wait(600s);
+  ASSERT_TRUE(trainer_status.has_value()) << trainer.log_tail();
+  EXPECT_EQ(*trainer_status, 0) << trainer.log_tail();
+  for (auto* p : {&planner, &explorer}) {
+    const auto status = p->wait(60s);
+    ASSERT_TRUE(status.has_value()) << p->log_tail();
+    EXPECT_EQ(*status, 0) << p->log_tail();
+  }
+  reward.signal(SIGTERM);
+  EXPECT_EQ(reward.wait(30s), std::optional<int>(0)) << reward.log_tail();
+  queue::LeaseQueueOptions queue_options;
+  queue_options.key_prefix = run::RunKeys(run_id).explore_queue;
+  queue::RedisLeaseQueue queue(redis.client_options(), queue_options);
+  for (int k = 0; k < 2; ++k) {
+    for (int i = 0; i < kPrompts; ++i) {
+      for (int j = 0; j < kCandidates; ++j) {
+        const auto id = run::seed_task_id(k, i, j);
+        const auto bytes = queue.result(id);
+        ASSERT_TRUE(bytes.has_value()) << id << "\n" << explorer.log_tail();
+        EXPECT_TRUE(run::check_result(*bytes, run::ExpectedResult{id, run_id, k, i,
+                                                                  run::candidate_seed(0, k, i, j)})
+                        .result.has_value())
+            << id;
+      }
+    }
+  }
+  EXPECT_EQ(queue.stats().dead_letters, 0);
   std::filesystem::remove_all(dir);
 }
 
