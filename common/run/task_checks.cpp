@@ -71,7 +71,7 @@ std::optional<std::string> task_problem(const wire::SeedTask& task, std::string_
     return "field 'seed': not the seed of candidate " + std::to_string(id->candidate) +
            " of this run";
   }
-  if (!task::parse_prompt(task.prompt_text)) {
+  if (limits.embedded_prompts ? !task::parse_prompt(task.prompt_text) : task.prompt_text.empty()) {
     return "field 'prompt_text': '" + task.prompt_text.substr(0, 200) +
            "' is not a prompt of the task";
   }

@@ -26,6 +26,9 @@ struct TaskLimits {
   std::int64_t max_candidates = 1;         // the task id's candidate < max_candidates
   std::int64_t max_sampler_steps = 2;      // 2 <= sampler_steps <= max_sampler_steps
   std::uint64_t run_seed = 0;              // seed == candidate_seed(run_seed, iteration, prompt, c)
+  // true: prompt_text must be a prompt of the embedded task; false (a prompt file's free text):
+  // only non-empty, the caller checks that its policy holds the prompt.
+  bool embedded_prompts = true;
 };
 
 // From run.id, run.seed, trainer.iterations, trainer.prompts_per_iteration, the largest of
@@ -35,8 +38,8 @@ TaskLimits task_limits(const config::Config& config);
 
 // std::nullopt when `task`, leased under `task_id`, is a task the run's planner could have made:
 // the task id is "i<iteration>/p<prompt>/c<candidate>" and agrees with the fields, every field is
-// within `limits`, the seed is the candidate's, the prompt is one of the embedded task. Else what
-// is wrong, naming the field.
+// within `limits`, the seed is the candidate's, the prompt is one of the embedded task (see
+// TaskLimits::embedded_prompts). Else what is wrong, naming the field.
 std::optional<std::string> task_problem(const wire::SeedTask& task, std::string_view task_id,
                                         const TaskLimits& limits);
 

@@ -53,7 +53,10 @@ Explorer::Explorer(ExplorerOptions options, ExplorerParts parts)
       weights_(parts.weights, parts.policy, metrics_, options_.weights_retry_interval),
       inflight_(parts.kv),
       redis_("redis", &parts.registry,
-             outage::BackoffOptions{options_.min_backoff, options_.max_backoff}) {}
+             outage::BackoffOptions{options_.min_backoff, options_.max_backoff}) {
+  limits_ = options_.limits;
+  limits_.embedded_prompts = parts_.policy.is_native();  // else a prompt file's free text
+}
 
 ExitReason Explorer::run(std::stop_token stop) {
   stop_ = stop;
@@ -211,11 +214,25 @@ std::optional<Explorer::Held> Explorer::admit(queue::Lease lease) {
              /*retry=*/false);
       return std::nullopt;
   }
-  if (const auto problem = run::task_problem(task, lease.task_id, options_.limits)) {
+  if (const auto problem = run::task_problem(task, lease.task_id, limits_)) {
     refuse(lease, "out_of_limits", *problem, /*retry=*/true);
     return std::nullopt;
   }
-  auto prompt = task::parse_prompt(task.prompt_text);  // task_problem checked it parses
+  // The embedded task's prompts parse into their structure; a prompt file's are free text, which
+  // the policy must hold embeddings for.
+  std::optional<task::Prompt> prompt;
+  if (parts_.policy.is_native()) {
+    prompt = task::parse_prompt(task.prompt_text);
+  } else {
+    prompt = task::free_text_prompt(task.prompt_text);
+  }
+  if (!prompt || !parts_.policy.accepts(*prompt)) {
+    refuse(lease, "out_of_limits",
+           "field 'prompt_text': '" + task.prompt_text.substr(0, 200) +
+               "' is not a prompt of the task",
+           /*retry=*/true);
+    return std::nullopt;
+  }
   Held held;
   held.lease = std::move(lease);
   held.task = std::move(task);
@@ -329,8 +346,7 @@ std::optional<std::int64_t> Explorer::committed_version(std::span<const Held> he
 }
 
 void Explorer::check_commits(std::span<Held> held, std::int64_t version) {
-  const auto& m = parts_.policy.model_options();
-  const std::vector<std::int64_t> shape{m.channels(), m.image_size(), m.image_size()};
+  const std::vector<std::int64_t> shape = parts_.policy.sample_shape();
   for (auto& h : held) {
     if (!h.resume) continue;
     const wire::InflightCommit& commit = *h.resume;
@@ -370,8 +386,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
   sampler.steps = static_cast<int>(active.front()->task.sampler_steps);
   sampler.sde = true;
   sampler.keep_trajectory = false;
-  const auto& m = parts_.policy.model_options();
-  const std::vector<std::int64_t> sample_shape{m.channels(), m.image_size(), m.image_size()};
+  const std::vector<std::int64_t> sample_shape = parts_.policy.sample_shape();
   const auto batch = static_cast<std::int64_t>(active.size());
 
   const auto start = Clock::now();
@@ -401,8 +416,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
                           .clone();
         resume = sampler::ResumePoint{latent, static_cast<int>(active.front()->resume_step())};
       }
-      sampler::Stepper stepper(parts_.policy.model(), parts_.policy.tokens(prompts), seeds, sampler,
-                               resume);
+      sampler::Stepper stepper = parts_.policy.stepper(prompts, seeds, sampler, resume);
       if (resume) {
         metrics_.resumes.inc(static_cast<double>(batch));
         add_run_counter(kResumedStepsKey, batch * resume->step);
@@ -423,7 +437,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
         // A chunk may take longer than the reaper's dead_after or the lease timeout: stay alive.
         keep_alive(chunk);
       }
-      images = parts_.policy.latents_to_images(stepper.latent());
+      images = parts_.policy.reward_inputs(stepper.latent());
     }
   } catch (const std::exception& e) {
     log::error("sampling {} task(s) failed: {}", active.size(), e.what());

@@ -194,6 +194,7 @@ class Explorer {
 
   ExplorerOptions options_;
   ExplorerParts parts_;
+  run::TaskLimits limits_;  // options_.limits, with the policy's kind of prompts
   run::RunKeys keys_;
   ExplorerMetrics metrics_;
   PolicyWeights weights_;

@@ -232,6 +232,13 @@ std::optional<Rejection> RewardService::Impl::prepare(Job& job) const {
     return Rejection{std::string(wire::to_string(e.kind())), e.what(), {}, true};
   }
   const auto& r = job.request;
+  if (r.content != wire::RewardRequest::kImages) {
+    return Rejection{std::string(kBadImage),
+                     "reward_request '" + r.request_id + "': carries " + r.content +
+                         "; this service scores images (decode latents in a reward service of "
+                         "your own: docs/reward-protocol.md)",
+                     r.request_id};
+  }
   const int size = options.task.image_size;
   if (r.count > 0 && (r.channels != 3 || r.width != size || r.height != size)) {
     return Rejection{std::string(kBadImage),
