@@ -36,9 +36,10 @@ std::optional<TaskKey> TaskKey::from_env() {
   if (value == nullptr || *value == '\0') return std::nullopt;
   std::string secret(value);
   if (secret.size() < kMinTaskKeyBytes) {
-    throw std::invalid_argument(
-        std::string(kTaskKeyEnvVar) + " must hold at least " + std::to_string(kMinTaskKeyBytes) +
-        " bytes (e.g. `openssl rand -hex 32`), got " + std::to_string(secret.size()));
+    throw config::ConfigError(kTaskKeyEnvVar, std::string(kTaskKeyEnvVar) + " must hold at least " +
+                                                  std::to_string(kMinTaskKeyBytes) +
+                                                  " bytes (e.g. `openssl rand -hex 32`), got " +
+                                                  std::to_string(secret.size()));
   }
   return TaskKey(std::move(secret));
 }
