@@ -16,11 +16,12 @@
 //   explorer:<id>:heartbeat      explorer <id>    planner            wire::Heartbeat v1
 //   inflight:<task id>           explorers        explorers          wire::InflightCommit v1
 //   explored-image:<i>:<p>:<s>   explorers        trainer            PNG bytes (erased once drawn)
-//   explorer:sample_steps        explorers        benchmarks, tests  Redis integer (INCRBY)
-//   explorer:resumed_steps       explorers        benchmarks, tests  Redis integer (INCRBY)
-//   cost:<class>:busy_ms         trainer, explorers trainer          Redis integer (INCRBY)
-//   cost:<class>:idle_ms         trainer, explorers trainer          Redis integer (INCRBY)
-//   <prefix>:weights:...         trainer          explorers          store::RedisWeightStore's
+//   security:task_key            planner (once)   explorers, trainer raw secret (only without
+//   $SPOTLIGHT_TASK_KEY) explorer:sample_steps        explorers        benchmarks, tests  Redis
+//   integer (INCRBY) explorer:resumed_steps       explorers        benchmarks, tests  Redis integer
+//   (INCRBY) cost:<class>:busy_ms         trainer, explorers trainer          Redis integer
+//   (INCRBY) cost:<class>:idle_ms         trainer, explorers trainer          Redis integer
+//   (INCRBY) <prefix>:weights:...         trainer          explorers store::RedisWeightStore's
 //   layout
 //                                                                    (absolute; chunks, manifests)
 //   <prefix>:explore:...         planner, explorers trainer          queue::RedisLeaseQueue's
@@ -50,6 +51,9 @@ struct RunKeys {
   std::string planner_state = "planner:enqueued";
   std::string sample_steps = "explorer:sample_steps";
   std::string resumed_steps = "explorer:resumed_steps";
+  // The run-local task-signing key, written once by the planner when $SPOTLIGHT_TASK_KEY is
+  // unset (common/run/task_key_source.hpp).
+  static constexpr const char* kTaskKey = "security:task_key";
 
   // Relative keys with a part (the same for every run, hence static):
   static std::string plan(std::int64_t iteration);             // planner:plan:<iteration>

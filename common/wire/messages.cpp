@@ -57,6 +57,8 @@ std::string SeedTask::encode() const {
       .i64("sampler_steps", sampler_steps)
       .i64("deadline_unix_ms", deadline_unix_ms)
       .i64("attempt", attempt)
+      .str("key_id", key_id)
+      .bin("signature", signature)
       .finish();
 }
 
@@ -72,6 +74,10 @@ SeedTask SeedTask::decode_body(const Reader& r) {
   m.sampler_steps = r.i64("sampler_steps");
   m.deadline_unix_ms = r.i64("deadline_unix_ms");
   m.attempt = r.i64("attempt");
+  if (r.version() >= 2) {
+    m.key_id = r.str("key_id");
+    m.signature = r.bin("signature");
+  }
   return m;
 }
 
@@ -265,9 +271,9 @@ std::string RewardRequest::encode() const {
   return w.finish();
 }
 
-RewardRequest RewardRequest::decode_body(const Reader& r) {
-  expect<RewardRequest>(r);
-  RewardRequest m;
+RewardRequestView RewardRequestView::decode_body(const Reader& r) {
+  r.expect(RewardRequest::kType, 1, RewardRequest::kVersion);
+  RewardRequestView m;
   m.request_id = r.str("request_id");
   m.width = r.i64("width");
   m.height = r.i64("height");
@@ -281,7 +287,7 @@ RewardRequest RewardRequest::decode_body(const Reader& r) {
   }
   if (r.version() >= 2) {
     m.content = r.str("content");
-    if (m.content != kImages && m.content != kLatents) {
+    if (m.content != RewardRequest::kImages && m.content != RewardRequest::kLatents) {
       r.fail(WireErrorKind::kBadValue, "content",
              "must be 'images' or 'latents', got '" + m.content + "'");
     }
@@ -292,16 +298,44 @@ RewardRequest RewardRequest::decode_body(const Reader& r) {
            "has " + std::to_string(m.prompts.size()) + " entries, 'count' is " +
                std::to_string(m.count));
   }
-  m.images = r.f32_bin("images");
+  m.images = r.bin_view("images");
+  if (m.images.size() % sizeof(float) != 0) {
+    r.fail(WireErrorKind::kBadValue, "images",
+           "has " + std::to_string(m.images.size()) + " bytes, not a whole number of float32");
+  }
   std::optional<std::uint64_t> expected = static_cast<std::uint64_t>(m.count);
   for (std::int64_t dim : {m.height, m.width, m.channels}) {
     if (expected) expected = checked_mul(*expected, static_cast<std::uint64_t>(dim));
   }
-  if (!expected || *expected != m.images.size()) {
+  const std::size_t values = m.images.size() / sizeof(float);
+  if (!expected || *expected != values) {
     r.fail(WireErrorKind::kBadValue, "images",
-           "has " + std::to_string(m.images.size()) +
-               " values, expected count x height x width x channels");
+           "has " + std::to_string(values) + " values, expected count x height x width x channels");
   }
+  return m;
+}
+
+RewardRequestView RewardRequestView::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_body(read_message(bytes, options));
+}
+
+std::size_t RewardRequestView::image_values() const {
+  return static_cast<std::size_t>(height) * static_cast<std::size_t>(width) *
+         static_cast<std::size_t>(channels);
+}
+
+RewardRequest RewardRequest::decode_body(const Reader& r) {
+  const RewardRequestView view = RewardRequestView::decode_body(r);
+  RewardRequest m;
+  m.request_id = view.request_id;
+  m.prompts = view.prompts;
+  m.width = view.width;
+  m.height = view.height;
+  m.count = view.count;
+  m.channels = view.channels;
+  m.content = view.content;
+  m.images.resize(view.images.size() / sizeof(float));
+  copy_f32_le(view.images, 0, m.images.size(), m.images.data());
   return m;
 }
 

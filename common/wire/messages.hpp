@@ -21,9 +21,10 @@ namespace spotlight::wire {
 
 // One exploration task: sample `seed` for one prompt of one iteration (planner -> explorer,
 // through the Redis task stream).
+// Version 2 added key_id and signature; version 1 tasks still decode (unsigned: empty fields).
 struct SeedTask {
   static constexpr std::string_view kType = "seed_task";
-  static constexpr std::int64_t kVersion = 1;
+  static constexpr std::int64_t kVersion = 2;
 
   std::string run_id{};
   std::int64_t iteration = 0;
@@ -35,6 +36,10 @@ struct SeedTask {
   std::int64_t sampler_steps = 0;
   std::int64_t deadline_unix_ms = 0;
   std::int64_t attempt = 0;  // 0 on first delivery
+  // The planner's signature (common/run/task_signature.hpp): the id of the key and the
+  // HMAC-SHA256 bytes (version 2; empty in version 1 tasks).
+  std::string key_id{};
+  std::string signature{};
 
   std::string encode() const;
   static SeedTask decode(std::string_view bytes, const DecodeOptions& options = {});
@@ -152,6 +157,26 @@ struct RewardRequest {
   static RewardRequest decode(std::string_view bytes, const DecodeOptions& options = {});
   static RewardRequest decode_body(const Reader& reader);
   bool operator==(const RewardRequest&) const = default;
+};
+
+// A RewardRequest decoded without copying its images: `images` points at the float32
+// little-endian bytes inside the decoded message (valid while those bytes live). Same checks as
+// RewardRequest::decode; images.size() == 4 x count x height x width x channels. For services
+// that take images a slice at a time (wire::copy_f32_le).
+struct RewardRequestView {
+  std::string request_id{};
+  std::vector<std::string> prompts{};
+  std::string_view images{};
+  std::int64_t width = 0;
+  std::int64_t height = 0;
+  std::int64_t count = 0;
+  std::int64_t channels = 3;
+  std::string content{RewardRequest::kImages};
+
+  static RewardRequestView decode(std::string_view bytes, const DecodeOptions& options = {});
+  static RewardRequestView decode_body(const Reader& reader);
+  // Values (floats) per image: height x width x channels.
+  std::size_t image_values() const;
 };
 
 // Scores for one RewardRequest, in its image order (reward -> requester, ZeroMQ reply).

@@ -21,6 +21,7 @@
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/reward/remote_reward.hpp"
 #include "common/run/run_config.hpp"
+#include "common/run/task_signature.hpp"
 #include "common/service/exit_codes.hpp"
 #include "common/service/main_guard.hpp"
 #include "common/signals/stop_signals.hpp"
@@ -63,6 +64,7 @@ int run_explorer(const config::Config& config) {
 
     policy::check_device(config);  // before anything is placed on it
     const ExplorerOptions options = explorer_options(config);
+    (void)run::TaskKey::from_env();  // a malformed SPOTLIGHT_TASK_KEY stops the explorer here
     const PreemptionNoticeOptions notice_options = preemption_notice_options(config);
     if (const auto threads = config.get<int>("run.threads"); threads > 0) {
       at::set_num_threads(threads);

@@ -1,6 +1,7 @@
 #include "services/explorer/explorer.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <exception>
 #include <map>
@@ -17,15 +18,14 @@
 #include "common/policy/policy.hpp"
 #include "common/queue/errors.hpp"
 #include "common/run/schedule.hpp"
+#include "common/run/task_checks.hpp"
+#include "common/run/task_key_source.hpp"
 #include "common/sampler/stepper.hpp"
 #include "common/store/errors.hpp"
 #include "common/wire/error.hpp"
 
 namespace spotlight::explorer {
 namespace {
-
-// Largest sampler step count a task may ask for (the run schema allows up to 1000).
-constexpr std::int64_t kMaxSamplerSteps = 10000;
 
 std::int64_t unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -53,7 +53,10 @@ Explorer::Explorer(ExplorerOptions options, ExplorerParts parts)
                        parts.policy.is_native() ? options_.sample_images_every : 0,
                        metrics_.explored_images, metrics_.explored_image_errors),
       redis_("redis", &parts.registry,
-             outage::BackoffOptions{options_.min_backoff, options_.max_backoff}) {}
+             outage::BackoffOptions{options_.min_backoff, options_.max_backoff}) {
+  limits_ = options_.limits;
+  limits_.embedded_prompts = parts_.policy.is_native();  // else a prompt file's free text
+}
 
 ExitReason Explorer::run(std::stop_token stop) {
   stop_ = stop;
@@ -72,6 +75,10 @@ ExitReason Explorer::run(std::stop_token stop) {
         log::info("run finished (trainer_iteration >= {}): explorer {} exits", options_.iterations,
                   options_.id);
         return ExitReason::kRunFinished;
+      }
+      if (!have_task_key()) {
+        pause(options_.weights_retry_interval);
+        continue;
       }
       auto leases = next_leases();
       redis_.succeeded();  // logs the end of an outage, if there was one
@@ -137,46 +144,93 @@ std::vector<queue::Lease> Explorer::next_leases() {
   return leases;
 }
 
-std::optional<Explorer::Held> Explorer::admit(queue::Lease lease) {
-  const auto reject = [&](const std::string& why) -> std::optional<Held> {
-    const std::string error = "seed task '" + lease.task_id + "': " + why;
-    metrics_.malformed_tasks.inc();
-    log::warn("malformed task (delivery {}): {}", lease.delivery_count, error);
+bool Explorer::have_task_key() {
+  if (task_key_) return true;
+  const auto now = Clock::now();
+  if (now < next_key_lookup_) return false;
+  next_key_lookup_ = now + options_.weights_retry_interval;
+  task_key_ = parts_.task_key ? parts_.task_key() : run::shared_task_key(parts_.kv);
+  if (task_key_) {
+    log::info("explorer {} verifies tasks with key {}", options_.id, task_key_->id());
+  } else if (!said_waiting_for_key_) {
+    said_waiting_for_key_ = true;
+    log::info(
+        "waiting for the run's task key ({} is unset and the planner has not stored a run "
+        "key yet): leasing nothing until then",
+        run::kTaskKeyEnvVar);
+  }
+  return task_key_.has_value();
+}
+
+void Explorer::refuse(const queue::Lease& lease, std::string_view reason, const std::string& why,
+                      bool retry) {
+  const std::string error =
+      "seed task '" + lease.task_id + "' refused (" + std::string(reason) + "): " + why;
+  metrics_.malformed_tasks.inc();
+  metrics_.refused(reason).inc();
+  log::warn("{} (delivery {})", error, lease.delivery_count);
+  if (retry) {
     fail(lease, error);
-    return std::nullopt;
-  };
+    return;
+  }
+  metrics_.tasks_failed.inc();
+  try {
+    if (parts_.queue.reject(lease, error) == queue::FailOutcome::kDeadLettered) {
+      log::warn("task '{}' dead-lettered: {}", lease.task_id, error);
+    }
+  } catch (const queue::QueueUnavailable& e) {
+    metrics_.redis_errors.inc();
+    redis_.failed(e);  // one line per outage; the task's lease expires
+    log::debug("could not reject task '{}' (it will expire): {}", lease.task_id, e.what());
+  }
+}
+
+std::optional<Explorer::Held> Explorer::admit(queue::Lease lease) {
   wire::SeedTask task;
   try {
     task = wire::SeedTask::decode(lease.payload);
   } catch (const wire::WireError& e) {
-    return reject(e.what());
+    refuse(lease, "malformed", e.what(), /*retry=*/true);
+    return std::nullopt;
   }
-  if (task.run_id != options_.run_id) {
-    return reject("field 'run_id': '" + task.run_id + "' is not this run ('" + options_.run_id +
-                  "')");
+  switch (const run::TaskAuth auth = run::verify(task, *task_key_)) {
+    case run::TaskAuth::kOk:
+      break;
+    case run::TaskAuth::kOtherKey:
+      // Maybe this explorer's key is the wrong one: another explorer may run it.
+      refuse(lease, run::to_string(auth),
+             "signed with key " + task.key_id + ", this explorer holds key " + task_key_->id() +
+                 " (is " + run::kTaskKeyEnvVar + " the same for the planner and the explorers?)",
+             /*retry=*/true);
+      return std::nullopt;
+    case run::TaskAuth::kUnsigned:
+    case run::TaskAuth::kBadSignature:
+      // Not from the run's planner: never run it.
+      refuse(lease, run::to_string(auth),
+             auth == run::TaskAuth::kUnsigned
+                 ? "not signed by the run's planner"
+                 : "its signature does not match its fields under key " + task_key_->id(),
+             /*retry=*/false);
+      return std::nullopt;
   }
-  if (task.iteration < 0) return reject("field 'iteration': negative");
-  if (task.prompt_index < 0) return reject("field 'prompt_index': negative");
-  if (task.weights_version < 0) return reject("field 'weights_version': negative");
-  if (task.sampler_steps < 1 || task.sampler_steps > kMaxSamplerSteps) {
-    return reject("field 'sampler_steps': " + std::to_string(task.sampler_steps) +
-                  " is not in [1, " + std::to_string(kMaxSamplerSteps) + "]");
-  }
-  if (const auto id = run::parse_seed_task_id(lease.task_id);
-      id && (id->iteration != task.iteration || id->prompt != task.prompt_index)) {
-    return reject("fields 'iteration'/'prompt_index' (" + std::to_string(task.iteration) + "/" +
-                  std::to_string(task.prompt_index) + ") disagree with the task id");
+  if (const auto problem = run::task_problem(task, lease.task_id, limits_)) {
+    refuse(lease, "out_of_limits", *problem, /*retry=*/true);
+    return std::nullopt;
   }
   // The embedded task's prompts parse into their structure; a prompt file's are free text, which
   // the policy must hold embeddings for.
   std::optional<task::Prompt> prompt;
   if (parts_.policy.is_native()) {
     prompt = task::parse_prompt(task.prompt_text);
-  } else if (!task.prompt_text.empty()) {
+  } else {
     prompt = task::free_text_prompt(task.prompt_text);
   }
   if (!prompt || !parts_.policy.accepts(*prompt)) {
-    return reject("field 'prompt_text': '" + task.prompt_text + "' is not a prompt of the task");
+    refuse(lease, "out_of_limits",
+           "field 'prompt_text': '" + task.prompt_text.substr(0, 200) +
+               "' is not a prompt of the task",
+           /*retry=*/true);
+    return std::nullopt;
   }
   Held held;
   held.lease = std::move(lease);
@@ -395,6 +449,18 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
       fail(*h, std::string("sampling: ") + e.what());
     return;
   }
+  // Pixels that are not finite (a diverged model) are not scored: the reward service would refuse
+  // them, and an in-process reward would give them an arbitrary score.
+  for (std::size_t i = images.size(); i-- > 0;) {
+    const auto& rgb = images[i].rgb;
+    if (std::all_of(rgb.begin(), rgb.end(), [](float v) { return std::isfinite(v); })) continue;
+    metrics_.non_finite_samples.inc();
+    fail(*active[i], "sampling produced pixels that are not finite (NaN or Inf)");
+    active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
+    prompts.erase(prompts.begin() + static_cast<std::ptrdiff_t>(i));
+    images.erase(images.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  if (active.empty()) return;
   std::vector<reward::Scored> scores;
   try {
     scores = parts_.reward.score(prompts, images);
@@ -430,6 +496,13 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
     result.correct = scores[i].correct;
     result.explorer_id = options_.id;
     result.sample_seconds = per_sample;
+    // The same check the trainer makes before using a result: never record one it would refuse.
+    if (const auto problem =
+            run::result_problem(result, run::expected_result(active[i]->lease.task_id, task))) {
+      metrics_.invalid_results.inc();
+      fail(*active[i], "result not recorded: " + *problem);
+      continue;
+    }
     explored_images_.maybe_record(task, images[i]);  // before the result: the trainer reads both
     complete(*active[i], result.encode());
   }

@@ -11,10 +11,16 @@
 //                                                          samples/s of the last chunk}
 //     every finish_poll_interval:  if the trainer's progress is finished or its iteration >=
 //                                  iterations: return kRunFinished
+//     until the run's task key is known: key = parts.task_key() (none yet: wait, lease nothing)
 //     leases  = reclaim(id, lease_timeout, batch)          every reclaim_interval
 //     leases += lease(id, batch - |leases|, block_timeout)  (no wait if reclaim returned some)
-//     for each lease: decode wire::SeedTask and check it (run id, prompt text, steps, versions);
-//                     malformed -> fail(lease, error)  (dead-lettered after max_deliveries)
+//     for each lease (issue #13.5; refusals are counted by reason):
+//       decode wire::SeedTask                     malformed -> fail(lease)   (retried)
+//       run::verify(task, key)          unsigned / bad_signature -> reject(lease): dead-lettered
+//                                                                  now, never run
+//                                       other_key -> fail(lease) (another explorer may hold it)
+//       run::task_problem(task, options.limits)   out_of_limits -> fail(lease)
+//     (a failed lease is dead-lettered after max_deliveries)
 //     weights.ensure(max over tasks of weights_version - max_staleness)   (PolicyWeights)
 //     tasks the loaded version cannot serve -> release(lease); wait weights_retry_interval
 //     per task: commit = inflight.get(task id)    (InflightStore; see inflight_store.hpp)
@@ -30,7 +36,9 @@
 //       sample (SDE, the task's steps and seeds) step by step from the resume step; before each
 //         step, if stop requested: commit_inflight ? inflight.put(commit) per task : nothing;
 //         then release the chunk's leases and return kStopped
+//       a sample whose pixels are not all finite -> fail(lease), not scored
 //       score, then per task
+//       run::result_problem(result, task) -> fail(lease), not recorded (e.g. reward not finite)
 //       complete(lease, SeedResult)    (retried while Redis is unavailable; a duplicate is
 //                                       counted, never an error); inflight.erase(task id)
 //     after every step: heartbeat / extend the chunk's leases when due (a long chunk must not
@@ -69,6 +77,7 @@
 #include "common/reward/reward_function.hpp"
 #include "common/run/run_config.hpp"
 #include "common/run/run_state.hpp"
+#include "common/run/task_signature.hpp"
 #include "common/store/key_value_store.hpp"
 #include "common/store/weight_store.hpp"
 #include "common/task/image.hpp"
@@ -94,6 +103,9 @@ struct ExplorerParts {
   reward::RewardFunction& reward;  // in-process or RemoteReward
   policy::Policy& policy;          // its weights are replaced by published versions
   metrics::Registry& registry;     // service "explorer"
+  // The key tasks must be signed with; std::nullopt while unknown. Empty: run::shared_task_key
+  // on `kv` ($SPOTLIGHT_TASK_KEY, else the run-local key the planner stored).
+  std::function<std::optional<run::TaskKey>()> task_key = {};
 };
 
 enum class ExitReason {
@@ -139,6 +151,12 @@ class Explorer {
     std::int64_t resume_step() const { return resume ? resume->step_index : 0; }
   };
 
+  // True once the task key is known (looked up again at most every weights_retry_interval).
+  bool have_task_key();
+  // Counts and logs a refused task; retry: fail(lease) (re-delivered, dead-lettered after
+  // max_deliveries), else reject(lease) (dead-lettered now).
+  void refuse(const queue::Lease& lease, std::string_view reason, const std::string& why,
+              bool retry);
   void heartbeat_if_due();
   bool run_finished_if_due();
   std::vector<queue::Lease> next_leases();
@@ -180,11 +198,15 @@ class Explorer {
   ExplorerOptions options_;
   ExplorerParts parts_;
   run::RunState state_;
+  run::TaskLimits limits_;  // options_.limits, with the policy's kind of prompts
   ExplorerMetrics metrics_;
   PolicyWeights weights_;
   InflightStore inflight_;
   ExploredImageRecorder explored_images_;
   ChunkSampler chunk_sampler_;  // empty: parts_.policy samples
+  std::optional<run::TaskKey> task_key_;
+  Clock::time_point next_key_lookup_{};
+  bool said_waiting_for_key_ = false;
   outage::OutageTracker redis_;
 
   std::stop_token stop_;

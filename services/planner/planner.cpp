@@ -14,6 +14,7 @@
 #include "common/outage/failure.hpp"
 #include "common/queue/errors.hpp"
 #include "common/run/schedule.hpp"
+#include "common/run/task_key_source.hpp"
 #include "common/store/errors.hpp"
 #include "common/wire/messages.hpp"
 
@@ -263,6 +264,12 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
   }
   const exploration::ExplorationDecision d = decide(t, context);
 
+  if (!parts_.task_key) {
+    parts_.task_key = run::planner_task_key(*parts_.store);
+    log::info(
+        "signing seed tasks with key {} ({})", parts_.task_key->id(),
+        run::TaskKey::from_env() ? std::string(run::kTaskKeyEnvVar) : "the run-local key in Redis");
+  }
   const auto prompt_list = run::iteration_prompts(*prompts_, options_.run_seed, t, prompts);
   const std::int64_t deadline = now_unix_ms() + budget.count();
   const std::int64_t weights_version = std::clamp<std::int64_t>(t - 1, 0, c);
@@ -280,6 +287,7 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
     task.attempt = 0;
     for (int j = 0; j < d.candidates; ++j) {
       task.seed = run::candidate_seed(options_.run_seed, t, i, j);
+      run::sign(task, *parts_.task_key);
       tasks.push_back(queue::Task{run::seed_task_id(t, i, j), task.encode()});
     }
   }

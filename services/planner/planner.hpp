@@ -17,7 +17,7 @@
 //       enqueue_many(P x d.candidates seed tasks: id seed_task_id(t, i, j), wire::SeedTask{
 //           prompt iteration_prompts(..)[i], seed candidate_seed(run_seed, t, i, j),
 //           weights_version clamp(t - 1, 0, c), sampler_steps d.steps,
-//           deadline now + time budget, attempt 0}))
+//           deadline now + time budget, attempt 0}, each signed with the run's task key))
 //       planner_state = wire::PlannerProgress{t}          (after the tasks are in the queue)
 //     kRunning
 //
@@ -53,6 +53,7 @@
 #include "common/queue/lease_queue.hpp"
 #include "common/run/run_keys.hpp"
 #include "common/run/run_state.hpp"
+#include "common/run/task_signature.hpp"
 #include "common/store/key_value_store.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/options.hpp"
@@ -103,6 +104,9 @@ struct PlannerParts {
   std::unique_ptr<store::KeyValueStore> store;  // key prefix keys.prefix
   std::unique_ptr<exploration::ExplorerDirectory> directory;
   std::unique_ptr<exploration::ExplorationPolicy> policy;
+  // The key every task is signed with (common/run/task_signature.hpp); std::nullopt:
+  // run::planner_task_key(*store) ($SPOTLIGHT_TASK_KEY, else the run-local key), on first use.
+  std::optional<run::TaskKey> task_key;
 };
 
 enum class StepOutcome {

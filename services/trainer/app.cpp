@@ -99,8 +99,8 @@ std::string format_validation(const ValidationReport& v) {
 constexpr const char* kLatestGridRoute = "/validation/latest.png";
 constexpr std::uintmax_t kMaxServedGridBytes = std::uintmax_t{32} << 20;
 
-metrics::RouteHandler latest_grid_route(fs::path file) {
-  return [file = std::move(file)]() -> std::optional<metrics::HttpContent> {
+metrics::ContentProvider latest_grid_route(fs::path file) {
+  return [file = std::move(file)]() -> std::optional<std::string> {
     std::error_code ec;
     const auto size = fs::file_size(file, ec);
     if (ec || size > kMaxServedGridBytes) return std::nullopt;
@@ -108,7 +108,7 @@ metrics::RouteHandler latest_grid_route(fs::path file) {
     std::ostringstream bytes;
     bytes << in.rdbuf();
     if (!in) return std::nullopt;
-    return metrics::HttpContent{"image/png", bytes.str()};
+    return bytes.str();
   };
 }
 
@@ -274,6 +274,7 @@ int run_train(const config::Config& c, std::stop_token stop) {
       SPOTLIGHT_LOG(info) << "publishing notices on " << bus->bind(endpoint);
     }
     AsyncSeedOptions async;
+    async.run_id = c.get_string("run.id");
     async.group_size = options.group_size;
     async.candidates = options.candidates;
     async.run_seed = options.seed;
@@ -287,10 +288,12 @@ int run_train(const config::Config& c, std::stop_token stop) {
   // async runs the ledger in Redis sums every process of the run (explorers are spot).
   const cost::Prices prices = cost::prices_from(c);
   auto server_options = metrics::metrics_server_options(c);
-  server_options.routes[kLatestGridRoute] =
-      latest_grid_route(options.run_dir / "validation" / "latest.png");
   const auto metrics_server = metrics::MetricsServer::start(*registry, server_options);
-  if (metrics_server) SPOTLIGHT_LOG(info) << "metrics on " << metrics_server->url();
+  if (metrics_server) {
+    metrics_server->add_route(kLatestGridRoute, "image/png",
+                              latest_grid_route(options.run_dir / "validation" / "latest.png"));
+    SPOTLIGHT_LOG(info) << "metrics on " << metrics_server->url();
+  }
   cost::CostMeter meter(cost::DeviceClass::kReserved, cost::devices_from(c), prices);
   cost::CostReporter cost_reporter(meter, registry.get(), state.get());
   const auto run_cost = [&]() {
@@ -414,7 +417,9 @@ int run_train(const config::Config& c, std::stop_token stop) {
                           {"enqueued_total", q.enqueued_total},
                           {"acked_total", q.acked_total},
                           {"reclaimed_total", q.reclaimed_total},
-                          {"duplicate_results_total", q.duplicate_results_total}};
+                          {"duplicate_results_total", q.duplicate_results_total},
+                          {"quarantined_total", q.quarantined_total},
+                          {"requeued_total", q.requeued_total}};
     } catch (const std::exception& e) {  // Redis away at the end: the summary is written anyway
       SPOTLIGHT_LOG(warn) << "queue statistics unavailable for summary.json: " << e.what();
     }

@@ -5,6 +5,7 @@
 #include "common/log/log.hpp"
 #include "common/rl/selection.hpp"
 #include "common/run/schedule.hpp"
+#include "common/run/task_checks.hpp"
 #include "common/wire/messages.hpp"
 
 namespace spotlight::trainer {
@@ -56,25 +57,43 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   const int candidates = planned.value_or(o_.candidates);
   std::vector<std::vector<std::optional<double>>> found(
       n, std::vector<std::optional<double>>(static_cast<size_t>(candidates)));
+  // Quarantines per task this iteration; given up (lost) once no valid result can come.
+  std::vector<std::vector<int>> quarantines(n, std::vector<int>(static_cast<size_t>(candidates)));
+  std::vector<std::vector<bool>> lost(n, std::vector<bool>(static_cast<size_t>(candidates)));
   size_t missing = n * static_cast<size_t>(candidates);
-  int malformed = 0;
-  // Poll the results until all are in or the deadline passes. Each poll reads only the missing.
+  int quarantined = 0, lost_tasks = 0;
+  // Poll the results until all are in (or lost) or the deadline passes. Each poll reads only the
+  // missing ones.
   while (missing > 0) {
     for (size_t i = 0; i < n; ++i) {
       for (int j = 0; j < candidates; ++j) {
-        if (found[i][j]) continue;
-        const auto id = run::seed_task_id(iteration, static_cast<int>(i), j);
+        if (found[i][j] || lost[i][j]) continue;
+        const std::string id = run::seed_task_id(iteration, static_cast<int>(i), j);
         const auto bytes = call(retry_, [&] { return queue_.result(id); });
         if (!bytes) continue;
-        try {
-          found[i][j] = wire::SeedResult::decode(*bytes).reward;
+        const run::ExpectedResult expected{
+            id, o_.run_id, iteration, static_cast<int64_t>(i),
+            run::candidate_seed(o_.run_seed, iteration, static_cast<int>(i), j)};
+        const run::CheckedResult checked = run::check_result(*bytes, expected);
+        if (checked.result) {
+          found[i][j] = checked.result->reward;
           --missing;
-        } catch (const wire::WireError& e) {
-          ++malformed;
-          SPOTLIGHT_LOG(warn) << "ignoring a malformed result of iteration " << iteration << ": "
-                              << e.what();
-          found[i][j] = std::nullopt;
+          continue;
         }
+        // A poisoned entry: move it aside with its reason and run the task again.
+        const auto q = call(retry_, [&] { return queue_.quarantine(id, *bytes, checked.problem); });
+        if (q.quarantined) ++quarantined;
+        const bool can_come = q.requeued || q.still_queued || !q.quarantined;
+        if (q.quarantined && (!can_come || ++quarantines[i][j] >= o_.max_quarantines_per_task)) {
+          lost[i][j] = true;
+          ++lost_tasks;
+          --missing;
+        }
+        SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": result of '" << id
+                            << "' quarantined (" << checked.problem << "); "
+                            << (lost[i][j]   ? "the task is lost for this iteration"
+                                : q.requeued ? "the task runs again"
+                                             : "its holder completes it");
       }
     }
     if (missing == 0 || Clock::now() >= deadline) break;
@@ -114,11 +133,18 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   const size_t selected = n - out.fallback_prompts;
   out.selected_variance = selected ? variance_sum / static_cast<double>(selected) : 0.0;
   out.explore_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  out.quarantined_results = quarantined;
+  out.lost_tasks = lost_tasks;
   if (missing > 0) {
     SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": " << missing << " of "
                         << n * static_cast<size_t>(candidates)
                         << " explored seeds missing at the deadline; " << out.fallback_prompts
                         << " prompts fell back to random seeds";
+  }
+  if (quarantined > 0) {
+    SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": " << quarantined
+                        << " invalid results quarantined, " << lost_tasks
+                        << " of their tasks lost for this iteration";
   }
   return out;
 }

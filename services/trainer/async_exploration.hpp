@@ -2,7 +2,11 @@
 // The trainer's side of exploration.mode=async (DESIGN.md section 3):
 //  - AsyncSeedSource reads what the explorers found for an iteration from the lease queue's
 //    results, waiting up to a deadline, and selects the G of maximum variance per prompt;
-//    prompts with fewer than G explored seeds fall back to random seeds (counted).
+//    prompts with fewer than G explored seeds fall back to random seeds (counted). Every result
+//    is checked against its task first (run::check_result); one that does not check out
+//    (poisoned: garbage, another task's, a reward that is not finite) is quarantined with its
+//    reason and the task runs again (LeaseQueue::quarantine), so the wait goes on for the real
+//    result instead of stalling on the bad one; counted in SeedSelection.
 //  - RunPublisher publishes each checkpointed weights version to the weight store, then the
 //    trainer's iteration and timing to Redis, then notices on the bus (notices are never the
 //    only copy: planner and explorers read Redis).
@@ -25,12 +29,16 @@
 namespace spotlight::trainer {
 
 struct AsyncSeedOptions {
+  std::string run_id = "default";  // results must name it
   int group_size = 8;
   int candidates = 24;
   uint64_t run_seed = 0;
   std::chrono::duration<double> max_wait{60.0};
   std::chrono::milliseconds poll{50};  // how often results are re-read while waiting
-  std::stop_token stop;                // ends the wait early (select() returns what it has)
+  // Quarantines of one task's results per iteration before it is given up as lost (a writer
+  // that keeps poisoning it).
+  int max_quarantines_per_task = 3;
+  std::stop_token stop;  // ends the wait early (select() returns what it has)
 };
 
 class AsyncSeedSource final : public SeedSource {

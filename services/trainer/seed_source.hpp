@@ -24,6 +24,10 @@ struct SeedSelection {
   double explore_seconds = 0.0;                        // time spent on the critical path
   double selected_variance = 0.0;                      // mean over prompts of the selected variance
   int fallback_prompts = 0;                            // prompts that fell back to random seeds
+  // async: results that did not check out against their task and were quarantined, and tasks
+  // given up for this iteration because of them (could not run again, or kept being poisoned).
+  int quarantined_results = 0;
+  int lost_tasks = 0;
 };
 
 class SeedSource {

@@ -30,7 +30,9 @@ SeedTask sample_seed_task() {
                   .weights_version = 11,
                   .sampler_steps = 20,
                   .deadline_unix_ms = 1735689600123,
-                  .attempt = 2};
+                  .attempt = 2,
+                  .key_id = "0123456789abcdef",
+                  .signature = std::string("\x00sig\xff", 5)};
 }
 
 SeedResult sample_seed_result() {
@@ -348,13 +350,16 @@ void expect_every_field_checked(const M& sample) {
   const std::string bytes = sample.encode();
   const std::vector<std::string> fields = body_fields(bytes);
   ASSERT_FALSE(fields.empty());
-  const std::string prefix = "wire: message '" + std::string(M::kType) + "' v1: field '";
+  // The version the sample encodes as (an older one when it needs no newer field).
+  const std::int64_t version = peek_type(bytes).version;
+  const std::string prefix =
+      "wire: message '" + std::string(M::kType) + "' v" + std::to_string(version) + ": field '";
   for (const std::string& field : fields) {
     WireError e = expect_wire_error([&] { M::decode(rewrite_body(bytes, field, nullptr)); });
     EXPECT_EQ(e.kind(), WireErrorKind::kMissingField) << M::kType << "." << field;
     EXPECT_EQ(e.field(), field);
     EXPECT_EQ(e.type(), M::kType);
-    EXPECT_EQ(e.version(), 1);
+    EXPECT_EQ(e.version(), version);
     EXPECT_EQ(std::string(e.what()), prefix + field + "' missing");
 
     e = expect_wire_error(
@@ -381,6 +386,24 @@ TEST(WireMalformed, EveryFieldOfEveryMessageIsChecked) {
   expect_every_field_checked(sample_reward_request());
   expect_every_field_checked(sample_reward_reply());
   expect_every_field_checked(sample_heartbeat());
+}
+
+// Version 1 seed tasks (before signatures) still decode, unsigned.
+TEST(WireCompatibility, VersionOneSeedTasksDecodeWithoutSignature) {
+  SeedTask v1 = sample_seed_task();
+  v1.key_id.clear();
+  v1.signature.clear();
+  Writer w("seed_task", 1);
+  w.str("run_id", v1.run_id)
+      .i64("iteration", v1.iteration)
+      .i64("prompt_index", v1.prompt_index)
+      .str("prompt_text", v1.prompt_text)
+      .u64("seed", v1.seed)
+      .i64("weights_version", v1.weights_version)
+      .i64("sampler_steps", v1.sampler_steps)
+      .i64("deadline_unix_ms", v1.deadline_unix_ms)
+      .i64("attempt", v1.attempt);
+  EXPECT_EQ(SeedTask::decode(w.finish()), v1);
 }
 
 TEST(WireRewardContent, ImagesStayVersionOneAndLatentsAreVersionTwo) {
@@ -440,8 +463,31 @@ TEST(WireMalformed, WrongTypeMessageNamesExpectedAndActual) {
       rewrite_body(sample_seed_task().encode(), "seed", str_value("forty-two"));
   const WireError e = expect_wire_error([&] { SeedTask::decode(bytes); });
   EXPECT_EQ(std::string(e.what()),
-            "wire: message 'seed_task' v1: field 'seed' has wrong type (expected uint64, got "
+            "wire: message 'seed_task' v2: field 'seed' has wrong type (expected uint64, got "
             "string)");
+}
+
+// The reward service reads requests without copying their images: the view points into the
+// message bytes, decodes what RewardRequest::decode decodes, and rejects what it rejects.
+TEST(WireRewardRequestView, PointsIntoTheBytesAndAgreesWithTheCopyingDecoder) {
+  const RewardRequest m = sample_reward_request();
+  const std::string bytes = m.encode();
+  const RewardRequestView view = RewardRequestView::decode(bytes);
+  EXPECT_EQ(view.request_id, m.request_id);
+  EXPECT_EQ(view.prompts, m.prompts);
+  EXPECT_EQ(view.count, 2);
+  EXPECT_EQ(view.image_values(), 4u * 2 * 3);
+  EXPECT_GE(view.images.data(), bytes.data());
+  EXPECT_LE(view.images.data() + view.images.size(), bytes.data() + bytes.size());
+  std::vector<float> second(view.image_values());
+  copy_f32_le(view.images, view.image_values(), second.size(), second.data());
+  EXPECT_EQ(second, std::vector<float>(m.images.begin() + 24, m.images.end()));
+  RewardRequest short_images = m;
+  short_images.images.pop_back();
+  const std::string bad = short_images.encode();
+  const WireError e = expect_wire_error([&] { RewardRequestView::decode(bad); });
+  EXPECT_EQ(e.field(), "images");
+  EXPECT_EQ(e.kind(), WireErrorKind::kBadValue);
 }
 
 TEST(WireMalformed, ListElementsAreNamedByIndex) {
@@ -639,7 +685,7 @@ TEST(WireEnvelope, UnknownTypeUnexpectedTypeAndVersions) {
     EXPECT_EQ(e.kind(), WireErrorKind::kUnsupportedVersion);
     EXPECT_EQ(e.version(), version);
     EXPECT_EQ(std::string(e.what()), "wire: message 'seed_task': unsupported version " +
-                                         std::to_string(version) + " (supported: 1)");
+                                         std::to_string(version) + " (supported: 1-2)");
     EXPECT_EQ(peek_type(to_string(buf)).version, version);
   }
 }
