@@ -315,8 +315,8 @@ TEST_F(ExplorerTest, KeepsPromptZerosImagesForTheTrainersExplorationSample) {
   publish(0, *p0);
   const auto sampled = testing::seed_tasks(kRunId, 2, 2, 3, 0, kSteps);      // every 2nd
   const auto not_sampled = testing::seed_tasks(kRunId, 3, 2, 3, 0, kSteps);  // iteration
-  testing::enqueue(*queue_, sampled);
-  testing::enqueue(*queue_, not_sampled);
+  testing::enqueue(*queue_, sampled, key());
+  testing::enqueue(*queue_, not_sampled, key());
   auto o = options("a");
   o.sample_images_every = 2;
   o.iterations = 4;
