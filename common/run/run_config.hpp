@@ -14,6 +14,7 @@
 #include "common/queue/lease_queue.hpp"
 #include "common/redis/client.hpp"
 #include "common/sampler/sampler_options.hpp"
+#include "common/store/trajectory_store.hpp"
 #include "common/task/options.hpp"
 
 namespace spotlight::bus {
@@ -43,11 +44,15 @@ bus::CurveOptions reward_client_curve(const config::Config& config);
 // Redis key layout of one run: everything durable lives under `prefix` = "spotlight:<run.id>".
 // Construct the stores with it: RedisKeyValueStore(redis, keys.prefix) and the keys below are
 // relative to it (the store adds "<prefix>:"); RedisWeightStore with key_prefix = keys.prefix
-// (it adds ":weights:"); the lease queue with key_prefix = keys.explore_queue.
+// (it adds ":weights:"); the lease queue with key_prefix = keys.explore_queue; the trajectory
+// store with key_prefix = keys.trajectories.
 struct RunKeys {
   explicit RunKeys(const std::string& run_id);
   std::string prefix;         // spotlight:<run id>
   std::string explore_queue;  // absolute: <prefix>:explore (LeaseQueueOptions::key_prefix)
+  // absolute: <prefix>:trajectory (TrajectoryStoreOptions::key_prefix); the kept trajectory of
+  // seed task <id> is <prefix>:trajectory:<id> (wire::SeedTrajectory, expiring).
+  std::string trajectories;
   // Relative keys (KeyValueStore constructed with `prefix`):
   std::string trainer_iteration = "trainer:iteration";  // iteration the trainer works on (integer)
   std::string trainer_timing = "trainer:timing";        // JSON time split of the last iteration
@@ -57,5 +62,15 @@ struct RunKeys {
 };
 
 queue::LeaseQueueOptions explore_queue_options(const config::Config& config);
+// key_prefix RunKeys::trajectories, ttl exploration.trajectory_ttl_seconds.
+store::TrajectoryStoreOptions trajectory_store_options(const config::Config& config);
+
+// exploration.reuse: which explored trajectories the trainer trains on instead of sampling.
+enum class Reuse {
+  kOff,        // none: every rollout is sampled by the trainer (the behaviour before issue #14)
+  kOnPolicy,   // those sampled with the trainer's current weights at the rollout's step count
+  kOffPolicy,  // also those sampled with older weights, with the importance ratio against them
+};
+Reuse reuse(const config::Config& config);
 
 }  // namespace spotlight::run
