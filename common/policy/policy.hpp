@@ -26,6 +26,7 @@ class Policy {
  public:
   explicit Policy(const PolicyOptions& options, const task::TaskOptions& task = {});
 
+  const PolicyOptions& options() const { return options_; }
   model::MMDiT& model() { return model_; }
   const model::MMDiTOptions& model_options() const { return model_->options(); }
   const task::TaskOptions& task_options() const { return task_; }

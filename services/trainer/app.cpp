@@ -19,6 +19,7 @@
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/reward/reward_function.hpp"
 #include "common/store/redis_key_value_store.hpp"
+#include "common/store/redis_trajectory_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "common/task/generator.hpp"
 #include "services/trainer/async_exploration.hpp"
@@ -120,20 +121,29 @@ int run_train(const config::Config& c) {
   if (options.exploration_steps > 0) exploration.sampler.steps = options.exploration_steps;
   exploration.chunk = options.micro_batch * 2;
   exploration.run_seed = options.seed;
+  exploration.reuse = run::reuse(c);
+  exploration.rollout_steps = options.sampler.steps;
+  exploration.window = rollout::trained_steps(options.sampler.steps, options.train_step_begin,
+                                              options.train_step_end);
   std::unique_ptr<SeedSource> seeds;
   if (options.mode == "none") {
     seeds = make_random_seed_source(exploration);
   } else if (options.mode == "sync") {
     seeds = make_sync_seed_source(exploration, policy, *reward);
+  } else if (options.mode == "sync-stale") {
+    seeds = make_sync_stale_seed_source(exploration, policy, *reward);
   }
   // async: explorers (spot) explore with the previous weights; the trainer reads their results
-  // and publishes its weights and progress for them and the planner.
+  // and publishes its weights and progress for them and the planner. offload: explorers sample
+  // the rollouts with the current weights; the trainer waits for them and trains.
+  const bool services = options.mode == "async" || options.mode == "offload";
   std::unique_ptr<queue::LeaseQueue> queue;
   std::unique_ptr<store::WeightStore> weight_store;
   std::unique_ptr<store::KeyValueStore> state;
+  std::unique_ptr<store::TrajectoryStore> trajectories;
   std::unique_ptr<bus::Publisher> bus;
   std::unique_ptr<RunPublisher> publisher;
-  if (options.mode == "async") {
+  if (services) {
     const run::RunKeys keys(c.get_string("run.id"));
     const auto redis = run::redis_options(c);
     queue = std::make_unique<queue::RedisLeaseQueue>(redis, run::explore_queue_options(c));
@@ -149,7 +159,20 @@ int run_train(const config::Config& c) {
     async.candidates = options.candidates;
     async.run_seed = options.seed;
     async.max_wait = std::chrono::duration<double>(c.get_double("exploration.max_wait_seconds"));
-    seeds = std::make_unique<AsyncSeedSource>(async, *queue, state.get());
+    async.offload = options.mode == "offload";
+    async.trajectories = async.offload || exploration.reuse == run::Reuse::kOffPolicy;
+    async.run_id = c.get_string("run.id");
+    async.rollout_sampler = options.sampler;
+    async.window = exploration.window;
+    const auto& m = policy.model_options();
+    async.latent_shape = {m.channels(), m.image_size(), m.image_size()};
+    async.tensor_options = policy.tensor_options();
+    if (async.trajectories) {
+      trajectories =
+          std::make_unique<store::RedisTrajectoryStore>(redis, run::trajectory_store_options(c));
+    }
+    seeds = std::make_unique<AsyncSeedSource>(async, *queue, state.get(), trajectories.get(),
+                                              weight_store.get());
     publisher =
         std::make_unique<RunPublisher>(c.get_string("run.id"), *weight_store, *state, bus.get());
   }
@@ -179,6 +202,9 @@ int run_train(const config::Config& c) {
   std::vector<double> taus;
   double explore_seconds = 0, iteration_seconds = 0;
   int fallback_prompts = 0, iterations_run = 0;
+  // Reuse totals (per iteration in metrics.jsonl).
+  std::int64_t reused = 0, sampled = 0, off_policy = 0, rejected = 0, rollout_steps = 0;
+  double max_abs_log_ratio = 0, clip_fraction_sum = 0, ratio_sum = 0;
   // The bus's rejects (garbage frames, refused handshakes), exported after every iteration.
   const metrics::Counter bus_rejected_frames =
       registry->counter("spotlight_trainer_bus_rejected_frames_total",
@@ -204,7 +230,8 @@ int run_train(const config::Config& c) {
     }
     last_wall = r.wall_seconds;
     explore_seconds += r.explore_seconds;
-    if (options.mode == "async") meter.set_idle_seconds(explore_seconds);
+    // Waiting for the explorers (async: their seeds; offload: the rollouts) idles the trainer.
+    if (services) meter.set_idle_seconds(explore_seconds);
     try {
       const cost::RunCost so_far = run_cost();
       Json line{{"iteration", r.iteration},
@@ -224,6 +251,15 @@ int run_train(const config::Config& c) {
     iteration_seconds += r.iteration_seconds;
     fallback_prompts += r.fallback_prompts;
     ++iterations_run;
+    reused += r.rollouts_reused;
+    sampled += r.rollouts_sampled;
+    off_policy += r.rollouts_off_policy;
+    rollout_steps += r.rollout_sampler_steps;
+    for (const auto& [reason, n] : r.trajectories_rejected)
+      rejected += n;
+    max_abs_log_ratio = std::max(max_abs_log_ratio, r.ratio_max_abs_log);
+    clip_fraction_sum += r.clip_fraction;
+    ratio_sum += r.ratio_mean;
     if (r.kendall_tau) taus.push_back(*r.kendall_tau);
     std::ostringstream line;
     line << std::fixed << std::setprecision(3) << "iter " << r.iteration + 1 << "/"
@@ -232,6 +268,13 @@ int run_train(const config::Config& c) {
          << r.selected_variance << std::setprecision(1) << " | " << r.iteration_seconds
          << " s (explore " << r.explore_seconds << ", rollout " << r.rollout_seconds << ", train "
          << r.train_seconds << ")";
+    if (r.rollouts_reused > 0) {
+      line << " reused " << r.rollouts_reused << "/" << r.rollouts_reused + r.rollouts_sampled;
+      if (r.rollouts_off_policy > 0) {
+        line << std::setprecision(4) << " ratio " << r.ratio_mean << " max|log| "
+             << r.ratio_max_abs_log << " clipped " << std::setprecision(2) << r.clip_fraction;
+      }
+    }
     if (r.kendall_tau) line << " tau " << std::setprecision(2) << *r.kendall_tau;
     if (r.validation) {
       last_validation = r.validation;
@@ -253,6 +296,15 @@ int run_train(const config::Config& c) {
     summary["mean_explore_seconds_on_critical_path"] = explore_seconds / iterations_run;
     summary["mean_iteration_seconds"] = iteration_seconds / iterations_run;
     summary["fallback_prompts"] = fallback_prompts;
+    summary["reuse"] = {{"setting", c.get_string("exploration.reuse")},
+                        {"rollouts_reused", reused},
+                        {"rollouts_sampled", sampled},
+                        {"rollouts_off_policy", off_policy},
+                        {"trajectories_rejected", rejected},
+                        {"rollout_sampler_steps", rollout_steps},
+                        {"ratio_mean", ratio_sum / iterations_run},
+                        {"ratio_max_abs_log", max_abs_log_ratio},
+                        {"clip_fraction_mean", clip_fraction_sum / iterations_run}};
   }
   if (queue) {
     const auto q = queue->stats();
