@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "common/bus/curve.hpp"
-#include "common/bus/curve_config.hpp"
 #include "common/bus/publisher.hpp"
 #include "common/metrics/server.hpp"
+#include "common/zmq/curve.hpp"
+#include "common/zmq/curve_config.hpp"
 
 namespace spotlight::run {
 
@@ -109,6 +109,11 @@ const config::Schema& run_schema() {
       Entry::real("trainer.advantage_clip", 5.0, "Advantage clip.").positive(),
       Entry::integer("validation.every", 5, "Validate every this many iterations.")
           .range(1, 1000000),
+      Entry::boolean("validation.defer", false,
+                     "Instead of validating during the run, save the weights of each validation "
+                     "point under <run.dir>/validation/; `spotlight-trainer validate` scores them "
+                     "later into <run.dir>/validation.jsonl (keeps validation off the run's time "
+                     "line and cores)."),
       Entry::integer("validation.prompts", 64, "Held-out validation prompts.").range(1, 100000),
       Entry::integer("validation.steps", 10, "ODE steps of validation sampling.").range(2, 1000),
       Entry::integer("audit.every", 5, "Staleness audit every this many iterations (0: off).")
@@ -211,8 +216,8 @@ const config::Schema& run_schema() {
           .at_least(0),
       Entry::integer("bus.max_message_bytes", bus::kDefaultMaxMessageSize,
                      "Largest ZeroMQ frame of the trainer's bus, either way (ZMQ_MAXMSGSIZE).")
-          .range(bus::kMinMaxMessageSize, std::int64_t{1} << 30),
-      Entry::integer("bus.handshake_timeout_ms", bus::kDefaultHandshakeTimeout.count(),
+          .range(zmqio::kMinMaxMessageSize, std::int64_t{1} << 30),
+      Entry::integer("bus.handshake_timeout_ms", zmqio::kDefaultHandshakeTimeout.count(),
                      "Peers of the trainer's bus that do not complete the ZeroMQ (CURVE) "
                      "handshake in this time are dropped.")
           .range(1, 600000),
@@ -266,14 +271,14 @@ redis::RedisOptions redis_options(const config::Config& c) {
 bus::PublisherOptions trainer_bus_options(const config::Config& c) {
   bus::PublisherOptions o;
   o.max_message_size = c.get_int("bus.max_message_bytes");
-  o.curve = bus::curve_server_options(c, "bus.curve.server_secret_file");
+  o.curve = zmqio::curve_server_options(c, "bus.curve.server_secret_file");
   o.handshake_timeout = std::chrono::milliseconds(c.get_int("bus.handshake_timeout_ms"));
   return o;
 }
 
-bus::CurveOptions reward_client_curve(const config::Config& c) {
-  return bus::curve_client_options(c, "reward.curve.server_public_file",
-                                   "reward.curve.client_secret_file");
+zmqio::CurveOptions reward_client_curve(const config::Config& c) {
+  return zmqio::curve_client_options(c, "reward.curve.server_public_file",
+                                     "reward.curve.client_secret_file");
 }
 
 RunKeys::RunKeys(const std::string& run_id)

@@ -53,8 +53,8 @@ PlannerOptions planner_options(const config::Config& c) {
   return o;
 }
 
-BanditOptions bandit_options(const config::Config& c) {
-  BanditOptions o;
+exploration::BanditOptions bandit_options(const config::Config& c) {
+  exploration::BanditOptions o;
   o.candidates.clear();
   for (double n : c.get_double_list("planner.candidates"))
     o.candidates.push_back(static_cast<int>(n));
@@ -71,23 +71,23 @@ BanditOptions bandit_options(const config::Config& c) {
   return o;
 }
 
-std::unique_ptr<ExplorationPolicy> exploration_policy(const config::Config& c) {
+std::unique_ptr<exploration::ExplorationPolicy> exploration_policy(const config::Config& c) {
   if (c.get_string("exploration.mode") == "offload") {
     if (c.get_string("planner.policy") != "fixed") {
       throw config::ConfigError("planner.policy",
                                 "config: 'planner.policy' must be fixed with exploration.mode "
                                 "offload (it explores nothing: the planner enqueues the rollouts)");
     }
-    return std::make_unique<FixedExplorationPolicy>(fixed_exploration(c));
+    return std::make_unique<exploration::FixedExplorationPolicy>(fixed_exploration(c));
   }
   if (c.get_string("planner.policy") == "bandit") {
-    return std::make_unique<BanditExplorationPolicy>(bandit_options(c));
+    return std::make_unique<exploration::BanditExplorationPolicy>(bandit_options(c));
   }
-  return std::make_unique<FixedExplorationPolicy>(fixed_exploration(c));
+  return std::make_unique<exploration::FixedExplorationPolicy>(fixed_exploration(c));
 }
 
-ExplorationDecision fixed_exploration(const config::Config& c) {
-  ExplorationDecision d;
+exploration::ExplorationDecision fixed_exploration(const config::Config& c) {
+  exploration::ExplorationDecision d;
   if (c.get_string("exploration.mode") == "offload") {
     // The rollouts themselves: G seeds per prompt at the rollout's step count, no selection.
     d.candidates = c.get<int>("trainer.group_size");

@@ -225,7 +225,7 @@ int run_train(const config::Config& c) {
     export_bus_counters();
     if (r.iteration < 0) {
       first_validation = r.validation;
-      SPOTLIGHT_LOG(info) << "base model: " << format_validation(*r.validation);
+      if (r.validation) SPOTLIGHT_LOG(info) << "base model: " << format_validation(*r.validation);
       return;
     }
     last_wall = r.wall_seconds;
@@ -356,6 +356,20 @@ int run_eval(const config::Config& c) {
   return 0;
 }
 
+int run_validate(const config::Config& c) {
+  apply_threads(c);
+  policy::Policy policy(policy_options(c), task_options(c));
+  auto reward = reward::make_task_reward(policy.task_options());
+  GrpoTrainer evaluator(grpo_options(c), policy, *reward, make_random_seed_source({}));
+  const auto start = std::chrono::steady_clock::now();
+  const int scored = evaluator.validate_deferred();
+  SPOTLIGHT_LOG(info)
+      << "validated " << scored << " saved weights in " << std::fixed << std::setprecision(1)
+      << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+      << " s into " << (fs::path(c.get_string("run.dir")) / "validation.jsonl");
+  return 0;
+}
+
 int run_bench(const config::Config& c) {
   apply_threads(c);
   using Clock = std::chrono::steady_clock;
@@ -426,8 +440,9 @@ int run_subcommand(const std::string& subcommand, const config::Config& c) {
   if (subcommand == "pretrain") return run_pretrain(c);
   if (subcommand == "train") return run_train(c);
   if (subcommand == "eval") return run_eval(c);
+  if (subcommand == "validate") return run_validate(c);
   if (subcommand == "bench") return run_bench(c);
-  std::cerr << "usage: spotlight-trainer pretrain|train|eval|bench [--config FILE] [--set "
+  std::cerr << "usage: spotlight-trainer pretrain|train|eval|validate|bench [--config FILE] [--set "
                "key=value]...\n";
   return 2;
 }

@@ -2,8 +2,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
+#include <map>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -33,6 +36,9 @@ Json to_json(const ValidationReport& v) {
   Json j{{"geneval_score", v.geneval_score},
          {"ocr_score", v.ocr_score},
          {"mean_reward", v.mean_reward},
+         {"geneval_std_error", v.geneval_std_error},
+         {"mean_reward_std_error", v.mean_reward_std_error},
+         {"samples", v.samples},
          {"seconds", v.seconds}};
   for (const auto& [name, score] : v.per_category)
     j["per_category"][name] = score;
@@ -44,6 +50,7 @@ Json to_json(const IterationReport& r) {
          {"reward_mean", r.reward_mean},
          {"reward_std", r.reward_std},
          {"zero_std_ratio", r.zero_std_ratio},
+         {"mean_abs_advantage", r.mean_abs_advantage},
          {"selected_variance", r.selected_variance},
          {"group_variance", r.group_variance},
          {"explore_seconds", r.explore_seconds},
@@ -53,6 +60,7 @@ Json to_json(const IterationReport& r) {
          {"iteration_seconds", r.iteration_seconds},
          {"audit_seconds", r.audit_seconds},
          {"wall_seconds", r.wall_seconds},
+         {"elapsed_seconds", r.elapsed_seconds},
          {"kl", r.kl},
          {"rollouts_reused", r.rollouts_reused},
          {"rollouts_sampled", r.rollouts_sampled},
@@ -129,6 +137,9 @@ ValidationReport GrpoTrainer::validate() {
   report.geneval_score = evaluation.geneval_score;
   report.ocr_score = evaluation.ocr_score;
   report.mean_reward = evaluation.mean_reward;
+  report.geneval_std_error = evaluation.geneval_std_error;
+  report.mean_reward_std_error = evaluation.mean_reward_std_error;
+  report.samples = static_cast<int>(prompts.size());
   for (const auto& [category, score] : evaluation.per_category) {
     report.per_category.emplace_back(std::string(task::name(category)), score);
   }
@@ -222,6 +233,8 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   report.reward_mean = std::accumulate(rewards.begin(), rewards.end(), 0.0) / rewards.size();
   report.reward_std = std::sqrt(rl::variance(rewards));
   report.zero_std_ratio = rl::zero_std_group_ratio(rewards, g);
+  for (const double a : advantages)
+    report.mean_abs_advantage += std::abs(a) / static_cast<double>(advantages.size());
   {
     double v = 0;
     for (size_t i = 0; i < rewards.size(); i += g) {
@@ -395,17 +408,37 @@ void GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iter
     std::ofstream out(o_.run_dir / "metrics.jsonl", std::ios::app);
     out << to_json(r).dump() << "\n";
   };
+  // A validation point after `version` iterations; its time is kept off the elapsed time line.
+  double measured_seconds = 0.0;
+  const auto validation_point = [&](int64_t version) -> std::optional<ValidationReport> {
+    const auto start = Clock::now();
+    std::optional<ValidationReport> v;
+    if (o_.defer_validation) {
+      save_validation_weights(version);
+    } else {
+      v = validate();
+    }
+    measured_seconds += seconds_since(start);
+    return v;
+  };
   if (next_iteration_ == 0) {
     IterationReport base;
     base.iteration = -1;
-    base.validation = validate();
+    base.validation = validation_point(0);
     write_metrics(base);
     if (on_iteration) on_iteration(base);
   }
+  const auto timeline_start = Clock::now();
+  const double elapsed_before = state_->wall_seconds;  // a resumed run continues its time line
+  measured_seconds = 0.0;
   if (observer_) observer_->weights_ready(next_iteration_, policy_, nullptr);
   for (int64_t k = next_iteration_; k < o_.iterations; ++k) {
     auto report = run_iteration(k);
-    if ((k + 1) % o_.validate_every == 0 || k + 1 == o_.iterations) report.validation = validate();
+    measured_seconds += report.audit_seconds;
+    report.elapsed_seconds = elapsed_before + seconds_since(timeline_start) - measured_seconds;
+    if ((k + 1) % o_.validate_every == 0 || k + 1 == o_.iterations) {
+      report.validation = validation_point(k + 1);
+    }
     write_metrics(report);
     save_checkpoint(k);
     seeds_->iteration_done(k);
@@ -444,6 +477,50 @@ void GrpoTrainer::save_checkpoint(int64_t completed_iteration) {
     if (std::stoll(n.substr(5)) < completed_iteration - 1)
       std::filesystem::remove_all(entry.path());
   }
+}
+
+void GrpoTrainer::save_validation_weights(int64_t version) {
+  if (o_.run_dir.empty()) return;
+  const auto dir = o_.run_dir / "validation";
+  std::filesystem::create_directories(dir);
+  char name[64];
+  std::snprintf(name, sizeof name, "weights-%06lld.safetensors", static_cast<long long>(version));
+  const auto tmp = dir / (std::string(name) + ".tmp");
+  model::save_safetensors(tmp, model::module_state(*policy_.model()));
+  std::filesystem::rename(tmp, dir / name);
+}
+
+int GrpoTrainer::validate_deferred() {
+  const auto dir = o_.run_dir / "validation";
+  const auto out_path = o_.run_dir / "validation.jsonl";
+  std::set<int64_t> done;
+  if (std::ifstream in(out_path); in) {
+    for (std::string line; std::getline(in, line);) {
+      try {
+        done.insert(Json::parse(line).at("version").get<int64_t>());
+      } catch (const Json::exception&) {
+        // a torn last line from an interrupted run: scored again
+      }
+    }
+  }
+  std::map<int64_t, std::filesystem::path> pending;
+  if (std::filesystem::exists(dir)) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      const auto n = entry.path().filename().string();
+      if (!n.starts_with("weights-") || !n.ends_with(".safetensors")) continue;
+      const int64_t version = std::stoll(n.substr(8, n.size() - 8 - 12));
+      if (!done.count(version)) pending.emplace(version, entry.path());
+    }
+  }
+  int scored = 0;
+  for (const auto& [version, path] : pending) {
+    model::load_module_state(*policy_.model(), model::load_safetensors(path));
+    const auto v = validate();
+    Json line{{"version", version}, {"iteration", version - 1}, {"validation", to_json(v)}};
+    std::ofstream(out_path, std::ios::app) << line.dump() << "\n";
+    ++scored;
+  }
+  return scored;
 }
 
 int64_t GrpoTrainer::resume() {

@@ -1,7 +1,9 @@
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "common/config/config.hpp"
@@ -74,6 +76,58 @@ TEST(GrpoTrainer, ResumingFromACheckpointGivesTheSameWeightsAsAnUnbrokenRun) {
     if (mode == "sync-stale") {
       EXPECT_NE(lines[3].find("\"explore_weights_version\":1"), std::string::npos) << lines[3];
     }
+  }
+}
+
+TEST(GrpoTrainer, DeferredValidationScoresWhatInlineValidationWouldHave) {
+  auto o = small_options("none");
+  o.audit_every = 0;
+  o.validate_every = 1;
+  const auto inline_dir = temp_dir() / "inline";
+  o.run_dir = inline_dir;
+  Fixture inline_run(o);
+  inline_run.trainer->run();
+  const auto deferred_dir = temp_dir() / "deferred";
+  o.run_dir = deferred_dir;
+  o.defer_validation = true;
+  Fixture deferred_run(o);
+  deferred_run.trainer->run();
+  EXPECT_EQ(deferred_run.policy.weights_bytes(), inline_run.policy.weights_bytes())
+      << "deferring validation changes nothing about training";
+  EXPECT_FALSE(std::filesystem::exists(deferred_dir / "validation.jsonl")) << "nothing scored yet";
+  EXPECT_EQ(deferred_run.trainer->validate_deferred(), 3) << "the base and 2 iterations";
+  EXPECT_EQ(deferred_run.trainer->validate_deferred(), 0) << "already scored: nothing again";
+
+  const auto lines = [](const std::filesystem::path& path) {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);)
+      out.push_back(nlohmann::json::parse(line));
+    return out;
+  };
+  std::map<int64_t, nlohmann::json> inline_scores, deferred_scores;
+  for (const auto& m : lines(inline_dir / "metrics.jsonl"))
+    inline_scores[m["iteration"].get<int64_t>()] = m["validation"];
+  for (const auto& v : lines(deferred_dir / "validation.jsonl")) {
+    EXPECT_EQ(v["iteration"].get<int64_t>(), v["version"].get<int64_t>() - 1);
+    deferred_scores[v["iteration"].get<int64_t>()] = v["validation"];
+  }
+  ASSERT_EQ(inline_scores.size(), 3u);
+  ASSERT_EQ(deferred_scores.size(), 3u);
+  for (const auto& [iteration, v] : inline_scores) {
+    EXPECT_DOUBLE_EQ(deferred_scores[iteration]["mean_reward"].get<double>(),
+                     v["mean_reward"].get<double>())
+        << iteration;
+    EXPECT_EQ(deferred_scores[iteration]["samples"], 5);
+  }
+  // The time line: positive and increasing; deferred runs keep validation off it.
+  double last = 0;
+  for (const auto& m : lines(deferred_dir / "metrics.jsonl")) {
+    if (m["iteration"].get<int64_t>() < 0) continue;
+    EXPECT_FALSE(m.contains("validation"));
+    EXPECT_GT(m["elapsed_seconds"].get<double>(), last);
+    last = m["elapsed_seconds"].get<double>();
+    EXPECT_GE(m["mean_abs_advantage"].get<double>(), 0.0);
   }
 }
 
