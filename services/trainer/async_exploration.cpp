@@ -39,11 +39,13 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   const size_t n = prompts.size();
   // How many candidates the planner enqueued: its plan record, once it shows up.
   std::optional<int> planned;
+  std::optional<int> planned_steps;
   const auto read_plan = [&] {
     if (!plans_ || planned) return;
     if (const auto text = plans_->get(run::plan_key(iteration))) {
       if (const auto record = run::parse_plan_record(*text)) {
         planned = record->candidates;
+        planned_steps = record->steps;
       } else {
         SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": malformed plan record ignored";
         planned = o_.candidates;
@@ -122,7 +124,11 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   }
   const size_t selected = n - out.fallback_prompts;
   out.selected_variance = selected ? variance_sum / static_cast<double>(selected) : 0.0;
-  if (o_.trajectories) reuse_trajectories(iteration, chosen_candidates, found, out);
+  // Seeds explored with fewer steps than a rollout (a bandit arm) have no trajectory to reuse.
+  const bool rollout_length = !planned_steps || *planned_steps == o_.rollout_sampler.steps;
+  if (o_.trajectories && rollout_length) {
+    reuse_trajectories(iteration, chosen_candidates, found, out);
+  }
   out.explore_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (missing > 0) {
     SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": " << missing << " of "

@@ -10,7 +10,8 @@
 //    the usable ones are the iteration's rollouts, trained on with the importance ratio against
 //    the weights that sampled them. A missing or rejected one is counted by reason and sampled by
 //    the trainer. Trajectories of seeds not chosen are deleted at once, the chosen ones once the
-//    iteration is checkpointed (iteration_done); the store's expiry takes what is left.
+//    iteration is checkpointed (iteration_done); the store's expiry takes what is left. An
+//    iteration whose plan record has another step count than the rollout's has none to read.
 //  - RunPublisher publishes each checkpointed weights version to the weight store, then the
 //    trainer's iteration and timing to Redis, then notices on the bus (notices are never the
 //    only copy: planner and explorers read Redis).
