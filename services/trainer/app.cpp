@@ -3,26 +3,34 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iomanip>
 #include <iostream>
 #include <numeric>
 #include <sstream>
+#include <stop_token>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "common/cost/cost_config.hpp"
 #include "common/cost/cost_reporter.hpp"
+#include "common/durable/durable_file.hpp"
 #include "common/log/log.hpp"
 #include "common/metrics/server.hpp"
 #include "common/model/safetensors.hpp"
+#include "common/outage/retry.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/reward/reward_function.hpp"
+#include "common/service/exit_codes.hpp"
+#include "common/signals/stop_signals.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_trajectory_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "common/task/generator.hpp"
 #include "services/trainer/async_exploration.hpp"
+#include "services/trainer/pretrain_cache.hpp"
 #include "services/trainer/trainer_config.hpp"
 #include "services/trainer/trainer_metrics.hpp"
 
@@ -44,6 +52,11 @@ fs::path base_output(const config::Config& c) {
 void load_base(policy::Policy& policy, const config::Config& c) {
   const auto& base = c.get_string("model.base");
   if (base.empty()) return;
+  if (std::error_code error; !fs::is_regular_file(base, error)) {
+    throw config::ConfigError("model.base", "config: 'model.base' " + base +
+                                                " is not a readable checkpoint file (in " +
+                                                c.origin("model.base") + ")");
+  }
   model::load_module_state(*policy.model(), model::load_safetensors(base));
   SPOTLIGHT_LOG(info) << "loaded base weights from " << base;
 }
@@ -63,49 +76,102 @@ std::string format_validation(const ValidationReport& v) {
 }  // namespace
 
 int run_pretrain(const config::Config& c) {
+  policy::check_device(c);
+  const std::string& cache_dir = c.get_string("pretrain.cache_dir");
+  if (!cache_dir.empty() && !c.get_string("pretrain.output").empty()) {
+    throw config::ConfigError("pretrain.cache_dir",
+                              "config: set 'pretrain.cache_dir' or 'pretrain.output', not both");
+  }
+  const auto options = pretrain_options(c);
+  const std::string key = recipe_key(c);
+  fs::path out = cache_dir.empty() ? base_output(c) : cached_base(cache_dir, key);
+  if (!cache_dir.empty() && fs::exists(out)) {
+    SPOTLIGHT_LOG(info) << "using the cached base model " << out.string() << " (recipe key " << key
+                        << ")";
+    std::cout << out.string() << std::endl;
+    return 0;
+  }
+  const fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+  try {
+    durable::check_writable_directory(dir);
+  } catch (const durable::WriteError& e) {
+    const char* k = !cache_dir.empty()                         ? "pretrain.cache_dir"
+                    : !c.get_string("pretrain.output").empty() ? "pretrain.output"
+                                                               : "run.dir";
+    throw config::ConfigError(k, std::string("config: '") + k + "': " + e.what());
+  }
   apply_threads(c);
   policy::Policy policy(policy_options(c), task_options(c));
-  const auto options = pretrain_options(c);
   SPOTLIGHT_LOG(info) << "pretraining preset " << c.get_string("model.preset") << " for "
-                      << options.steps << " steps of " << options.batch << " images";
+                      << options.steps << " steps of " << options.batch << " images (recipe key "
+                      << key << ")";
   const auto report = pretrain(policy, options, [](const PretrainProgress& p) {
     SPOTLIGHT_LOG(info) << "pretrain step " << p.step << " loss " << std::fixed
                         << std::setprecision(4) << p.loss << " " << std::setprecision(1)
                         << p.seconds << " s";
   });
-  const auto out = base_output(c);
-  fs::create_directories(out.parent_path().empty() ? "." : out.parent_path());
+  const bool stopped_early = report.steps < options.steps;
+  if (stopped_early) {
+    SPOTLIGHT_LOG(warn) << "pretraining stopped early by pretrain.max_seconds ("
+                        << options.max_seconds << " s) at step " << report.steps << " of "
+                        << options.steps << ": this base is not the recipe's output";
+    if (!cache_dir.empty()) out = cached_base(cache_dir, key, report.steps);
+  }
   auto state = model::module_state(*policy.model());
   state.metadata = {{"preset", c.get_string("model.preset")},
+                    {"pretrain.recipe_key", key},
                     {"pretrain.steps", std::to_string(report.steps)},
+                    {"pretrain.steps_planned", std::to_string(options.steps)},
+                    {"pretrain.stopped_early", stopped_early ? "true" : "false"},
                     {"pretrain.seed", std::to_string(options.seed)},
                     {"pretrain.batch", std::to_string(options.batch)},
                     {"pretrain.lr", std::to_string(options.lr)}};
-  model::save_safetensors(out, state);
+  // The checkpoint appears under its name last, after its summary: present means complete.
+  const fs::path partial = out.string() + ".partial";
+  model::save_safetensors(partial, state);
   GrpoOptions g = grpo_options(c);
   g.run_dir.clear();
   auto reward = reward::make_task_reward(policy.task_options());
   GrpoTrainer evaluator(g, policy, *reward, make_random_seed_source({}));
   const auto validation = evaluator.validate();
   SPOTLIGHT_LOG(info) << "pretrained in " << std::fixed << std::setprecision(1) << report.seconds
-                      << " s, final loss " << std::setprecision(4) << report.final_loss << "; base "
+                      << " s, " << report.steps << "/" << options.steps << " steps, final loss "
+                      << std::setprecision(4) << report.final_loss << "; base "
                       << format_validation(validation) << "; wrote " << out.string();
   Json summary{{"pretrain_seconds", report.seconds},
                {"steps", report.steps},
+               {"steps_planned", options.steps},
+               {"stopped_early", stopped_early},
+               {"max_seconds", options.max_seconds},
+               {"recipe_key", key},
                {"final_loss", report.final_loss},
                {"base_geneval_score", validation.geneval_score},
                {"base_ocr_score", validation.ocr_score},
                {"base_mean_reward", validation.mean_reward},
                {"checkpoint", out.string()}};
-  std::ofstream(out.string() + ".json") << summary.dump(2) << "\n";
+  durable::write_file(out.string() + ".json", summary.dump(2) + "\n");
+  durable::rename(partial, out);
+  std::cout << out.string() << std::endl;  // the only line on stdout: for scripts
   return 0;
 }
 
-int run_train(const config::Config& c) {
-  apply_threads(c);
+int run_train(const config::Config& c, std::stop_token stop) {
+  policy::check_device(c);
   const auto options = grpo_options(c);
-  fs::create_directories(options.run_dir);
-  std::ofstream(options.run_dir / "config.yaml") << c.dump();
+  try {
+    durable::check_writable_directory(options.run_dir);
+  } catch (const durable::WriteError& e) {
+    throw config::ConfigError("run.dir", std::string("config: 'run.dir': ") + e.what());
+  }
+  apply_threads(c);
+  durable::write_file(options.run_dir / "config.yaml", c.dump());
+  auto registry = std::make_shared<metrics::Registry>("trainer");
+  // Redis calls of async runs wait through outages (one log line per change of state), up to
+  // trainer.redis_outage_limit_seconds, and give up early on a stop request.
+  outage::OutageTracker redis_health("redis", registry.get(), run::redis_backoff(c));
+  const auto outage_limit = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::duration<double>(c.get_double("trainer.redis_outage_limit_seconds")));
+  const outage::Retrier retry(redis_health, outage::RetryOptions{outage_limit, stop});
   policy::Policy policy(policy_options(c), task_options(c));
   load_base(policy, c);
   std::unique_ptr<policy::Policy> reference;
@@ -150,6 +216,8 @@ int run_train(const config::Config& c) {
     weight_store =
         std::make_unique<store::RedisWeightStore>(redis, store::WeightStoreOptions{keys.prefix});
     state = std::make_unique<store::RedisKeyValueStore>(redis, keys.prefix);
+    // Refused credentials stop the trainer now, with one line (an unavailable Redis is waited for).
+    outage::fail_fast_on_access_denied([&] { state->get(keys.trainer_iteration); });
     if (const auto& endpoint = c.get_string("bus.trainer_endpoint"); !endpoint.empty()) {
       bus = std::make_unique<bus::Publisher>(run::trainer_bus_options(c));
       SPOTLIGHT_LOG(info) << "publishing notices on " << bus->bind(endpoint);
@@ -167,19 +235,19 @@ int run_train(const config::Config& c) {
     const auto& m = policy.model_options();
     async.latent_shape = {m.channels(), m.image_size(), m.image_size()};
     async.tensor_options = policy.tensor_options();
+    async.stop = stop;
     if (async.trajectories) {
       trajectories =
           std::make_unique<store::RedisTrajectoryStore>(redis, run::trajectory_store_options(c));
     }
-    seeds = std::make_unique<AsyncSeedSource>(async, *queue, state.get(), trajectories.get(),
-                                              weight_store.get());
-    publisher =
-        std::make_unique<RunPublisher>(c.get_string("run.id"), *weight_store, *state, bus.get());
+    seeds = std::make_unique<AsyncSeedSource>(async, *queue, state.get(), &retry,
+                                              trajectories.get(), weight_store.get());
+    publisher = std::make_unique<RunPublisher>(c.get_string("run.id"), *weight_store, *state,
+                                               bus.get(), &retry);
   }
   // Cost: the trainer holds reserved devices; waiting for explored seeds is its idle time. In
   // async runs the ledger in Redis sums every process of the run (explorers are spot).
   const cost::Prices prices = cost::prices_from(c);
-  auto registry = std::make_shared<metrics::Registry>("trainer");
   const auto metrics_server =
       metrics::MetricsServer::start(*registry, metrics::metrics_server_options(c));
   if (metrics_server) SPOTLIGHT_LOG(info) << "metrics on " << metrics_server->url();
@@ -220,7 +288,7 @@ int run_train(const config::Config& c) {
     bus_handshake_failures.inc(static_cast<double>(counters.handshake_failures) -
                                bus_handshake_failures.value());
   };
-  trainer.run([&](const IterationReport& r) {
+  const auto on_iteration = [&](const IterationReport& r) {
     trainer_metrics.observe(r);
     export_bus_counters();
     if (r.iteration < 0) {
@@ -244,7 +312,7 @@ int run_train(const config::Config& c) {
                 {"spot_device_seconds",
                  so_far.spot_busy_device_seconds + so_far.spot_idle_device_seconds}};
       if (r.validation) line["geneval_score"] = r.validation->geneval_score;
-      std::ofstream(options.run_dir / "cost.jsonl", std::ios::app) << line.dump() << "\n";
+      durable::append_file(options.run_dir / "cost.jsonl", line.dump() + "\n");
     } catch (const std::exception& e) {
       SPOTLIGHT_LOG(warn) << "cost ledger unavailable: " << e.what();
     }
@@ -281,7 +349,22 @@ int run_train(const config::Config& c) {
       line << " | " << format_validation(*r.validation);
     }
     SPOTLIGHT_LOG(info) << line.str();
-  });
+  };
+  bool finished = false;
+  try {
+    finished = trainer.run(on_iteration, stop);
+  } catch (const outage::OutageLimitExceeded& e) {
+    SPOTLIGHT_LOG(error) << e.what() << " (trainer.redis_outage_limit_seconds): exiting with code "
+                         << service::kExitOutageLimit << "; the newest checkpoint holds iterations "
+                         << "0.." << trainer.next_iteration() - 1
+                         << ", a restart resumes at iteration " << trainer.next_iteration();
+    return service::kExitOutageLimit;
+  }
+  if (!finished) {
+    SPOTLIGHT_LOG(info) << "stopped: iterations 0.." << trainer.next_iteration() - 1
+                        << " are checkpointed; a restart resumes at iteration "
+                        << trainer.next_iteration();
+  }
   Json summary{{"mode", options.mode},
                {"seed", options.seed},
                {"iterations", options.iterations},
@@ -307,15 +390,19 @@ int run_train(const config::Config& c) {
                         {"clip_fraction_mean", clip_fraction_sum / iterations_run}};
   }
   if (queue) {
-    const auto q = queue->stats();
-    summary["queue"] = {{"results", q.results},
-                        {"waiting", q.waiting},
-                        {"leased", q.leased},
-                        {"dead_letters", q.dead_letters},
-                        {"enqueued_total", q.enqueued_total},
-                        {"acked_total", q.acked_total},
-                        {"reclaimed_total", q.reclaimed_total},
-                        {"duplicate_results_total", q.duplicate_results_total}};
+    try {
+      const auto q = queue->stats();
+      summary["queue"] = {{"results", q.results},
+                          {"waiting", q.waiting},
+                          {"leased", q.leased},
+                          {"dead_letters", q.dead_letters},
+                          {"enqueued_total", q.enqueued_total},
+                          {"acked_total", q.acked_total},
+                          {"reclaimed_total", q.reclaimed_total},
+                          {"duplicate_results_total", q.duplicate_results_total}};
+    } catch (const std::exception& e) {  // Redis away at the end: the summary is written anyway
+      SPOTLIGHT_LOG(warn) << "queue statistics unavailable for summary.json: " << e.what();
+    }
   }
   try {
     const cost::RunCost total = run_cost();
@@ -331,7 +418,7 @@ int run_train(const config::Config& c) {
   } catch (const std::exception& e) {
     SPOTLIGHT_LOG(warn) << "cost ledger unavailable: " << e.what();
   }
-  std::ofstream(options.run_dir / "summary.json") << summary.dump(2) << "\n";
+  durable::write_file(options.run_dir / "summary.json", summary.dump(2) + "\n");
   if (first_validation && last_validation) {
     SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(3) << "done: validation geneval "
                         << first_validation->geneval_score << " -> "
@@ -344,6 +431,7 @@ int run_train(const config::Config& c) {
 }
 
 int run_eval(const config::Config& c) {
+  policy::check_device(c);
   apply_threads(c);
   policy::Policy policy(policy_options(c), task_options(c));
   load_base(policy, c);
@@ -357,6 +445,7 @@ int run_eval(const config::Config& c) {
 }
 
 int run_validate(const config::Config& c) {
+  policy::check_device(c);
   apply_threads(c);
   policy::Policy policy(policy_options(c), task_options(c));
   auto reward = reward::make_task_reward(policy.task_options());
@@ -371,6 +460,7 @@ int run_validate(const config::Config& c) {
 }
 
 int run_bench(const config::Config& c) {
+  policy::check_device(c);
   apply_threads(c);
   using Clock = std::chrono::steady_clock;
   torch::NoGradGuard no_grad;
@@ -434,6 +524,38 @@ int run_bench(const config::Config& c) {
            {"macs_per_sample", m.macs_per_sample()}};
   std::cout << out.dump(2) << std::endl;
   return 0;
+}
+
+int run_train(const config::Config& c) {
+  // First, before any thread exists; a signal that arrives while starting is kept.
+  signals::StopSignals signals;
+  std::stop_source stop;      // asks the trainer to stop
+  std::stop_source finished;  // run_train returned, whatever the reason
+  std::promise<int> result;
+  auto done = result.get_future();
+  std::jthread worker([&] {
+    try {
+      result.set_value(run_train(c, stop.get_token()));
+    } catch (...) {
+      result.set_exception(std::current_exception());
+    }
+    finished.request_stop();
+  });
+  if (const auto signo = signals.wait(finished.get_token())) {
+    const auto grace = std::chrono::duration<double>(c.get_double("trainer.grace_seconds"));
+    SPOTLIGHT_LOG(info) << "received " << signals::signal_name(*signo)
+                        << ": abandoning the iteration in progress, exiting within "
+                        << grace.count() << " s";
+    stop.request_stop();
+    if (done.wait_for(grace) != std::future_status::ready) {
+      SPOTLIGHT_LOG(error) << "did not stop within trainer.grace_seconds (" << grace.count()
+                           << " s); exiting with code " << service::kExitGraceExceeded
+                           << " (the newest complete checkpoint is intact)";
+      std::_Exit(service::kExitGraceExceeded);
+    }
+  }
+  worker.join();
+  return done.get();
 }
 
 int run_subcommand(const std::string& subcommand, const config::Config& c) {

@@ -1,6 +1,8 @@
 #include "services/trainer/async_exploration.hpp"
 
-#include <thread>
+#include <iterator>
+#include <stdexcept>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -17,14 +19,22 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// fn() through `retry` when there is one.
+template <class Fn>
+auto call(const outage::Retrier* retry, Fn&& fn) -> decltype(fn()) {
+  if (retry != nullptr) return (*retry)(std::forward<Fn>(fn));
+  return fn();
+}
+
 }  // namespace
 
 AsyncSeedSource::AsyncSeedSource(AsyncSeedOptions options, queue::LeaseQueue& queue,
-                                 store::KeyValueStore* plans, store::TrajectoryStore* trajectories,
-                                 store::WeightStore* weights)
+                                 store::KeyValueStore* plans, const outage::Retrier* retry,
+                                 store::TrajectoryStore* trajectories, store::WeightStore* weights)
     : o_(std::move(options)),
       queue_(queue),
       plans_(plans),
+      retry_(retry),
       trajectories_(trajectories),
       weights_(weights) {
   if (o_.trajectories && (trajectories_ == nullptr || weights_ == nullptr)) {
@@ -42,7 +52,7 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   std::optional<int> planned_steps;
   const auto read_plan = [&] {
     if (!plans_ || planned) return;
-    if (const auto text = plans_->get(run::plan_key(iteration))) {
+    if (const auto text = call(retry_, [&] { return plans_->get(run::plan_key(iteration)); })) {
       if (const auto record = run::parse_plan_record(*text)) {
         planned = record->candidates;
         planned_steps = record->steps;
@@ -54,7 +64,8 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   };
   read_plan();
   while (plans_ && !planned && Clock::now() < deadline) {
-    std::this_thread::sleep_for(o_.poll);  // polling interval of a condition wait with a deadline
+    // polling interval of a condition wait with a deadline
+    if (outage::wait_or_stop(o_.stop, o_.poll)) break;
     read_plan();
   }
   const int candidates = planned.value_or(o_.offload ? o_.group_size : o_.candidates);
@@ -67,7 +78,8 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
     for (size_t i = 0; i < n; ++i) {
       for (int j = 0; j < candidates; ++j) {
         if (found[i][j]) continue;
-        const auto bytes = queue_.result(run::seed_task_id(iteration, static_cast<int>(i), j));
+        const auto id = run::seed_task_id(iteration, static_cast<int>(i), j);
+        const auto bytes = call(retry_, [&] { return queue_.result(id); });
         if (!bytes) continue;
         try {
           found[i][j] = wire::SeedResult::decode(*bytes);
@@ -81,7 +93,8 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
       }
     }
     if (missing == 0 || Clock::now() >= deadline) break;
-    std::this_thread::sleep_for(o_.poll);  // polling interval of a condition wait with a deadline
+    // polling interval of a condition wait with a deadline
+    if (outage::wait_or_stop(o_.stop, o_.poll)) break;
   }
 
   SeedSelection out;
@@ -172,7 +185,7 @@ void AsyncSeedSource::reuse_trajectories(
       const auto id = run::seed_task_id(iteration, static_cast<int>(i), j);
       std::optional<std::string> bytes;
       try {
-        bytes = trajectories_->get(id);
+        bytes = call(retry_, [&] { return trajectories_->get(id); });
       } catch (const store::StoreError& e) {
         SPOTLIGHT_LOG(warn) << "trajectory of task '" << id
                             << "' unreadable (sampled instead): " << e.what();
@@ -218,7 +231,7 @@ void AsyncSeedSource::reuse_trajectories(
 
 std::optional<std::string> AsyncSeedSource::weights_checksum(std::int64_t version) {
   if (const auto it = checksums_.find(version); it != checksums_.end()) return it->second;
-  const auto manifest = weights_->manifest(version);
+  const auto manifest = call(retry_, [&] { return weights_->manifest(version); });
   if (!manifest) return std::nullopt;
   checksums_[version] = manifest->checksum;
   return manifest->checksum;
@@ -243,13 +256,20 @@ void AsyncSeedSource::iteration_done(int64_t iteration) {
 }
 
 RunPublisher::RunPublisher(std::string run_id, store::WeightStore& weights,
-                           store::KeyValueStore& state, bus::Publisher* bus)
-    : run_id_(std::move(run_id)), keys_(run_id_), weights_(weights), state_(state), bus_(bus) {}
+                           store::KeyValueStore& state, bus::Publisher* bus,
+                           const outage::Retrier* retry)
+    : run_id_(std::move(run_id)),
+      keys_(run_id_),
+      weights_(weights),
+      state_(state),
+      bus_(bus),
+      retry_(retry) {}
 
 void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
                                  const IterationReport* last) {
   const auto publish_start = Clock::now();
-  const auto manifest = weights_.publish(version, policy.weights_bytes());
+  const std::string bytes = policy.weights_bytes();
+  const auto manifest = call(retry_, [&] { return weights_.publish(version, bytes); });
   const double publish_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - publish_start).count();
   if (last) {
@@ -259,9 +279,9 @@ void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
                           {"rollout_seconds", last->rollout_seconds},
                           {"train_seconds", last->train_seconds},
                           {"group_variance", last->group_variance}};
-    state_.put(keys_.trainer_timing, timing.dump());
+    call(retry_, [&] { state_.put(keys_.trainer_timing, timing.dump()); });
   }
-  state_.put(keys_.trainer_iteration, std::to_string(version));
+  call(retry_, [&] { state_.put(keys_.trainer_iteration, std::to_string(version)); });
   if (bus_) {
     wire::WeightsNotice notice{version, manifest.checksum, keys_.prefix + ":weights",
                                static_cast<int64_t>(manifest.bytes), manifest.published_unix_ms};
@@ -277,7 +297,7 @@ void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
 }
 
 void RunPublisher::finished(int64_t iterations) {
-  state_.put(keys_.trainer_iteration, std::to_string(iterations));
+  call(retry_, [&] { state_.put(keys_.trainer_iteration, std::to_string(iterations)); });
   if (bus_) {
     wire::IterationEvent event{run_id_, iterations, wire::IterationKind::kFinished, 0, iterations};
     bus_->publish("iteration", static_cast<uint64_t>(iterations) + 2, event.encode());

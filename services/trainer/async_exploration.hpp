@@ -20,10 +20,12 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
 #include "common/bus/publisher.hpp"
+#include "common/outage/retry.hpp"
 #include "common/queue/lease_queue.hpp"
 #include "common/rollout/rollout.hpp"
 #include "common/run/run_config.hpp"
@@ -42,6 +44,7 @@ struct AsyncSeedOptions {
   uint64_t run_seed = 0;
   std::chrono::duration<double> max_wait{60.0};
   std::chrono::milliseconds poll{50};  // how often results are re-read while waiting
+  std::stop_token stop;                // ends the wait early (select() returns what it has)
   bool offload = false;                // exploration.mode=offload: no selection (above)
   // Train on the chosen seeds' kept trajectories (needs the trajectory and weight stores).
   bool trajectories = false;
@@ -56,10 +59,12 @@ class AsyncSeedSource final : public SeedSource {
  public:
   // `plans` (may be null: N = options.candidates always) is the run's KeyValueStore holding the
   // planner's per-iteration plan records (common/run/plan_record.hpp).
+  // `retry` (may be null: errors propagate) runs every queue and store call through Redis
+  // outages; the time spent waiting for Redis counts toward max_wait but never cuts a call short.
   // `trajectories` and `weights` (for the published checksums) are needed when
   // options.trajectories; all must outlive this object.
   AsyncSeedSource(AsyncSeedOptions options, queue::LeaseQueue& queue,
-                  store::KeyValueStore* plans = nullptr,
+                  store::KeyValueStore* plans = nullptr, const outage::Retrier* retry = nullptr,
                   store::TrajectoryStore* trajectories = nullptr,
                   store::WeightStore* weights = nullptr);
   // N = the iteration's plan record's candidates (read while waiting; options.candidates when no
@@ -81,6 +86,7 @@ class AsyncSeedSource final : public SeedSource {
   AsyncSeedOptions o_;
   queue::LeaseQueue& queue_;
   store::KeyValueStore* plans_;
+  const outage::Retrier* retry_;
   store::TrajectoryStore* trajectories_;
   store::WeightStore* weights_;
   std::map<std::int64_t, std::string> checksums_;                  // published, by version
@@ -89,8 +95,9 @@ class AsyncSeedSource final : public SeedSource {
 
 class RunPublisher final : public TrainerObserver {
  public:
+  // `retry` as for AsyncSeedSource.
   RunPublisher(std::string run_id, store::WeightStore& weights, store::KeyValueStore& state,
-               bus::Publisher* bus);
+               bus::Publisher* bus, const outage::Retrier* retry = nullptr);
   void weights_ready(int64_t version, policy::Policy& policy, const IterationReport* last) override;
   void finished(int64_t iterations) override;
 
@@ -100,6 +107,7 @@ class RunPublisher final : public TrainerObserver {
   store::WeightStore& weights_;
   store::KeyValueStore& state_;
   bus::Publisher* bus_;
+  const outage::Retrier* retry_;
 };
 
 }  // namespace spotlight::trainer

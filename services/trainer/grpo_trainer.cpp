@@ -12,7 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "common/durable/durable_file.hpp"
 #include "common/model/safetensors.hpp"
+#include "common/outage/retry.hpp"
 #include "common/rl/kendall.hpp"
 #include "common/rl/selection.hpp"
 #include "common/rollout/rollout.hpp"
@@ -21,12 +23,16 @@
 #include "common/seeds/seeds.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/score.hpp"
+#include "services/trainer/checkpoint_store.hpp"
 
 namespace spotlight::trainer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using Json = nlohmann::json;
+
+// Thrown at a phase boundary once a stop is requested; caught by run().
+struct Abandoned {};
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -93,9 +99,12 @@ struct GrpoTrainer::State {
       : optimizer(policy.model()->parameters(),
                   torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay)),
         generator(policy.task_options()),
-        validation_prompts(task::validation_prompts(policy.task_options(), o.validation_prompts)) {}
+        validation_prompts(task::validation_prompts(policy.task_options(), o.validation_prompts)) {
+    if (!o.run_dir.empty()) checkpoints.emplace(CheckpointStoreOptions{o.run_dir / "checkpoints"});
+  }
 
   torch::optim::AdamW optimizer;
+  std::optional<CheckpointStore> checkpoints;  // when run_dir is set
   task::PromptGenerator generator;
   std::vector<task::Prompt> validation_prompts;
   double wall_seconds = 0.0;  // training wall time of completed iterations (validation excluded)
@@ -157,6 +166,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   // 1. Seeds for this iteration's prompts (and the rollouts exploration already sampled).
   const auto prompts = prompts_for(iteration);
   SeedSelection selection = seeds_->select(iteration, prompts);
+  check_stop();
   report.explore_seconds = selection.explore_seconds;
   report.selected_variance = selection.selected_variance;
   report.fallback_prompts = selection.fallback_prompts;
@@ -214,6 +224,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
     report.rollout_staleness_max = std::max(report.rollout_staleness_max, staleness);
   }
   report.rollout_seconds = seconds_since(rollout_start);
+  check_stop();
 
   // 3. Rewards (reused rollouts carry theirs) and advantages.
   auto reward_start = Clock::now();
@@ -279,6 +290,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
                                     advantages.begin() + offset + count);
       if (std::all_of(chunk_adv.begin(), chunk_adv.end(), [](double a) { return a == 0.0; }))
         continue;
+      check_stop();
       std::vector<task::Prompt> chunk_prompts(flat_prompts.begin() + offset,
                                               flat_prompts.begin() + offset + count);
       // [b, W + 1, C, H, W] latents and [b, W] old log-probs of the micro-batch.
@@ -401,12 +413,18 @@ std::optional<double> GrpoTrainer::staleness_audit(const std::vector<task::Promp
   return tau_sum / tau_count;
 }
 
-void GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iteration) {
-  if (!o_.run_dir.empty()) std::filesystem::create_directories(o_.run_dir);
+void GrpoTrainer::check_stop() const {
+  if (stop_.stop_requested()) throw Abandoned{};
+}
+
+bool GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iteration,
+                      std::stop_token stop) {
+  stop_ = std::move(stop);
+  if (!o_.run_dir.empty()) durable::create_directories(o_.run_dir);
+  // Each line is on disk before the checkpoint of its iteration (resume drops later ones).
   auto write_metrics = [&](const IterationReport& r) {
     if (o_.run_dir.empty()) return;
-    std::ofstream out(o_.run_dir / "metrics.jsonl", std::ios::app);
-    out << to_json(r).dump() << "\n";
+    durable::append_file(o_.run_dir / "metrics.jsonl", to_json(r).dump() + "\n");
   };
   // A validation point after `version` iterations; its time is kept off the elapsed time line.
   double measured_seconds = 0.0;
@@ -421,62 +439,58 @@ void GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iter
     measured_seconds += seconds_since(start);
     return v;
   };
-  if (next_iteration_ == 0) {
-    IterationReport base;
-    base.iteration = -1;
-    base.validation = validation_point(0);
-    write_metrics(base);
-    if (on_iteration) on_iteration(base);
-  }
-  const auto timeline_start = Clock::now();
-  const double elapsed_before = state_->wall_seconds;  // a resumed run continues its time line
-  measured_seconds = 0.0;
-  if (observer_) observer_->weights_ready(next_iteration_, policy_, nullptr);
-  for (int64_t k = next_iteration_; k < o_.iterations; ++k) {
-    auto report = run_iteration(k);
-    measured_seconds += report.audit_seconds;
-    report.elapsed_seconds = elapsed_before + seconds_since(timeline_start) - measured_seconds;
-    if ((k + 1) % o_.validate_every == 0 || k + 1 == o_.iterations) {
-      report.validation = validation_point(k + 1);
+  try {
+    if (next_iteration_ == 0) {
+      IterationReport base;
+      base.iteration = -1;
+      base.validation = validation_point(0);
+      check_stop();
+      write_metrics(base);
+      if (on_iteration) on_iteration(base);
     }
-    write_metrics(report);
-    save_checkpoint(k);
-    seeds_->iteration_done(k);
-    next_iteration_ = k + 1;
-    // Published only after the checkpoint: a restarted trainer republishes identical weights.
-    if (observer_) observer_->weights_ready(next_iteration_, policy_, &report);
-    if (on_iteration) on_iteration(report);
+    const auto timeline_start = Clock::now();
+    const double elapsed_before = state_->wall_seconds;  // a resumed run continues its time line
+    measured_seconds = 0.0;
+    if (observer_) observer_->weights_ready(next_iteration_, policy_, nullptr);
+    for (int64_t k = next_iteration_; k < o_.iterations; ++k) {
+      check_stop();
+      auto report = run_iteration(k);
+      measured_seconds += report.audit_seconds;
+      report.elapsed_seconds = elapsed_before + seconds_since(timeline_start) - measured_seconds;
+      if ((k + 1) % o_.validate_every == 0 || k + 1 == o_.iterations) {
+        report.validation = validation_point(k + 1);
+      }
+      check_stop();
+      write_metrics(report);
+      save_checkpoint(k);
+      seeds_->iteration_done(k);
+      next_iteration_ = k + 1;
+      // Published only after the checkpoint: a restarted trainer republishes identical weights.
+      if (observer_) observer_->weights_ready(next_iteration_, policy_, &report);
+      if (on_iteration) on_iteration(report);
+    }
+  } catch (const Abandoned&) {
+    return false;
+  } catch (const outage::RetryStopped&) {  // stopped while waiting for Redis
+    return false;
   }
   if (observer_) observer_->finished(o_.iterations);
+  return true;
 }
 
 void GrpoTrainer::save_checkpoint(int64_t completed_iteration) {
-  if (o_.run_dir.empty()) return;
-  const auto root = o_.run_dir / "checkpoints";
-  std::filesystem::create_directories(root);
-  const std::string name = "iter-" + std::to_string(completed_iteration);
-  const auto tmp = root / (name + ".tmp");
-  std::filesystem::remove_all(tmp);
-  std::filesystem::create_directories(tmp);
-  model::save_safetensors(tmp / "model.safetensors", model::module_state(*policy_.model()));
-  torch::save(state_->optimizer, (tmp / "optimizer.pt").string());
-  Json state{{"completed_iteration", completed_iteration},
-             {"wall_seconds", state_->wall_seconds},
-             {"seed", o_.seed},
-             {"mode", o_.mode}};
-  std::ofstream(tmp / "state.json") << state.dump(2);
-  seeds_->save_state(tmp);
-  std::filesystem::remove_all(root / name);
-  std::filesystem::rename(tmp, root / name);
-  { std::ofstream(root / "latest.tmp") << name; }
-  std::filesystem::rename(root / "latest.tmp", root / "latest");
-  // keep the two newest
-  for (const auto& entry : std::filesystem::directory_iterator(root)) {
-    const auto n = entry.path().filename().string();
-    if (n.rfind("iter-", 0) != 0 || n.ends_with(".tmp")) continue;
-    if (std::stoll(n.substr(5)) < completed_iteration - 1)
-      std::filesystem::remove_all(entry.path());
-  }
+  if (!state_->checkpoints) return;
+  std::ostringstream optimizer;
+  torch::save(state_->optimizer, optimizer);
+  const Json state{{"completed_iteration", completed_iteration},
+                   {"wall_seconds", state_->wall_seconds},
+                   {"seed", o_.seed},
+                   {"mode", o_.mode}};
+  // The seed source's own state (sync-stale: the weights it explores the next iteration with).
+  auto files = seeds_->checkpoint_files();
+  files["model.safetensors"] = model::encode_safetensors(model::module_state(*policy_.model()));
+  files["optimizer.pt"] = std::move(optimizer).str();
+  state_->checkpoints->save(completed_iteration, files, state);
 }
 
 void GrpoTrainer::save_validation_weights(int64_t version) {
@@ -524,15 +538,15 @@ int GrpoTrainer::validate_deferred() {
 }
 
 int64_t GrpoTrainer::resume() {
-  const auto root = o_.run_dir / "checkpoints";
-  if (o_.run_dir.empty() || !std::filesystem::exists(root / "latest")) return next_iteration_;
-  std::string name;
-  std::ifstream(root / "latest") >> name;
-  const auto dir = root / name;
-  model::load_module_state(*policy_.model(), model::load_safetensors(dir / "model.safetensors"));
-  torch::load(state_->optimizer, (dir / "optimizer.pt").string());
-  seeds_->load_state(dir);
-  const Json state = Json::parse(std::ifstream(dir / "state.json"));
+  if (!state_->checkpoints) return next_iteration_;
+  const auto checkpoint = state_->checkpoints->load_newest();
+  if (!checkpoint) return next_iteration_;
+  model::load_module_state(*policy_.model(),
+                           model::decode_safetensors(checkpoint->files.at("model.safetensors")));
+  std::istringstream optimizer(checkpoint->files.at("optimizer.pt"));
+  torch::load(state_->optimizer, optimizer);
+  seeds_->restore(checkpoint->files);
+  const Json& state = checkpoint->state;
   next_iteration_ = state.at("completed_iteration").get<int64_t>() + 1;
   state_->wall_seconds = state.at("wall_seconds").get<double>();
   // Metrics of iterations after the checkpoint were never checkpointed: drop them, so the
@@ -551,7 +565,7 @@ int64_t GrpoTrainer::resume() {
       }
     }
     in.close();
-    std::ofstream(metrics, std::ios::trunc) << kept.str();
+    durable::write_file(metrics, kept.str());
   }
   return next_iteration_;
 }

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -128,10 +129,17 @@ class GrpoTrainer {
               std::unique_ptr<SeedSource> seeds, policy::Policy* reference = nullptr);
   ~GrpoTrainer();
 
-  // Restores the newest checkpoint under run_dir, if any; returns the iteration to run next.
+  // Restores the newest complete checkpoint under run_dir, if any (CheckpointStore); returns the
+  // iteration to run next.
   int64_t resume();
-  // Runs iterations [next, options.iterations); `on_iteration` sees each report.
-  void run(const std::function<void(const IterationReport&)>& on_iteration = {});
+  // Runs iterations [next, options.iterations); `on_iteration` sees each report. When `stop` is
+  // requested the iteration in progress is abandoned at its next phase boundary (seeds, rollout,
+  // each micro-batch, validation) and run() returns false: the newest checkpoint then holds every
+  // completed iteration, and a resumed run redoes the abandoned one exactly. An iteration whose
+  // checkpoint is being written is finished first. Returns true when every iteration is done.
+  // A failed checkpoint or metrics write throws durable::WriteError.
+  bool run(const std::function<void(const IterationReport&)>& on_iteration = {},
+           std::stop_token stop = {});
   IterationReport run_iteration(int64_t iteration);
   ValidationReport validate();
   // Scores every <run_dir>/validation/weights-<version>.safetensors not yet in
@@ -144,6 +152,8 @@ class GrpoTrainer {
   std::vector<task::Prompt> prompts_for(int64_t iteration) const;
   int64_t next_iteration() const { return next_iteration_; }
 
+  // Writes the checkpoint of a completed iteration (see checkpoint_store.hpp); throws
+  // durable::WriteError.
   void save_checkpoint(int64_t completed_iteration);
   void save_validation_weights(int64_t version);
   void set_observer(TrainerObserver* observer) { observer_ = observer; }
@@ -154,6 +164,9 @@ class GrpoTrainer {
                                         const SeedSelection& selection,
                                         const std::vector<double>& rollout_rewards);
 
+  // Throws the private Abandoned when stop_ is requested (a phase boundary of run()).
+  void check_stop() const;
+
   struct State;
   GrpoOptions o_;
   policy::Policy& policy_;
@@ -163,6 +176,7 @@ class GrpoTrainer {
   std::unique_ptr<State> state_;
   int64_t next_iteration_ = 0;
   TrainerObserver* observer_ = nullptr;
+  std::stop_token stop_;
 };
 
 }  // namespace spotlight::trainer

@@ -1,7 +1,6 @@
 #include "services/trainer/seed_source.hpp"
 
 #include <chrono>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -132,22 +131,21 @@ class SyncSeedSource final : public SeedSource {
     return out;
   }
 
-  void save_state(const std::filesystem::path& dir) override {
-    if (!previous_ || !previous_version_) return;
-    model::save_safetensors(dir / kPreviousWeights, model::module_state(*previous_->model()));
-    std::ofstream(dir / kPreviousState) << nlohmann::json{{"version", *previous_version_}}.dump();
+  std::map<std::string, std::string> checkpoint_files() override {
+    if (!previous_ || !previous_version_) return {};
+    return {{kPreviousWeights, model::encode_safetensors(model::module_state(*previous_->model()))},
+            {kPreviousState, nlohmann::json{{"version", *previous_version_}}.dump()}};
   }
 
-  void load_state(const std::filesystem::path& dir) override {
+  void restore(const std::map<std::string, std::string>& files) override {
     if (!previous_) return;
-    if (!std::filesystem::exists(dir / kPreviousWeights) ||
-        !std::filesystem::exists(dir / kPreviousState)) {
+    const auto weights = files.find(kPreviousWeights);
+    const auto state = files.find(kPreviousState);
+    if (weights == files.end() || state == files.end()) {
       return;  // select() explores with the current weights once, and says so
     }
-    model::load_module_state(*previous_->model(), model::load_safetensors(dir / kPreviousWeights));
-    previous_version_ = nlohmann::json::parse(std::ifstream(dir / kPreviousState))
-                            .at("version")
-                            .get<std::int64_t>();
+    model::load_module_state(*previous_->model(), model::decode_safetensors(weights->second));
+    previous_version_ = nlohmann::json::parse(state->second).at("version").get<std::int64_t>();
   }
 
  private:

@@ -12,7 +12,6 @@
 // trains on those instead of sampling them again.
 
 #include <cstdint>
-#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -51,10 +50,11 @@ class SeedSource {
   virtual ~SeedSource() = default;
   virtual SeedSelection select(int64_t iteration, const std::vector<task::Prompt>& prompts) = 0;
 
-  // What select() needs across a restart: written into the checkpoint directory being made after
-  // iteration k (before it becomes the newest), read back from it on resume. Default: nothing.
-  virtual void save_state(const std::filesystem::path& dir) {}
-  virtual void load_state(const std::filesystem::path& dir) {}
+  // What select() needs across a restart: files (plain name -> bytes) saved in the checkpoint of
+  // iteration k with the trainer's own, and handed back from the checkpoint a resume loads (files
+  // of other sources included: take only your own). Default: none.
+  virtual std::map<std::string, std::string> checkpoint_files() { return {}; }
+  virtual void restore(const std::map<std::string, std::string>& files) {}
   // Iteration `iteration` is trained and checkpointed: what was kept for it may be dropped.
   virtual void iteration_done(int64_t iteration) {}
 };

@@ -134,7 +134,8 @@ TEST_F(AsyncReuseTest, TrainsOnGoodTrajectoriesCountsTheRestAndDeletesThem) {
   for (const auto& [task, bytes] : written)
     trajectories_->put(task, bytes);
 
-  AsyncSeedSource source(options(false), *queue_, nullptr, trajectories_.get(), weights_.get());
+  AsyncSeedSource source(options(false), *queue_, nullptr, nullptr, trajectories_.get(),
+                         weights_.get());
   const auto selection = source.select(1, prompts(1));
   ASSERT_EQ(selection.seeds.size(), 2u);
   ASSERT_EQ(selection.rollouts.size(), 2u);
@@ -183,7 +184,8 @@ TEST_F(AsyncReuseTest, OffloadTrainsOnCandidatesZeroToGInOrder) {
   const auto written = explore(0, kGroup, v0_, 0);
   for (const auto& [task, bytes] : written)
     trajectories_->put(task, bytes);
-  AsyncSeedSource source(options(true), *queue_, nullptr, trajectories_.get(), weights_.get());
+  AsyncSeedSource source(options(true), *queue_, nullptr, nullptr, trajectories_.get(),
+                         weights_.get());
   const auto selection = source.select(0, prompts(0));
   EXPECT_TRUE(selection.candidate_rewards.empty()) << "offload explores nothing";
   EXPECT_EQ(selection.fallback_prompts, 0);

@@ -91,15 +91,15 @@ TEST(Reuse, SyncStaleExploresWithThePreviousIterationsWeights) {
   EXPECT_TRUE(s1.rollouts.empty()) << "stale candidates are rollouts only with off_policy reuse";
 
   // Its state survives a restart: a new source restored from it explores iteration 2 with v_1.
-  const auto dir = testing::temp_dir();
-  stale->save_state(dir);
+  const auto files = stale->checkpoint_files();
+  EXPECT_EQ(files.size(), 2u);
   perturb(trained, 6);  // v_2
   auto restored = make_sync_stale_seed_source(e, trained, reward);
-  restored->load_state(dir);
+  restored->restore(files);
   const auto s2 = restored->select(2, prompts(2));
   EXPECT_EQ(s2.explore_weights_version, 1);
   EXPECT_EQ(s2.candidate_rewards, explored(v1, 2));
-  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(make_sync_seed_source(e, trained, reward)->checkpoint_files().empty());
 }
 
 // Hands the trainer the rollouts of candidates 0..G-1, sampled by `sampler_policy` (weights
