@@ -22,6 +22,7 @@
 #include "common/model/safetensors.hpp"
 #include "common/outage/retry.hpp"
 #include "common/queue/redis_lease_queue.hpp"
+#include "common/reward/remote_reward.hpp"
 #include "common/reward/reward_function.hpp"
 #include "common/service/exit_codes.hpp"
 #include "common/signals/stop_signals.hpp"
@@ -57,12 +58,34 @@ void load_base(policy::Policy& policy, const config::Config& c) {
                                                 " is not a readable checkpoint file (in " +
                                                 c.origin("model.base") + ")");
   }
-  model::load_module_state(*policy.model(), model::load_safetensors(base));
+  policy.load_state(model::load_safetensors(base));
   SPOTLIGHT_LOG(info) << "loaded base weights from " << base;
+}
+
+// The embedded task is scored in-process (the reward service's own scorer); a prompt file's
+// prompts only by the reward service (run::check_model_config requires reward.endpoint).
+std::unique_ptr<reward::RewardFunction> make_reward(const config::Config& c,
+                                                    const policy::Policy& policy) {
+  if (c.get_string("task.kind") != "prompt_file") {
+    return reward::make_task_reward(policy.task_options());
+  }
+  reward::RemoteRewardOptions options;
+  options.endpoint = c.get_string("reward.endpoint");
+  options.content = c.get_string("reward.input");
+  options.rpc.timeout = std::chrono::milliseconds(c.get_int("reward.timeout_ms"));
+  // The run schema counts attempts in all; the RPC client counts retries after the first.
+  options.rpc.retries = c.get<int>("reward.retries") - 1;
+  options.rpc.curve = run::reward_client_curve(c);
+  return std::make_unique<reward::RemoteReward>(options);
 }
 
 std::string format_validation(const ValidationReport& v) {
   std::ostringstream s;
+  if (v.per_category.empty()) {  // a prompt file: graded by the reward function
+    s << std::fixed << std::setprecision(4) << "val reward " << v.mean_reward << " correct "
+      << std::setprecision(3) << v.geneval_score;
+    return s.str();
+  }
   s << std::fixed << std::setprecision(3) << "val geneval " << v.geneval_score << " reward "
     << v.mean_reward << " (";
   for (size_t i = 0; i < v.per_category.size(); ++i) {
@@ -101,6 +124,11 @@ int run_pretrain(const config::Config& c) {
     throw config::ConfigError(k, std::string("config: '") + k + "': " + e.what());
   }
   apply_threads(c);
+  if (c.get_string("model.kind") != "native") {
+    SPOTLIGHT_LOG(error) << "pretrain trains the built-in MMDiT (model.kind native); a "
+                            "TorchScript model comes pretrained";
+    return 2;
+  }
   policy::Policy policy(policy_options(c), task_options(c));
   SPOTLIGHT_LOG(info) << "pretraining preset " << c.get_string("model.preset") << " for "
                       << options.steps << " steps of " << options.batch << " images (recipe key "
@@ -117,7 +145,7 @@ int run_pretrain(const config::Config& c) {
                         << options.steps << ": this base is not the recipe's output";
     if (!cache_dir.empty()) out = cached_base(cache_dir, key, report.steps);
   }
-  auto state = model::module_state(*policy.model());
+  auto state = policy.state();
   state.metadata = {{"preset", c.get_string("model.preset")},
                     {"pretrain.recipe_key", key},
                     {"pretrain.steps", std::to_string(report.steps)},
@@ -174,12 +202,17 @@ int run_train(const config::Config& c, std::stop_token stop) {
   const outage::Retrier retry(redis_health, outage::RetryOptions{outage_limit, stop});
   policy::Policy policy(policy_options(c), task_options(c));
   load_base(policy, c);
+  if (!policy.is_native()) {
+    SPOTLIGHT_LOG(info) << "TorchScript model " << c.get_string("model.path") << ": "
+                        << policy.trainable_parameters().size() << " of "
+                        << policy.named_parameters().size() << " parameter tensors trained";
+  }
   std::unique_ptr<policy::Policy> reference;
   if (options.loss.kl_beta > 0) {
     reference = std::make_unique<policy::Policy>(policy_options(c), task_options(c));
     reference->copy_weights_from(policy);
   }
-  auto reward = reward::make_task_reward(policy.task_options());
+  auto reward = make_reward(c, policy);
   ExplorationOptions exploration;
   exploration.group_size = options.group_size;
   exploration.candidates = options.candidates;
@@ -232,8 +265,7 @@ int run_train(const config::Config& c, std::stop_token stop) {
     async.run_id = c.get_string("run.id");
     async.rollout_sampler = options.sampler;
     async.window = exploration.window;
-    const auto& m = policy.model_options();
-    async.latent_shape = {m.channels(), m.image_size(), m.image_size()};
+    async.latent_shape = policy.sample_shape();
     async.tensor_options = policy.tensor_options();
     async.stop = stop;
     if (async.trajectories) {
@@ -370,6 +402,7 @@ int run_train(const config::Config& c, std::stop_token stop) {
                {"iterations", options.iterations},
                {"train_wall_seconds", last_wall}};
   if (first_validation) summary["base_geneval_score"] = first_validation->geneval_score;
+  if (first_validation) summary["base_mean_reward"] = first_validation->mean_reward;
   if (last_validation) summary["final_geneval_score"] = last_validation->geneval_score;
   if (last_validation) summary["final_ocr_score"] = last_validation->ocr_score;
   if (last_validation) summary["final_mean_reward"] = last_validation->mean_reward;
@@ -419,7 +452,15 @@ int run_train(const config::Config& c, std::stop_token stop) {
     SPOTLIGHT_LOG(warn) << "cost ledger unavailable: " << e.what();
   }
   durable::write_file(options.run_dir / "summary.json", summary.dump(2) + "\n");
-  if (first_validation && last_validation) {
+  if (first_validation && last_validation && first_validation->per_category.empty()) {
+    // A prompt file: the reward service grades validation.
+    SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(4) << "done: validation reward "
+                        << first_validation->mean_reward << " -> " << last_validation->mean_reward
+                        << " (" << std::showpos
+                        << last_validation->mean_reward - first_validation->mean_reward
+                        << std::noshowpos << ") in " << std::setprecision(1) << last_wall
+                        << " s of training";
+  } else if (first_validation && last_validation) {
     SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(3) << "done: validation geneval "
                         << first_validation->geneval_score << " -> "
                         << last_validation->geneval_score << " (" << std::showpos
@@ -435,7 +476,7 @@ int run_eval(const config::Config& c) {
   apply_threads(c);
   policy::Policy policy(policy_options(c), task_options(c));
   load_base(policy, c);
-  auto reward = reward::make_task_reward(policy.task_options());
+  auto reward = make_reward(c, policy);
   GrpoOptions g = grpo_options(c);
   g.run_dir.clear();
   GrpoTrainer evaluator(g, policy, *reward, make_random_seed_source({}));
@@ -481,23 +522,26 @@ int run_bench(const config::Config& c) {
 
   policy::Policy policy(policy_options(c), task_options(c));
   load_base(policy, c);
-  auto& model = policy.model();
-  const auto& m = policy.model_options();
   const int64_t batch = 64;
-  std::vector<task::Prompt> prompts = task::validation_prompts(policy.task_options(), batch);
-  auto tokens = policy.tokens(prompts);
-  auto x =
-      torch::randn({batch, m.channels(), m.image_size(), m.image_size()}, policy.tensor_options());
+  const auto source = run::prompt_source(c);
+  std::vector<task::Prompt> prompts = source->validation(static_cast<int>(batch));
+  for (uint64_t i = 0; static_cast<int64_t>(prompts.size()) < batch; ++i)
+    prompts.push_back(source->sample(i));
+  const auto shape = policy.sample_shape();
+  auto x = torch::randn({batch, shape[0], shape[1], shape[2]}, policy.tensor_options());
   auto t = torch::full({batch}, 0.5, policy.tensor_options());
-  model->forward(x, t, tokens);
+  // Conditioned inside the loop, as the trainer's steps are (the MMDiT encodes its text).
+  const auto forward = [&] { return policy.velocity(x, t, policy.condition(prompts)); };
+  forward();
   reps = 0;
   start = Clock::now();
   while (seconds(start) < 2.0 || reps < 3) {
-    model->forward(x, t, tokens);
+    forward();
     ++reps;
   }
   const double forward_seconds = seconds(start) / reps;
-  const double forward_gflops = 2.0 * m.macs_per_sample() * batch / forward_seconds / 1e9;
+  const int64_t macs = policy.is_native() ? policy.model_options().macs_per_sample() : 0;
+  const double forward_gflops = 2.0 * macs * batch / forward_seconds / 1e9;
 
   std::vector<uint64_t> seeds(batch);
   std::iota(seeds.begin(), seeds.end(), 0);
@@ -512,16 +556,17 @@ int run_bench(const config::Config& c) {
     ++reps;
   }
   const double images_per_second = static_cast<double>(batch) * reps / seconds(start);
-  Json out{{"threads", torch::get_num_threads()},
-           {"sgemm_gflops", sgemm_gflops},
-           {"forward_batch", batch},
-           {"forward_ms", forward_seconds * 1e3},
-           {"forward_gflops", forward_gflops},
-           {"forward_fraction_of_sgemm", forward_gflops / sgemm_gflops},
-           {"sampler_steps", sampling.steps},
-           {"sampler_images_per_second", images_per_second},
-           {"preset", c.get_string("model.preset")},
-           {"macs_per_sample", m.macs_per_sample()}};
+  Json out{
+      {"threads", torch::get_num_threads()},
+      {"sgemm_gflops", sgemm_gflops},
+      {"forward_batch", batch},
+      {"forward_ms", forward_seconds * 1e3},
+      {"forward_gflops", forward_gflops},  // 0 when the MACs are unknown (torchscript)
+      {"forward_fraction_of_sgemm", forward_gflops / sgemm_gflops},
+      {"sampler_steps", sampling.steps},
+      {"sampler_images_per_second", images_per_second},
+      {"model", policy.is_native() ? c.get_string("model.preset") : c.get_string("model.path")},
+      {"macs_per_sample", macs}};
   std::cout << out.dump(2) << std::endl;
   return 0;
 }

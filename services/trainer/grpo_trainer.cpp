@@ -87,6 +87,8 @@ Json to_json(const IterationReport& r) {
     rejected += n;
   }
   j["trajectories_rejected"] = rejected;
+  for (const auto& [name, mean] : r.reward_components)
+    j["reward_components"][name] = mean;
   if (r.kendall_tau) j["kendall_tau"] = *r.kendall_tau;
   if (r.validation) j["validation"] = to_json(*r.validation);
   return j;
@@ -96,16 +98,17 @@ Json to_json(const IterationReport& r) {
 
 struct GrpoTrainer::State {
   State(policy::Policy& policy, const GrpoOptions& o)
-      : optimizer(policy.model()->parameters(),
+      : optimizer(policy.trainable_parameters(),
                   torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay)),
-        generator(policy.task_options()),
-        validation_prompts(task::validation_prompts(policy.task_options(), o.validation_prompts)) {
+        prompts(o.prompts ? o.prompts
+                          : std::make_shared<const task::PromptGenerator>(policy.task_options())),
+        validation_prompts(prompts->validation(o.validation_prompts)) {
     if (!o.run_dir.empty()) checkpoints.emplace(CheckpointStoreOptions{o.run_dir / "checkpoints"});
   }
 
   torch::optim::AdamW optimizer;
   std::optional<CheckpointStore> checkpoints;  // when run_dir is set
-  task::PromptGenerator generator;
+  std::shared_ptr<const task::PromptSource> prompts;
   std::vector<task::Prompt> validation_prompts;
   double wall_seconds = 0.0;  // training wall time of completed iterations (validation excluded)
 };
@@ -127,7 +130,7 @@ GrpoTrainer::GrpoTrainer(GrpoOptions options, policy::Policy& policy,
 GrpoTrainer::~GrpoTrainer() = default;
 
 std::vector<task::Prompt> GrpoTrainer::prompts_for(int64_t iteration) const {
-  return run::iteration_prompts(state_->generator, o_.seed, iteration, o_.prompts_per_iteration);
+  return run::iteration_prompts(*state_->prompts, o_.seed, iteration, o_.prompts_per_iteration);
 }
 
 ValidationReport GrpoTrainer::validate() {
@@ -140,9 +143,20 @@ ValidationReport GrpoTrainer::validate() {
   ode.sde = false;
   ode.steps = o_.validation_steps;
   ode.shift = o_.sampler.shift;
+  ValidationReport report;
+  if (!policy_.is_native()) {
+    // A user's prompts: the reward function grades them.
+    const auto inputs = policy_.final_reward_inputs(policy_.sample(prompts, seeds, ode, 32));
+    const auto scores = reward_.score(prompts, inputs);
+    for (const auto& s : scores) {
+      report.mean_reward += s.reward / static_cast<double>(scores.size());
+      report.geneval_score += (s.correct ? 1.0 : 0.0) / static_cast<double>(scores.size());
+    }
+    report.seconds = seconds_since(start);
+    return report;
+  }
   const auto images = policy_.final_images(policy_.sample(prompts, seeds, ode, 32));
   const auto evaluation = task::evaluate(prompts, images, policy_.task_options());
-  ValidationReport report;
   report.geneval_score = evaluation.geneval_score;
   report.ocr_score = evaluation.ocr_score;
   report.mean_reward = evaluation.mean_reward;
@@ -160,7 +174,6 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   const auto start = Clock::now();
   IterationReport report;
   report.iteration = iteration;
-  auto& model = policy_.model();
   const int g = o_.group_size;
 
   // 1. Seeds for this iteration's prompts (and the rollouts exploration already sampled).
@@ -205,10 +218,10 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
     auto rollout_options = o_.sampler;
     rollout_options.sde = true;
     rollout_options.keep_trajectory = true;
-    model->eval();
+    policy_.set_training(false);
     const auto chunks =
         policy_.sample(missing_prompts, missing_seeds, rollout_options, o_.micro_batch);
-    missing_images = policy_.final_images(chunks);
+    missing_images = policy_.final_reward_inputs(chunks);
     size_t next = 0;
     for (const auto& chunk : chunks) {
       for (auto& r : rollout::split(chunk, window, iteration))
@@ -233,6 +246,19 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
     for (size_t m = 0; m < missing.size(); ++m) {
       rollouts[missing[m]]->reward = scores[m].reward;
       rollouts[missing[m]]->correct = scores[m].correct;
+    }
+    // Named parts of the reward: only when every rollout was scored here (reused ones carry
+    // their total alone), so the mean is over the whole iteration.
+    if (missing.size() == rollouts.size() && !scores.empty()) {
+      for (const auto& [name, value] : scores.front().components) {
+        double sum = 0;
+        for (const auto& s : scores) {
+          for (const auto& [n, v] : s.components) {
+            if (n == name) sum += v;
+          }
+        }
+        report.reward_components.emplace_back(name, sum / static_cast<double>(scores.size()));
+      }
     }
   }
   std::vector<double> rewards;
@@ -272,7 +298,8 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   const int begin = window.begin;
   const int end = window.end;
   const int window_size = std::max(1, window.size());
-  model->train();
+  policy_.set_training(true);
+  const auto trainable = policy_.trainable_parameters();
   auto& optimizer = state_->optimizer;
   optimizer.zero_grad();
   int accumulated = 0, updates = 0;
@@ -303,19 +330,21 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
       const auto old_log_probs = torch::stack(log_prob_parts);
       auto adv = torch::tensor(chunk_adv, torch::kDouble).to(policy_.tensor_options());
       const auto active = adv != 0;
-      auto tokens = policy_.tokens(chunk_prompts);
       for (int j = begin; j < end; ++j) {
         auto x = latents.select(1, j - begin);
         auto x_next = latents.select(1, j - begin + 1);
         const auto coefficients =
             sampler::sde_coefficients(grid[j], grid[j + 1], o_.sampler.noise_level, grid[1]);
         auto t = torch::full({b}, grid[j], policy_.tensor_options());
-        auto mean = sampler::sde_mean(x, model->forward(x, t, tokens), coefficients);
+        // Conditioned per step, as a forward from tokens would: the MMDiT's text encoder trains.
+        const auto condition = policy_.condition(chunk_prompts);
+        auto mean = sampler::sde_mean(x, policy_.velocity(x, t, condition), coefficients);
         auto logp = sampler::sde_log_prob(x_next, mean, coefficients);
         at::Tensor mean_ref;
         if (o_.loss.kl_beta > 0) {
           torch::NoGradGuard no_grad;
-          mean_ref = sampler::sde_mean(x, reference_->model()->forward(x, t, tokens), coefficients);
+          mean_ref = sampler::sde_mean(
+              x, reference_->velocity(x, t, reference_->condition(chunk_prompts)), coefficients);
         }
         const auto log_prob_old = old_log_probs.select(1, j - begin);
         auto terms =
@@ -336,7 +365,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
       }
       first = false;
       if (++accumulated == o_.micro_batches_per_update) {
-        if (o_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), o_.grad_clip);
+        if (o_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(trainable, o_.grad_clip);
         optimizer.step();
         optimizer.zero_grad();
         accumulated = 0;
@@ -345,13 +374,13 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
     }
   }
   if (accumulated > 0) {
-    if (o_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), o_.grad_clip);
+    if (o_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(trainable, o_.grad_clip);
     optimizer.step();
     optimizer.zero_grad();
     ++updates;
   }
   report.optimizer_steps = updates;
-  model->eval();
+  policy_.set_training(false);
   report.kl = loss_terms ? kl_sum / loss_terms : 0.0;
   if (trained > 0) {
     report.ratio_mean = ratio_sum / static_cast<double>(trained);
@@ -394,7 +423,7 @@ std::optional<double> GrpoTrainer::staleness_audit(const std::vector<task::Promp
   auto audit_options = o_.sampler;
   audit_options.keep_trajectory = false;
   if (explored && o_.exploration_steps > 0) audit_options.steps = o_.exploration_steps;
-  const auto audit_images = policy_.final_images(
+  const auto audit_images = policy_.final_reward_inputs(
       policy_.sample(audit_prompts, audit_seeds, audit_options, o_.micro_batch));
   const auto fresh = reward_.score(audit_prompts, audit_images);
   double tau_sum = 0;
@@ -488,7 +517,7 @@ void GrpoTrainer::save_checkpoint(int64_t completed_iteration) {
                    {"mode", o_.mode}};
   // The seed source's own state (sync-stale: the weights it explores the next iteration with).
   auto files = seeds_->checkpoint_files();
-  files["model.safetensors"] = model::encode_safetensors(model::module_state(*policy_.model()));
+  files["model.safetensors"] = model::encode_safetensors(policy_.state());
   files["optimizer.pt"] = std::move(optimizer).str();
   state_->checkpoints->save(completed_iteration, files, state);
 }
@@ -499,9 +528,7 @@ void GrpoTrainer::save_validation_weights(int64_t version) {
   std::filesystem::create_directories(dir);
   char name[64];
   std::snprintf(name, sizeof name, "weights-%06lld.safetensors", static_cast<long long>(version));
-  const auto tmp = dir / (std::string(name) + ".tmp");
-  model::save_safetensors(tmp, model::module_state(*policy_.model()));
-  std::filesystem::rename(tmp, dir / name);
+  model::save_safetensors(dir / name, policy_.state());  // atomic: temp file, fsync, rename
 }
 
 int GrpoTrainer::validate_deferred() {
@@ -528,7 +555,7 @@ int GrpoTrainer::validate_deferred() {
   }
   int scored = 0;
   for (const auto& [version, path] : pending) {
-    model::load_module_state(*policy_.model(), model::load_safetensors(path));
+    policy_.load_state(model::load_safetensors(path));
     const auto v = validate();
     Json line{{"version", version}, {"iteration", version - 1}, {"validation", to_json(v)}};
     std::ofstream(out_path, std::ios::app) << line.dump() << "\n";
@@ -541,8 +568,7 @@ int64_t GrpoTrainer::resume() {
   if (!state_->checkpoints) return next_iteration_;
   const auto checkpoint = state_->checkpoints->load_newest();
   if (!checkpoint) return next_iteration_;
-  model::load_module_state(*policy_.model(),
-                           model::decode_safetensors(checkpoint->files.at("model.safetensors")));
+  policy_.load_state(model::decode_safetensors(checkpoint->files.at("model.safetensors")));
   std::istringstream optimizer(checkpoint->files.at("optimizer.pt"));
   torch::load(state_->optimizer, optimizer);
   seeds_->restore(checkpoint->files);

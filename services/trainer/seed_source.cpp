@@ -80,7 +80,7 @@ class SyncSeedSource final : public SeedSource {
     sampler_options.sde = true;
     sampler_options.keep_trajectory = reuse;
     const auto chunks = explorer->sample(all_prompts, all_seeds, sampler_options, o_.chunk);
-    const auto images = explorer->final_images(chunks);
+    const auto images = explorer->final_reward_inputs(chunks);
     const auto scores = reward_.score(all_prompts, images);
     std::vector<rollout::Rollout> explored;
     if (reuse) {
@@ -133,7 +133,7 @@ class SyncSeedSource final : public SeedSource {
 
   std::map<std::string, std::string> checkpoint_files() override {
     if (!previous_ || !previous_version_) return {};
-    return {{kPreviousWeights, model::encode_safetensors(model::module_state(*previous_->model()))},
+    return {{kPreviousWeights, model::encode_safetensors(previous_->state())},
             {kPreviousState, nlohmann::json{{"version", *previous_version_}}.dump()}};
   }
 
@@ -144,7 +144,7 @@ class SyncSeedSource final : public SeedSource {
     if (weights == files.end() || state == files.end()) {
       return;  // select() explores with the current weights once, and says so
     }
-    model::load_module_state(*previous_->model(), model::decode_safetensors(weights->second));
+    previous_->load_state(model::decode_safetensors(weights->second));
     previous_version_ = nlohmann::json::parse(state->second).at("version").get<std::int64_t>();
   }
 
