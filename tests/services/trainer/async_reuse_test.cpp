@@ -10,6 +10,7 @@
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_trajectory_store.hpp"
 #include "common/store/redis_weight_store.hpp"
+#include "common/task/generator.hpp"
 #include "services/trainer/async_exploration.hpp"
 #include "tests/common/redis/redis_server.hpp"
 #include "tests/services/trainer/trainer_fixtures.hpp"

@@ -14,6 +14,7 @@
 #include "common/rollout/trajectory.hpp"
 #include "common/run/schedule.hpp"
 #include "common/sampler/flow_step.hpp"
+#include "common/task/generator.hpp"
 #include "tests/services/trainer/trainer_fixtures.hpp"
 
 namespace spotlight::trainer {
