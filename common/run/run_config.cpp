@@ -5,6 +5,7 @@
 #include "common/bus/publisher.hpp"
 #include "common/config/error.hpp"
 #include "common/metrics/server.hpp"
+#include "common/reward/remote_reward.hpp"
 #include "common/task/errors.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/prompt_file.hpp"
@@ -174,6 +175,14 @@ const config::Schema& run_schema() {
                      "line and cores)."),
       Entry::integer("validation.prompts", 64, "Held-out validation prompts.").range(1, 100000),
       Entry::integer("validation.steps", 10, "ODE steps of validation sampling.").range(2, 1000),
+      Entry::integer("validation.grid_prompts", 8,
+                     "Rows of the image grid written at every validation (<run.dir>/validation/): "
+                     "the first validation prompts (0: no grids).")
+          .range(0, 256),
+      Entry::integer("validation.grid_seeds", 4,
+                     "Images per grid row: the validation's own seed plus extra fixed seeds, "
+                     "sampled the same way.")
+          .range(1, 64),
       Entry::integer("audit.every", 5, "Staleness audit every this many iterations (0: off).")
           .at_least(0),
       Entry::integer("audit.prompts", 4, "Prompts re-scored by the staleness audit.")
@@ -196,12 +205,11 @@ const config::Schema& run_schema() {
           .range(1, 600000),
       Entry::string("bus.trainer_endpoint", "tcp://127.0.0.1:5560",
                     "ZeroMQ PUB endpoint the trainer binds (weights, iteration notices)."),
-      Entry::string("reward.endpoint", "",
-                    "Reward service endpoint; empty: score in-process (embedded task only). "
-                    "Explorers score through it; the trainer too when task.kind is prompt_file."),
-      Entry::integer("reward.timeout_ms", 10000, "Per-attempt timeout of a reward request.")
-          .range(1, 3600000),
-      Entry::integer("reward.retries", 3, "Attempts of a reward request.").range(1, 100),
+      Entry::integer("exploration.sample_images_every", 5,
+                     "async: every this many iterations explorers keep the images of prompt 0's "
+                     "candidates and the trainer draws what selection chose from them "
+                     "(<run.dir>/exploration/; 0: never).")
+          .at_least(0),
       Entry::real("exploration.max_wait_seconds", 60,
                   "async: longest the trainer waits for an iteration's explored seeds.")
           .at_least(0),
@@ -290,14 +298,11 @@ const config::Schema& run_schema() {
           .range(1, 600000),
       Entry::string("bus.curve.server_secret_file", "",
                     "zcert key pair file (spotlight-keygen): the trainer's bus is CURVE-encrypted; "
-                    "empty: plain text."),
-      Entry::string("reward.curve.server_public_file", "",
-                    "zcert file with the reward service's public key: requests are "
-                    "CURVE-encrypted; empty: plain text."),
-      Entry::string("reward.curve.client_secret_file", "",
-                    "zcert key pair file of this reward client; empty: an ephemeral key pair.")};
-  // metrics.bind (empty: off), metrics.max_request_bytes, metrics.request_timeout_ms.
-  static const config::Schema schema = config::Schema(entries).add(metrics::metrics_schema(""));
+                    "empty: plain text.")};
+  // metrics.bind (empty: off), metrics.max_request_bytes, metrics.request_timeout_ms; the reward
+  // service's client keys (reward.*).
+  static const config::Schema schema =
+      config::Schema(entries).add(metrics::metrics_schema("")).add(reward::remote_reward_schema());
   return schema;
 }
 
@@ -405,18 +410,8 @@ bus::PublisherOptions trainer_bus_options(const config::Config& c) {
   return o;
 }
 
-zmqio::CurveOptions reward_client_curve(const config::Config& c) {
-  return zmqio::curve_client_options(c, "reward.curve.server_public_file",
-                                     "reward.curve.client_secret_file");
-}
-
-RunKeys::RunKeys(const std::string& run_id)
-    : prefix("spotlight:" + run_id),
-      explore_queue(prefix + ":explore"),
-      trajectories(prefix + ":trajectory") {}
-
-std::string RunKeys::explorer_heartbeat(const std::string& explorer_id) const {
-  return "explorer:" + explorer_id + ":heartbeat";
+bool samples_explored_images(std::int64_t iteration, std::int64_t prompt, int every) {
+  return every > 0 && prompt == 0 && iteration >= 0 && iteration % every == 0;
 }
 
 queue::LeaseQueueOptions explore_queue_options(const config::Config& c) {

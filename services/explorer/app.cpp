@@ -21,6 +21,7 @@
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/reward/remote_reward.hpp"
 #include "common/run/run_config.hpp"
+#include "common/run/task_signature.hpp"
 #include "common/service/exit_codes.hpp"
 #include "common/service/main_guard.hpp"
 #include "common/signals/stop_signals.hpp"
@@ -42,16 +43,10 @@ constexpr std::chrono::seconds kWatchdogSlack{5};
 
 std::unique_ptr<reward::RewardFunction> make_explorer_reward(const config::Config& config,
                                                              const task::TaskOptions& task) {
-  const std::string endpoint = config.get_string("reward.endpoint");
-  if (endpoint.empty()) return reward::make_task_reward(task);
-  reward::RemoteRewardOptions options;
-  options.endpoint = endpoint;
-  options.content = config.get_string("reward.input");
-  options.rpc.timeout = std::chrono::milliseconds(config.get_int("reward.timeout_ms"));
-  // The run schema counts attempts in all; the RPC client counts retries after the first.
-  options.rpc.retries = config.get<int>("reward.retries") - 1;
-  options.rpc.curve = run::reward_client_curve(config);
-  return std::make_unique<reward::RemoteReward>(options);
+  auto options = reward::remote_reward_options(config);
+  if (!options) return reward::make_task_reward(task);
+  options->content = config.get_string("reward.input");
+  return std::make_unique<reward::RemoteReward>(*options);
 }
 
 PreemptionNoticeOptions preemption_notice_options(const config::Config& config) {
@@ -70,6 +65,7 @@ int run_explorer(const config::Config& config) {
 
     policy::check_device(config);  // before anything is placed on it
     const ExplorerOptions options = explorer_options(config);
+    (void)run::TaskKey::from_env();  // a malformed SPOTLIGHT_TASK_KEY stops the explorer here
     const PreemptionNoticeOptions notice_options = preemption_notice_options(config);
     if (const auto threads = config.get<int>("run.threads"); threads > 0) {
       at::set_num_threads(threads);
@@ -129,7 +125,7 @@ int run_explorer(const config::Config& config) {
     // A notice from the file/URL watcher wakes the wait below like the loop's end does.
     std::atomic<bool> noticed{false};
     std::stop_callback on_finished(finished.get_token(), [&] { wake.request_stop(); });
-    PreemptionWatcher watcher(notice_options, [&](std::string reason) {
+    PreemptionWatcher watcher(notice_options, [&](const std::string& reason) {
       log::info("preemption notice: {}", reason);
       noticed = true;
       wake.request_stop();

@@ -23,6 +23,12 @@ ExplorerMetrics::ExplorerMetrics(metrics::Registry& r)
                              "Operations that failed because Redis was unavailable.")),
       reward_errors(
           r.counter("spotlight_explorer_reward_errors_total", "Reward calls that failed.")),
+      invalid_results(
+          r.counter("spotlight_explorer_invalid_results_total",
+                    "Results not recorded: they did not check out against their task.")),
+      non_finite_samples(
+          r.counter("spotlight_explorer_non_finite_samples_total",
+                    "Samples whose pixels were not all finite (failed, not scored).")),
       preemption_notices(r.counter("spotlight_explorer_preemption_notices_total",
                                    "Preemption notices received (signal, file or URL).")),
       inflight_commits(r.counter("spotlight_explorer_inflight_commits_total",
@@ -50,11 +56,27 @@ ExplorerMetrics::ExplorerMetrics(metrics::Registry& r)
       sample_seconds(r.histogram("spotlight_explorer_sample_seconds",
                                  "Sampling and scoring time per sample.",
                                  metrics::exponential_buckets(0.0005, 4, 10))),
+      explored_images(r.counter("spotlight_explorer_explored_images_total",
+                                "Candidate images kept for the trainer's exploration samples.")),
+      explored_image_errors(r.counter("spotlight_explorer_explored_image_errors_total",
+                                      "Candidate images not kept for an exploration sample "
+                                      "because of a failure (logged).")),
       staleness_versions(
           r.histogram("spotlight_explorer_staleness_versions",
                       "Iteration explored for minus the weights version used, per result.",
                       metrics::linear_buckets(0, 1, 6))) {
   weights_version.set(-1);
+  for (const char* reason :
+       {"malformed", "unsigned", "other_key", "bad_signature", "out_of_limits"}) {
+    refused_.emplace(
+        reason, r.counter("spotlight_explorer_tasks_refused_total",
+                          "Seed tasks refused before running, by reason.", {{"reason", reason}}));
+  }
+}
+
+metrics::Counter ExplorerMetrics::refused(std::string_view reason) const {
+  const auto it = refused_.find(reason);
+  return it == refused_.end() ? metrics::Counter() : it->second;
 }
 
 }  // namespace spotlight::explorer

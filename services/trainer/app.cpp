@@ -22,6 +22,8 @@
 #include "common/model/safetensors.hpp"
 #include "common/outage/retry.hpp"
 #include "common/queue/redis_lease_queue.hpp"
+#include "common/report/html.hpp"
+#include "common/report/page_json.hpp"
 #include "common/reward/remote_reward.hpp"
 #include "common/reward/reward_function.hpp"
 #include "common/service/exit_codes.hpp"
@@ -32,6 +34,8 @@
 #include "common/task/generator.hpp"
 #include "services/trainer/async_exploration.hpp"
 #include "services/trainer/pretrain_cache.hpp"
+#include "services/trainer/run_images.hpp"
+#include "services/trainer/run_report.hpp"
 #include "services/trainer/trainer_config.hpp"
 #include "services/trainer/trainer_metrics.hpp"
 
@@ -69,13 +73,9 @@ std::unique_ptr<reward::RewardFunction> make_reward(const config::Config& c,
   if (c.get_string("task.kind") != "prompt_file") {
     return reward::make_task_reward(policy.task_options());
   }
-  reward::RemoteRewardOptions options;
-  options.endpoint = c.get_string("reward.endpoint");
+  // run::check_model_config has required reward.endpoint, so the options are there.
+  reward::RemoteRewardOptions options = reward::remote_reward_options(c).value();
   options.content = c.get_string("reward.input");
-  options.rpc.timeout = std::chrono::milliseconds(c.get_int("reward.timeout_ms"));
-  // The run schema counts attempts in all; the RPC client counts retries after the first.
-  options.rpc.retries = c.get<int>("reward.retries") - 1;
-  options.rpc.curve = run::reward_client_curve(c);
   return std::make_unique<reward::RemoteReward>(options);
 }
 
@@ -94,6 +94,32 @@ std::string format_validation(const ValidationReport& v) {
   }
   s << ")";
   return s.str();
+}
+
+// The newest validation grid, served read-only next to /metrics (dashboards show it).
+constexpr const char* kLatestGridRoute = "/validation/latest.png";
+constexpr std::uintmax_t kMaxServedGridBytes = std::uintmax_t{32} << 20;
+
+metrics::ContentProvider latest_grid_route(fs::path file) {
+  return [file = std::move(file)]() -> std::optional<std::string> {
+    std::error_code ec;
+    const auto size = fs::file_size(file, ec);
+    if (ec || size > kMaxServedGridBytes) return std::nullopt;
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    if (!in) return std::nullopt;
+    return bytes.str();
+  };
+}
+
+void write_report_logged(const fs::path& run_dir) {
+  try {
+    const auto path = write_run_report(run_dir);
+    SPOTLIGHT_LOG(info) << "report: " << path.string() << " (" << fs::file_size(path) << " bytes)";
+  } catch (const std::exception& e) {
+    SPOTLIGHT_LOG(warn) << "report not written: " << e.what();
+  }
 }
 
 }  // namespace
@@ -240,6 +266,7 @@ int run_train(const config::Config& c, std::stop_token stop) {
   std::unique_ptr<store::WeightStore> weight_store;
   std::unique_ptr<store::KeyValueStore> state;
   std::unique_ptr<store::TrajectoryStore> trajectories;
+  std::unique_ptr<run::RunState> run_state;
   std::unique_ptr<bus::Publisher> bus;
   std::unique_ptr<RunPublisher> publisher;
   if (services) {
@@ -249,6 +276,7 @@ int run_train(const config::Config& c, std::stop_token stop) {
     weight_store =
         std::make_unique<store::RedisWeightStore>(redis, store::WeightStoreOptions{keys.prefix});
     state = std::make_unique<store::RedisKeyValueStore>(redis, keys.prefix);
+    run_state = std::make_unique<run::RunState>(*state, keys);
     // Refused credentials stop the trainer now, with one line (an unavailable Redis is waited for).
     outage::fail_fast_on_access_denied([&] { state->get(keys.trainer_iteration); });
     if (const auto& endpoint = c.get_string("bus.trainer_endpoint"); !endpoint.empty()) {
@@ -256,6 +284,7 @@ int run_train(const config::Config& c, std::stop_token stop) {
       SPOTLIGHT_LOG(info) << "publishing notices on " << bus->bind(endpoint);
     }
     AsyncSeedOptions async;
+    async.run_id = c.get_string("run.id");
     async.group_size = options.group_size;
     async.candidates = options.candidates;
     async.run_seed = options.seed;
@@ -272,7 +301,7 @@ int run_train(const config::Config& c, std::stop_token stop) {
       trajectories =
           std::make_unique<store::RedisTrajectoryStore>(redis, run::trajectory_store_options(c));
     }
-    seeds = std::make_unique<AsyncSeedSource>(async, *queue, state.get(), &retry,
+    seeds = std::make_unique<AsyncSeedSource>(async, *queue, run_state.get(), &retry,
                                               trajectories.get(), weight_store.get());
     publisher = std::make_unique<RunPublisher>(c.get_string("run.id"), *weight_store, *state,
                                                bus.get(), &retry);
@@ -280,15 +309,21 @@ int run_train(const config::Config& c, std::stop_token stop) {
   // Cost: the trainer holds reserved devices; waiting for explored seeds is its idle time. In
   // async runs the ledger in Redis sums every process of the run (explorers are spot).
   const cost::Prices prices = cost::prices_from(c);
-  const auto metrics_server =
-      metrics::MetricsServer::start(*registry, metrics::metrics_server_options(c));
-  if (metrics_server) SPOTLIGHT_LOG(info) << "metrics on " << metrics_server->url();
+  auto server_options = metrics::metrics_server_options(c);
+  const auto metrics_server = metrics::MetricsServer::start(*registry, server_options);
+  if (metrics_server) {
+    metrics_server->add_route(kLatestGridRoute, "image/png",
+                              latest_grid_route(options.run_dir / "validation" / "latest.png"));
+    SPOTLIGHT_LOG(info) << "metrics on " << metrics_server->url();
+  }
   cost::CostMeter meter(cost::DeviceClass::kReserved, cost::devices_from(c), prices);
   cost::CostReporter cost_reporter(meter, registry.get(), state.get());
   const auto run_cost = [&]() {
     cost_reporter.flush();
     return state ? cost::read_run_cost(*state, prices) : cost::run_cost_of(meter.usage(), prices);
   };
+  RunImages images(c, options, policy, *registry);
+  seeds = images.wrap(std::move(seeds), state.get());
   GrpoTrainer trainer(options, policy, *reward, std::move(seeds), reference.get());
   trainer.set_observer(publisher.get());
   TrainerMetrics trainer_metrics(*registry, options.iterations,
@@ -323,6 +358,7 @@ int run_train(const config::Config& c, std::stop_token stop) {
   const auto on_iteration = [&](const IterationReport& r) {
     trainer_metrics.observe(r);
     export_bus_counters();
+    images.observe(r);  // the grid of a validation, with the weights it validated
     if (r.iteration < 0) {
       first_validation = r.validation;
       if (r.validation) SPOTLIGHT_LOG(info) << "base model: " << format_validation(*r.validation);
@@ -432,7 +468,9 @@ int run_train(const config::Config& c, std::stop_token stop) {
                           {"enqueued_total", q.enqueued_total},
                           {"acked_total", q.acked_total},
                           {"reclaimed_total", q.reclaimed_total},
-                          {"duplicate_results_total", q.duplicate_results_total}};
+                          {"duplicate_results_total", q.duplicate_results_total},
+                          {"quarantined_total", q.quarantined_total},
+                          {"requeued_total", q.requeued_total}};
     } catch (const std::exception& e) {  // Redis away at the end: the summary is written anyway
       SPOTLIGHT_LOG(warn) << "queue statistics unavailable for summary.json: " << e.what();
     }
@@ -452,6 +490,7 @@ int run_train(const config::Config& c, std::stop_token stop) {
     SPOTLIGHT_LOG(warn) << "cost ledger unavailable: " << e.what();
   }
   durable::write_file(options.run_dir / "summary.json", summary.dump(2) + "\n");
+  write_report_logged(options.run_dir);
   if (first_validation && last_validation && first_validation->per_category.empty()) {
     // A prompt file: the reward service grades validation.
     SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(4) << "done: validation reward "
@@ -490,13 +529,23 @@ int run_validate(const config::Config& c) {
   apply_threads(c);
   policy::Policy policy(policy_options(c), task_options(c));
   auto reward = reward::make_task_reward(policy.task_options());
-  GrpoTrainer evaluator(grpo_options(c), policy, *reward, make_random_seed_source({}));
+  const GrpoOptions options = grpo_options(c);
+  GrpoTrainer evaluator(options, policy, *reward, make_random_seed_source({}));
+  // The validation grids of deferred validation points, drawn with each point's weights.
+  metrics::Registry registry("trainer");
+  RunImages images(c, options, policy, registry);
   const auto start = std::chrono::steady_clock::now();
-  const int scored = evaluator.validate_deferred();
+  const int scored = evaluator.validate_deferred([&](int64_t version, const ValidationReport& v) {
+    IterationReport r;
+    r.iteration = version - 1;
+    r.validation = v;
+    images.observe(r);
+  });
   SPOTLIGHT_LOG(info)
       << "validated " << scored << " saved weights in " << std::fixed << std::setprecision(1)
       << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
       << " s into " << (fs::path(c.get_string("run.dir")) / "validation.jsonl");
+  write_report_logged(c.get_string("run.dir"));
   return 0;
 }
 
@@ -603,15 +652,60 @@ int run_train(const config::Config& c) {
   return done.get();
 }
 
-int run_subcommand(const std::string& subcommand, const config::Config& c) {
+int run_report_command(const std::vector<std::string>& args) {
+  if (args.size() < 2 || args.size() > 3) {
+    std::cerr << "usage: spotlight-trainer report RUN_DIR [OUT.html]\n";
+    return 2;
+  }
+  try {
+    const auto path = write_run_report(args[1], args.size() == 3 ? fs::path(args[2]) : fs::path());
+    std::cout << path.string() << std::endl;
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "spotlight-trainer report: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int run_page_command(const std::vector<std::string>& args) {
+  if (args.size() != 3) {
+    std::cerr << "usage: spotlight-trainer page PAGE.json OUT.html\n";
+    return 2;
+  }
+  try {
+    std::ifstream in(args[1], std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read '" + args[1] + "'");
+    std::ostringstream json;
+    json << in.rdbuf();
+    const fs::path page_file(args[1]);
+    const auto page = report::page_from_json(json.str(), page_file.parent_path());
+    report::write_html(args[2], page);
+    std::cout << args[2] << std::endl;
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "spotlight-trainer page: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int run_subcommand(const std::vector<std::string>& args, const config::Config& c) {
+  const std::string subcommand = args.empty() ? "" : args[0];
   if (subcommand == "pretrain") return run_pretrain(c);
   if (subcommand == "train") return run_train(c);
   if (subcommand == "eval") return run_eval(c);
   if (subcommand == "validate") return run_validate(c);
   if (subcommand == "bench") return run_bench(c);
+  if (subcommand == "report") return run_report_command(args);
+  if (subcommand == "page") return run_page_command(args);
   std::cerr << "usage: spotlight-trainer pretrain|train|eval|validate|bench [--config FILE] [--set "
-               "key=value]...\n";
+               "key=value]...\n"
+               "       spotlight-trainer report RUN_DIR [OUT.html]\n"
+               "       spotlight-trainer page PAGE.json OUT.html\n";
   return 2;
+}
+
+int run_subcommand(const std::string& subcommand, const config::Config& c) {
+  return run_subcommand(std::vector<std::string>{subcommand}, c);
 }
 
 }  // namespace spotlight::trainer

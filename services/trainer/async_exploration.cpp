@@ -4,13 +4,11 @@
 #include <stdexcept>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include "common/log/log.hpp"
 #include "common/rl/selection.hpp"
 #include "common/rollout/trajectory.hpp"
-#include "common/run/plan_record.hpp"
 #include "common/run/schedule.hpp"
+#include "common/run/task_checks.hpp"
 #include "common/store/errors.hpp"
 #include "common/wire/messages.hpp"
 
@@ -29,7 +27,7 @@ auto call(const outage::Retrier* retry, Fn&& fn) -> decltype(fn()) {
 }  // namespace
 
 AsyncSeedSource::AsyncSeedSource(AsyncSeedOptions options, queue::LeaseQueue& queue,
-                                 store::KeyValueStore* plans, const outage::Retrier* retry,
+                                 run::RunState* plans, const outage::Retrier* retry,
                                  store::TrajectoryStore* trajectories, store::WeightStore* weights)
     : o_(std::move(options)),
       queue_(queue),
@@ -52,14 +50,14 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   std::optional<int> planned_steps;
   const auto read_plan = [&] {
     if (!plans_ || planned) return;
-    if (const auto text = call(retry_, [&] { return plans_->get(run::plan_key(iteration)); })) {
-      if (const auto record = run::parse_plan_record(*text)) {
-        planned = record->candidates;
-        planned_steps = record->steps;
-      } else {
-        SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": malformed plan record ignored";
-        planned = o_.candidates;
+    try {
+      if (const auto record = call(retry_, [&] { return plans_->plan(iteration); })) {
+        planned = static_cast<int>(record->candidates);
+        planned_steps = static_cast<int>(record->steps);
       }
+    } catch (const run::MalformedRunState& e) {
+      SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": plan record ignored: " << e.what();
+      planned = o_.candidates;
     }
   };
   read_plan();
@@ -71,25 +69,43 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   const int candidates = planned.value_or(o_.offload ? o_.group_size : o_.candidates);
   std::vector<std::vector<std::optional<wire::SeedResult>>> found(
       n, std::vector<std::optional<wire::SeedResult>>(static_cast<size_t>(candidates)));
+  // Quarantines per task this iteration; given up (lost) once no valid result can come.
+  std::vector<std::vector<int>> quarantines(n, std::vector<int>(static_cast<size_t>(candidates)));
+  std::vector<std::vector<bool>> lost(n, std::vector<bool>(static_cast<size_t>(candidates)));
   size_t missing = n * static_cast<size_t>(candidates);
-  int malformed = 0;
-  // Poll the results until all are in or the deadline passes. Each poll reads only the missing.
+  int quarantined = 0, lost_tasks = 0;
+  // Poll the results until all are in (or lost) or the deadline passes. Each poll reads only the
+  // missing ones.
   while (missing > 0) {
     for (size_t i = 0; i < n; ++i) {
       for (int j = 0; j < candidates; ++j) {
-        if (found[i][j]) continue;
-        const auto id = run::seed_task_id(iteration, static_cast<int>(i), j);
+        if (found[i][j] || lost[i][j]) continue;
+        const std::string id = run::seed_task_id(iteration, static_cast<int>(i), j);
         const auto bytes = call(retry_, [&] { return queue_.result(id); });
         if (!bytes) continue;
-        try {
-          found[i][j] = wire::SeedResult::decode(*bytes);
+        const run::ExpectedResult expected{
+            id, o_.run_id, iteration, static_cast<int64_t>(i),
+            run::candidate_seed(o_.run_seed, iteration, static_cast<int>(i), j)};
+        const run::CheckedResult checked = run::check_result(*bytes, expected);
+        if (checked.result) {
+          found[i][j] = *checked.result;
           --missing;
-        } catch (const wire::WireError& e) {
-          ++malformed;
-          SPOTLIGHT_LOG(warn) << "ignoring a malformed result of iteration " << iteration << ": "
-                              << e.what();
-          found[i][j] = std::nullopt;
+          continue;
         }
+        // A poisoned entry: move it aside with its reason and run the task again.
+        const auto q = call(retry_, [&] { return queue_.quarantine(id, *bytes, checked.problem); });
+        if (q.quarantined) ++quarantined;
+        const bool can_come = q.requeued || q.still_queued || !q.quarantined;
+        if (q.quarantined && (!can_come || ++quarantines[i][j] >= o_.max_quarantines_per_task)) {
+          lost[i][j] = true;
+          ++lost_tasks;
+          --missing;
+        }
+        SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": result of '" << id
+                            << "' quarantined (" << checked.problem << "); "
+                            << (lost[i][j]   ? "the task is lost for this iteration"
+                                : q.requeued ? "the task runs again"
+                                             : "its holder completes it");
       }
     }
     if (missing == 0 || Clock::now() >= deadline) break;
@@ -143,12 +159,19 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
     reuse_trajectories(iteration, chosen_candidates, found, out);
   }
   out.explore_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  out.quarantined_results = quarantined;
+  out.lost_tasks = lost_tasks;
   if (missing > 0) {
     SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": " << missing << " of "
                         << n * static_cast<size_t>(candidates)
                         << (o_.offload ? " offloaded rollouts" : " explored seeds")
                         << " missing at the deadline; " << out.fallback_prompts
                         << " prompts fell back to the trainer's own seeds";
+  }
+  if (quarantined > 0) {
+    SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": " << quarantined
+                        << " invalid results quarantined, " << lost_tasks
+                        << " of their tasks lost for this iteration";
   }
   return out;
 }
@@ -259,9 +282,8 @@ RunPublisher::RunPublisher(std::string run_id, store::WeightStore& weights,
                            store::KeyValueStore& state, bus::Publisher* bus,
                            const outage::Retrier* retry)
     : run_id_(std::move(run_id)),
-      keys_(run_id_),
+      state_(state, run::RunKeys(run_id_)),
       weights_(weights),
-      state_(state),
       bus_(bus),
       retry_(retry) {}
 
@@ -273,17 +295,19 @@ void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
   const double publish_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - publish_start).count();
   if (last) {
-    nlohmann::json timing{{"iteration", last->iteration},
-                          {"iteration_seconds", last->iteration_seconds},
-                          {"explore_seconds", last->explore_seconds},
-                          {"rollout_seconds", last->rollout_seconds},
-                          {"train_seconds", last->train_seconds},
-                          {"group_variance", last->group_variance}};
-    call(retry_, [&] { state_.put(keys_.trainer_timing, timing.dump()); });
+    const wire::TrainerTiming timing{.iteration = last->iteration,
+                                     .iteration_seconds = last->iteration_seconds,
+                                     .explore_seconds = last->explore_seconds,
+                                     .rollout_seconds = last->rollout_seconds,
+                                     .train_seconds = last->train_seconds,
+                                     .group_variance = last->group_variance};
+    call(retry_, [&] { state_.put_trainer_timing(timing); });
   }
-  call(retry_, [&] { state_.put(keys_.trainer_iteration, std::to_string(version)); });
+  const wire::TrainerProgress progress{
+      .iteration = version, .finished = false, .unix_ms = unix_ms()};
+  call(retry_, [&] { state_.put_trainer_progress(progress); });
   if (bus_) {
-    wire::WeightsNotice notice{version, manifest.checksum, keys_.prefix + ":weights",
+    wire::WeightsNotice notice{version, manifest.checksum, state_.keys().weights,
                                static_cast<int64_t>(manifest.bytes), manifest.published_unix_ms};
     bus_->publish("weights", static_cast<uint64_t>(version) + 1, notice.encode());
     wire::IterationEvent event{run_id_, version,
@@ -297,7 +321,9 @@ void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
 }
 
 void RunPublisher::finished(int64_t iterations) {
-  call(retry_, [&] { state_.put(keys_.trainer_iteration, std::to_string(iterations)); });
+  const wire::TrainerProgress progress{
+      .iteration = iterations, .finished = true, .unix_ms = unix_ms()};
+  call(retry_, [&] { state_.put_trainer_progress(progress); });
   if (bus_) {
     wire::IterationEvent event{run_id_, iterations, wire::IterationKind::kFinished, 0, iterations};
     bus_->publish("iteration", static_cast<uint64_t>(iterations) + 2, event.encode());

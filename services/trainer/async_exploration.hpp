@@ -5,6 +5,10 @@
 //    prompts with fewer than G explored seeds fall back to random seeds (counted). offload
 //    selects nothing: the G seeds of a prompt are its candidates 0..G-1 (none's seeds), which
 //    the explorers sampled with the current weights.
+//    Every result is checked against its task first (run::check_result); one that does not check
+//    out (poisoned: garbage, another task's, a reward that is not finite) is quarantined with its
+//    reason and the task runs again (LeaseQueue::quarantine), so the wait goes on for the real
+//    result instead of stalling on the bad one; counted in SeedSelection.
 //    With trajectories (exploration.reuse=off_policy, offload) the chosen seeds' kept
 //    trajectories are read from the trajectory store and checked (rollout::accept_trajectory);
 //    the usable ones are the iteration's rollouts, trained on with the importance ratio against
@@ -29,6 +33,7 @@
 #include "common/queue/lease_queue.hpp"
 #include "common/rollout/rollout.hpp"
 #include "common/run/run_config.hpp"
+#include "common/run/run_state.hpp"
 #include "common/store/key_value_store.hpp"
 #include "common/store/trajectory_store.hpp"
 #include "common/store/weight_store.hpp"
@@ -39,13 +44,17 @@
 namespace spotlight::trainer {
 
 struct AsyncSeedOptions {
+  std::string run_id = "default";  // results must name it
   int group_size = 8;
   int candidates = 24;
   uint64_t run_seed = 0;
   std::chrono::duration<double> max_wait{60.0};
   std::chrono::milliseconds poll{50};  // how often results are re-read while waiting
-  std::stop_token stop;                // ends the wait early (select() returns what it has)
-  bool offload = false;                // exploration.mode=offload: no selection (above)
+  // Quarantines of one task's results per iteration before it is given up as lost (a writer
+  // that keeps poisoning it).
+  int max_quarantines_per_task = 3;
+  std::stop_token stop;  // ends the wait early (select() returns what it has)
+  bool offload = false;  // exploration.mode=offload: no selection (above)
   // Train on the chosen seeds' kept trajectories (needs the trajectory and weight stores).
   bool trajectories = false;
   std::string run_id = "default";
@@ -57,14 +66,14 @@ struct AsyncSeedOptions {
 
 class AsyncSeedSource final : public SeedSource {
  public:
-  // `plans` (may be null: N = options.candidates always) is the run's KeyValueStore holding the
-  // planner's per-iteration plan records (common/run/plan_record.hpp).
+  // `plans` (may be null: N = options.candidates always) is the run's state, which holds the
+  // planner's per-iteration plan records (wire::PlanRecord).
   // `retry` (may be null: errors propagate) runs every queue and store call through Redis
   // outages; the time spent waiting for Redis counts toward max_wait but never cuts a call short.
   // `trajectories` and `weights` (for the published checksums) are needed when
   // options.trajectories; all must outlive this object.
   AsyncSeedSource(AsyncSeedOptions options, queue::LeaseQueue& queue,
-                  store::KeyValueStore* plans = nullptr, const outage::Retrier* retry = nullptr,
+                  run::RunState* plans = nullptr, const outage::Retrier* retry = nullptr,
                   store::TrajectoryStore* trajectories = nullptr,
                   store::WeightStore* weights = nullptr);
   // N = the iteration's plan record's candidates (read while waiting; options.candidates when no
@@ -85,7 +94,7 @@ class AsyncSeedSource final : public SeedSource {
 
   AsyncSeedOptions o_;
   queue::LeaseQueue& queue_;
-  store::KeyValueStore* plans_;
+  run::RunState* plans_;
   const outage::Retrier* retry_;
   store::TrajectoryStore* trajectories_;
   store::WeightStore* weights_;
@@ -103,9 +112,8 @@ class RunPublisher final : public TrainerObserver {
 
  private:
   std::string run_id_;
-  run::RunKeys keys_;
+  run::RunState state_;
   store::WeightStore& weights_;
-  store::KeyValueStore& state_;
   bus::Publisher* bus_;
   const outage::Retrier* retry_;
 };

@@ -166,6 +166,10 @@ ValidationReport GrpoTrainer::validate() {
   for (const auto& [category, score] : evaluation.per_category) {
     report.per_category.emplace_back(std::string(task::name(category)), score);
   }
+  for (size_t i = 0; i < prompts.size() && i < static_cast<size_t>(o_.validation_images); ++i) {
+    const auto score = task::score(prompts[i], images[i], policy_.task_options());
+    report.images.push_back({prompts[i], seeds[i], images[i], score.reward, score.correct});
+  }
   report.seconds = seconds_since(start);
   return report;
 }
@@ -531,7 +535,8 @@ void GrpoTrainer::save_validation_weights(int64_t version) {
   model::save_safetensors(dir / name, policy_.state());  // atomic: temp file, fsync, rename
 }
 
-int GrpoTrainer::validate_deferred() {
+int GrpoTrainer::validate_deferred(
+    const std::function<void(int64_t version, const ValidationReport&)>& on_validation) {
   const auto dir = o_.run_dir / "validation";
   const auto out_path = o_.run_dir / "validation.jsonl";
   std::set<int64_t> done;
@@ -559,6 +564,7 @@ int GrpoTrainer::validate_deferred() {
     const auto v = validate();
     Json line{{"version", version}, {"iteration", version - 1}, {"validation", to_json(v)}};
     std::ofstream(out_path, std::ios::app) << line.dump() << "\n";
+    if (on_validation) on_validation(version, v);
     ++scored;
   }
   return scored;

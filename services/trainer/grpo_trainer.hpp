@@ -56,12 +56,22 @@ struct GrpoOptions {
   bool defer_validation = false;  // save the weights to validate; validate_deferred() scores them
   int validation_prompts = 64;
   int validation_steps = 10;
-  int audit_every = 5;  // 0 disables the staleness audit
+  int validation_images = 0;  // validation images kept in ValidationReport::images
+  int audit_every = 5;        // 0 disables the staleness audit
   int audit_prompts = 4;
   uint64_t seed = 0;              // run seed: prompts, seeds and validation are functions of it
   std::filesystem::path run_dir;  // checkpoints and metrics; empty: nothing written
   // Training and validation prompts (run::prompt_source); null: the embedded task's generator.
   std::shared_ptr<const task::PromptSource> prompts;
+};
+
+// One validation image kept for people to look at (the run's validation grids).
+struct ValidationSample {
+  task::Prompt prompt;
+  uint64_t seed = 0;
+  task::Image image;  // the model's output as the scorer sees it
+  double reward = 0.0;
+  bool correct = false;
 };
 
 // For a prompt file (free-text prompts) the reward function grades validation: geneval_score is
@@ -75,6 +85,7 @@ struct ValidationReport {
   int samples = 0;                     // validated images: prompt x seed pairs
   std::vector<std::pair<std::string, double>> per_category;
   double seconds = 0.0;
+  std::vector<ValidationSample> images{};  // of the first GrpoOptions::validation_images prompts
 };
 
 struct IterationReport {
@@ -153,7 +164,10 @@ class GrpoTrainer {
   // <run_dir>/validation.jsonl, in version order, appending one line each: {"version",
   // "iteration" (= version - 1, -1 for the base), "validation": {...}}. Loads each into the
   // policy (the trainer's weights are replaced). Returns how many it scored. Resumable.
-  int validate_deferred();
+  // `on_validation` (may be empty) sees each version's report after its line is written, while
+  // the policy still holds that version's weights.
+  int validate_deferred(
+      const std::function<void(int64_t version, const ValidationReport&)>& on_validation = {});
 
   // Prompts of an iteration: a pure function of the run seed.
   std::vector<task::Prompt> prompts_for(int64_t iteration) const;

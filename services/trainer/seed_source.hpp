@@ -43,6 +43,10 @@ struct SeedSelection {
   // Kept trajectories of chosen seeds that were not usable: by rollout::to_string(Rejection),
   // and "missing" for a result without its trajectory.
   std::map<std::string, int> rejected_trajectories;
+  // async: results that did not check out against their task and were quarantined, and tasks
+  // given up for this iteration because of them (could not run again, or kept being poisoned).
+  int quarantined_results = 0;
+  int lost_tasks = 0;
 };
 
 class SeedSource {

@@ -46,6 +46,7 @@ GrpoOptions grpo_options(const config::Config& c) {
   o.defer_validation = c.get_bool("validation.defer");
   o.validation_prompts = c.get<int>("validation.prompts");
   o.validation_steps = c.get<int>("validation.steps");
+  o.validation_images = c.get<int>("validation.grid_prompts");
   o.audit_every = c.get<int>("audit.every");
   o.audit_prompts = c.get<int>("audit.prompts");
   o.seed = c.get<uint64_t>("run.seed");

@@ -31,6 +31,8 @@ SeedTask sample_seed_task() {
                   .sampler_steps = 20,
                   .deadline_unix_ms = 1735689600123,
                   .attempt = 2,
+                  .key_id = "0123456789abcdef",
+                  .signature = std::string("\x00sig\xff", 5),
                   .trajectory_begin = 1,
                   .trajectory_end = 19,
                   .max_staleness = 0};
@@ -261,6 +263,24 @@ void expect_round_trip(const M& original) {
   }
 }
 
+TEST(WireRunState, NegativeCountsAreRejectedWithTheFieldName) {
+  const WireError plan = expect_wire_error(
+      [] { PlanRecord::decode(PlanRecord{.iteration = 1, .candidates = -2}.encode()); });
+  EXPECT_EQ(plan.kind(), WireErrorKind::kBadValue);
+  EXPECT_NE(std::string(plan.what()).find("candidates"), std::string::npos) << plan.what();
+  const WireError progress = expect_wire_error(
+      [] { PlannerProgress::decode(PlannerProgress{.enqueued_through = -2}.encode()); });
+  EXPECT_NE(std::string(progress.what()).find("enqueued_through"), std::string::npos);
+  EXPECT_NO_THROW(PlannerProgress::decode(PlannerProgress{.enqueued_through = -1}.encode()));
+  const WireError trainer =
+      expect_wire_error([] { TrainerProgress::decode(TrainerProgress{.iteration = -1}.encode()); });
+  EXPECT_NE(std::string(trainer.what()).find("iteration"), std::string::npos);
+  // The encodings that were used before these records had a version are refused, not misread.
+  EXPECT_THROW(TrainerProgress::decode("3"), WireError);
+  EXPECT_THROW(TrainerTiming::decode(R"({"iteration":0,"iteration_seconds":1.5})"), WireError);
+  EXPECT_THROW(PlanRecord::decode(R"({"iteration":0,"candidates":3,"steps":5})"), WireError);
+}
+
 TEST(WireRoundTrip, EveryMessage) {
   expect_round_trip(sample_seed_task());
   expect_round_trip(sample_seed_result());
@@ -271,6 +291,19 @@ TEST(WireRoundTrip, EveryMessage) {
   expect_round_trip(sample_reward_request());
   expect_round_trip(sample_reward_reply());
   expect_round_trip(sample_heartbeat());
+  expect_round_trip(
+      TrainerProgress{.iteration = 12, .finished = false, .unix_ms = 1'700'000'000'000});
+  expect_round_trip(TrainerProgress{.iteration = 40, .finished = true, .unix_ms = 1});
+  expect_round_trip(TrainerTiming{.iteration = 3,
+                                  .iteration_seconds = 12.5,
+                                  .explore_seconds = 1.25,
+                                  .rollout_seconds = 6.0,
+                                  .train_seconds = 5.0,
+                                  .group_variance = 0.04});
+  expect_round_trip(
+      PlanRecord{.iteration = 4, .candidates = 16, .steps = 6, .reason = R"({"policy":"bandit"})"});
+  expect_round_trip(PlanRecord{.iteration = 5, .candidates = 0, .steps = 0});
+  expect_round_trip(PlannerProgress{.enqueued_through = 7, .unix_ms = 9});
   RewardReply failed{.request_id = "rq-2", .error = "reward model not loaded"};
   expect_round_trip(failed);
   EXPECT_FALSE(RewardReply::decode(failed.encode()).ok());
@@ -374,14 +407,16 @@ void expect_every_field_checked(const M& sample) {
   const std::string bytes = sample.encode();
   const std::vector<std::string> fields = body_fields(bytes);
   ASSERT_FALSE(fields.empty());
+  // The version the sample encodes as (an older one when it needs no newer field).
+  const std::int64_t version = peek_type(bytes).version;
   const std::string prefix =
-      "wire: message '" + std::string(M::kType) + "' v" + std::to_string(M::kVersion) + ": field '";
+      "wire: message '" + std::string(M::kType) + "' v" + std::to_string(version) + ": field '";
   for (const std::string& field : fields) {
     WireError e = expect_wire_error([&] { M::decode(rewrite_body(bytes, field, nullptr)); });
     EXPECT_EQ(e.kind(), WireErrorKind::kMissingField) << M::kType << "." << field;
     EXPECT_EQ(e.field(), field);
     EXPECT_EQ(e.type(), M::kType);
-    EXPECT_EQ(e.version(), M::kVersion);
+    EXPECT_EQ(e.version(), version);
     EXPECT_EQ(std::string(e.what()), prefix + field + "' missing");
 
     e = expect_wire_error(
@@ -409,6 +444,24 @@ TEST(WireMalformed, EveryFieldOfEveryMessageIsChecked) {
   expect_every_field_checked(sample_reward_request());
   expect_every_field_checked(sample_reward_reply());
   expect_every_field_checked(sample_heartbeat());
+}
+
+// Version 1 seed tasks (before signatures) still decode, unsigned.
+TEST(WireCompatibility, VersionOneSeedTasksDecodeWithoutSignature) {
+  SeedTask v1 = sample_seed_task();
+  v1.key_id.clear();
+  v1.signature.clear();
+  Writer w("seed_task", 1);
+  w.str("run_id", v1.run_id)
+      .i64("iteration", v1.iteration)
+      .i64("prompt_index", v1.prompt_index)
+      .str("prompt_text", v1.prompt_text)
+      .u64("seed", v1.seed)
+      .i64("weights_version", v1.weights_version)
+      .i64("sampler_steps", v1.sampler_steps)
+      .i64("deadline_unix_ms", v1.deadline_unix_ms)
+      .i64("attempt", v1.attempt);
+  EXPECT_EQ(SeedTask::decode(w.finish()), v1);
 }
 
 TEST(WireRewardContent, ImagesStayVersionOneAndLatentsAreVersionTwo) {
@@ -470,6 +523,29 @@ TEST(WireMalformed, WrongTypeMessageNamesExpectedAndActual) {
   EXPECT_EQ(std::string(e.what()),
             "wire: message 'seed_task' v2: field 'seed' has wrong type (expected uint64, got "
             "string)");
+}
+
+// The reward service reads requests without copying their images: the view points into the
+// message bytes, decodes what RewardRequest::decode decodes, and rejects what it rejects.
+TEST(WireRewardRequestView, PointsIntoTheBytesAndAgreesWithTheCopyingDecoder) {
+  const RewardRequest m = sample_reward_request();
+  const std::string bytes = m.encode();
+  const RewardRequestView view = RewardRequestView::decode(bytes);
+  EXPECT_EQ(view.request_id, m.request_id);
+  EXPECT_EQ(view.prompts, m.prompts);
+  EXPECT_EQ(view.count, 2);
+  EXPECT_EQ(view.image_values(), 4u * 2 * 3);
+  EXPECT_GE(view.images.data(), bytes.data());
+  EXPECT_LE(view.images.data() + view.images.size(), bytes.data() + bytes.size());
+  std::vector<float> second(view.image_values());
+  copy_f32_le(view.images, view.image_values(), second.size(), second.data());
+  EXPECT_EQ(second, std::vector<float>(m.images.begin() + 24, m.images.end()));
+  RewardRequest short_images = m;
+  short_images.images.pop_back();
+  const std::string bad = short_images.encode();
+  const WireError e = expect_wire_error([&] { RewardRequestView::decode(bad); });
+  EXPECT_EQ(e.field(), "images");
+  EXPECT_EQ(e.kind(), WireErrorKind::kBadValue);
 }
 
 TEST(WireMalformed, ListElementsAreNamedByIndex) {
