@@ -103,6 +103,18 @@ EXPLORATION = [
     ("Fallback prompts", "none",
      [("spotlight_trainer_fallback_prompts_total", "prompts on random seeds")], "timeseries",
      "Prompts whose explored seeds were not ready in time."),
+    ("Rollouts reused", "none",
+     [("sum by (source) (rate(spotlight_trainer_rollouts_total[2m]))", "{{source}}/s"),
+      ("sum(rate(spotlight_explorer_trajectories_kept_total[2m]))", "trajectories kept/s")],
+     "timeseries",
+     "Rollouts the trainer took from exploration instead of sampling (exploration.reuse), and "
+     "the trajectories explorers keep for it."),
+    ("Importance ratio", "none",
+     [("spotlight_trainer_importance_ratio_mean", "mean pi/pi_old"),
+      ("spotlight_trainer_importance_log_ratio_max_abs", "max |log ratio|"),
+      ("spotlight_trainer_clip_fraction", "clipped fraction")], "timeseries",
+     "Last iteration's ratios over trained sample-steps: 1 and 0 on-policy at the first update, "
+     "off 1 when trained on stale trajectories (exploration.reuse=off_policy)."),
 ]
 
 SYSTEMS = [

@@ -118,8 +118,21 @@ const config::Schema& run_schema() {
       Entry::integer("sampler.steps", 10, "SDE/ODE steps per sample.").range(2, 1000),
       Entry::real("sampler.noise_level", 0.7, "SDE noise level a.").range(0, 5),
       Entry::real("sampler.shift", 1.0, "Time-grid shift toward the noise end.").positive(),
-      Entry::string("exploration.mode", "sync", "Where seed exploration runs.")
-          .one_of({"none", "sync", "async"}),
+      Entry::string("exploration.mode", "sync",
+                    "Where seed exploration runs: none (random seeds), sync (on the trainer, "
+                    "current weights), sync-stale (on the trainer, the previous iteration's "
+                    "weights), async (explorers, previous weights), offload (no exploration: "
+                    "explorers sample the rollouts with the current weights, the trainer trains).")
+          .one_of({"none", "sync", "sync-stale", "async", "offload"}),
+      Entry::string("exploration.reuse", "on_policy",
+                    "Explored trajectories the trainer trains on instead of sampling them again: "
+                    "off, on_policy (sampled with the current weights at the rollout's step "
+                    "count), off_policy (also older weights, with the importance ratio; explorers "
+                    "keep trajectories in Redis). offload always trains on the explorers'.")
+          .one_of({"off", "on_policy", "off_policy"}),
+      Entry::real("exploration.trajectory_ttl_seconds", 600,
+                  "Kept trajectories expire from Redis this long after they were written.")
+          .range(1, 604800),
       Entry::integer("exploration.candidates", 24, "Candidate seeds explored per prompt (N).")
           .range(1, 4096),
       Entry::integer("exploration.steps", 0, "Sampler steps of exploration (0: sampler.steps).")
@@ -407,6 +420,21 @@ queue::LeaseQueueOptions explore_queue_options(const config::Config& c) {
   o.lease_timeout = std::chrono::milliseconds(c.get_int("exploration.lease_timeout_ms"));
   o.max_deliveries = c.get<int>("exploration.max_deliveries");
   return o;
+}
+
+store::TrajectoryStoreOptions trajectory_store_options(const config::Config& c) {
+  store::TrajectoryStoreOptions o;
+  o.key_prefix = RunKeys(c.get_string("run.id")).trajectories;
+  o.ttl = std::chrono::milliseconds(
+      static_cast<std::int64_t>(c.get_double("exploration.trajectory_ttl_seconds") * 1000.0));
+  return o;
+}
+
+Reuse reuse(const config::Config& c) {
+  const std::string& value = c.get_string("exploration.reuse");
+  if (value == "off") return Reuse::kOff;
+  if (value == "off_policy") return Reuse::kOffPolicy;
+  return Reuse::kOnPolicy;
 }
 
 }  // namespace spotlight::run

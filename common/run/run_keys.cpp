@@ -11,7 +11,8 @@ constexpr std::string_view kHeartbeatTail = ":heartbeat";
 RunKeys::RunKeys(const std::string& run_id)
     : prefix("spotlight:" + run_id),
       explore_queue(prefix + ":explore"),
-      weights(prefix + ":weights") {}
+      weights(prefix + ":weights"),
+      trajectories(prefix + ":trajectory") {}
 
 std::string RunKeys::plan(std::int64_t iteration) {
   return "planner:plan:" + std::to_string(iteration);

@@ -24,6 +24,9 @@
 //   (INCRBY) <prefix>:weights:...         trainer          explorers store::RedisWeightStore's
 //   layout
 //                                                                    (absolute; chunks, manifests)
+//   <prefix>:trajectory:<task>   explorers        trainer            wire::SeedTrajectory v1
+//   (absolute,
+//                                                                    expiring; deleted once used)
 //   <prefix>:explore:...         planner, explorers trainer          queue::RedisLeaseQueue's
 //   layout
 //                                                                    (absolute; stream, results)
@@ -44,6 +47,9 @@ struct RunKeys {
   std::string prefix;         // spotlight:<run id>
   std::string explore_queue;  // absolute: <prefix>:explore (LeaseQueueOptions::key_prefix)
   std::string weights;        // absolute: <prefix>:weights (the location in WeightsNotice)
+  // absolute: <prefix>:trajectory (TrajectoryStoreOptions::key_prefix); the kept trajectory of
+  // seed task <id> is <prefix>:trajectory:<id> (wire::SeedTrajectory, expiring).
+  std::string trajectories;
 
   // Relative keys (KeyValueStore constructed with `prefix`):
   std::string trainer_iteration = "trainer:iteration";

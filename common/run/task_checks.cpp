@@ -71,6 +71,16 @@ std::optional<std::string> task_problem(const wire::SeedTask& task, std::string_
     return "field 'seed': not the seed of candidate " + std::to_string(id->candidate) +
            " of this run";
   }
+  if (task.trajectory_end != 0 &&
+      (task.trajectory_begin < 0 || task.trajectory_begin >= task.trajectory_end ||
+       task.trajectory_end > task.sampler_steps)) {
+    return "fields 'trajectory_begin'/'trajectory_end': [" + std::to_string(task.trajectory_begin) +
+           ", " + std::to_string(task.trajectory_end) + ") is not a step range within [0, " +
+           std::to_string(task.sampler_steps) + "]";
+  }
+  if (task.max_staleness < -1) {
+    return "field 'max_staleness': " + std::to_string(task.max_staleness) + " < -1";
+  }
   if (limits.embedded_prompts ? !task::parse_prompt(task.prompt_text) : task.prompt_text.empty()) {
     return "field 'prompt_text': '" + task.prompt_text.substr(0, 200) +
            "' is not a prompt of the task";

@@ -26,6 +26,7 @@
 #include "common/service/main_guard.hpp"
 #include "common/signals/stop_signals.hpp"
 #include "common/store/redis_key_value_store.hpp"
+#include "common/store/redis_trajectory_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "services/explorer/explorer.hpp"
 #include "services/explorer/preemption_notice.hpp"
@@ -77,6 +78,7 @@ int run_explorer(const config::Config& config) {
     weight_options.key_prefix = keys.prefix;
     store::RedisWeightStore weights(redis, weight_options);
     store::RedisKeyValueStore kv(redis, keys.prefix);
+    store::RedisTrajectoryStore trajectories(redis, run::trajectory_store_options(config));
     policy::Policy policy(run::policy_options(config), run::task_options(config));
     const auto reward = make_explorer_reward(config, policy.task_options());
 
@@ -91,7 +93,8 @@ int run_explorer(const config::Config& config) {
 
     // Refused credentials stop the explorer here, with one line, before any thread starts.
     outage::fail_fast_on_access_denied([&] { kv.get(keys.trainer_iteration); });
-    Explorer explorer(options, ExplorerParts{queue, weights, kv, *reward, policy, *registry});
+    Explorer explorer(options,
+                      ExplorerParts{queue, weights, kv, *reward, policy, *registry, &trajectories});
     // Cost: spot devices, busy while sampling and scoring (the sample-time histogram's sum).
     store::RedisKeyValueStore cost_ledger(redis, keys.prefix);  // the flusher thread's own
     cost::CostMeter meter(cost::DeviceClass::kSpot, cost::devices_from(config),
@@ -143,9 +146,12 @@ int run_explorer(const config::Config& config) {
     loop.join();
     if (failure) std::rethrow_exception(failure);
     const auto& m = explorer.metrics();
-    log::info("explorer {} done: {} completed, {} duplicates, {} malformed, {} released",
-              options.id, m.tasks_completed.value(), m.duplicate_results.value(),
-              m.malformed_tasks.value(), m.tasks_released.value());
+    log::info(
+        "explorer {} done: {} completed, {} duplicates, {} malformed, {} released; {} "
+        "trajectories kept ({} bytes)",
+        options.id, m.tasks_completed.value(), m.duplicate_results.value(),
+        m.malformed_tasks.value(), m.tasks_released.value(), m.trajectories_kept.value(),
+        m.trajectory_bytes.value());
     return 0;
   } catch (const std::exception& e) {
     const int code = service::exit_code_for(e);  // 2: bad model.device, 4: Redis refused us

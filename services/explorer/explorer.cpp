@@ -17,6 +17,7 @@
 #include "common/outage/failure.hpp"
 #include "common/policy/policy.hpp"
 #include "common/queue/errors.hpp"
+#include "common/rollout/trajectory.hpp"
 #include "common/run/schedule.hpp"
 #include "common/run/task_checks.hpp"
 #include "common/run/task_key_source.hpp"
@@ -251,9 +252,9 @@ void Explorer::process(std::vector<queue::Lease> leases) {
     ~InHand() { count = 0; }
   } in_hand{leases_in_hand_};
   try {
-    std::int64_t need = held.front().task.weights_version - options_.max_staleness;
+    std::int64_t need = held.front().task.weights_version - staleness_bound(held.front().task);
     for (const auto& h : held)
-      need = std::max(need, h.task.weights_version - options_.max_staleness);
+      need = std::max(need, h.task.weights_version - staleness_bound(h.task));
     fetch_commits(held);
     if (const auto committed = committed_version(held, need)) weights_.load_exact(*committed);
     const std::optional<std::int64_t> loaded = weights_.ensure(need);
@@ -261,7 +262,7 @@ void Explorer::process(std::vector<queue::Lease> leases) {
       // Serve what the loaded version can, give the rest back until their weights exist.
       std::size_t waiting = 0;
       for (auto& h : held) {
-        if (!loaded || *loaded < h.task.weights_version - options_.max_staleness) {
+        if (!loaded || *loaded < h.task.weights_version - staleness_bound(h.task)) {
           release(h, "weights not available");
           ++waiting;
         }
@@ -365,6 +366,9 @@ void Explorer::check_commits(std::span<Held> held, std::int64_t version) {
     } else if (commit.step_index < 1 || commit.step_index >= h.task.sampler_steps) {
       why = "step " + std::to_string(commit.step_index) + " is not in [1, " +
             std::to_string(h.task.sampler_steps) + ")";
+    } else if (h.keeps_trajectory() && commit.step_index > h.task.trajectory_begin) {
+      why = "the task keeps its trajectory from step " + std::to_string(h.task.trajectory_begin) +
+            ", the commit is at step " + std::to_string(commit.step_index);
     }
     if (!why.empty()) {
       metrics_.discarded_commits.inc();
@@ -392,6 +396,23 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
   sampler.keep_trajectory = false;
   const std::vector<std::int64_t> sample_shape = parts_.policy.sample_shape();
   const auto batch = static_cast<std::int64_t>(active.size());
+  // Kept trajectories: every latent from the resume step on, and every step's log-probability.
+  bool keep = false;
+  for (const Held* h : active)
+    keep = keep || h->keeps_trajectory();
+  if (keep && (chunk_sampler_ || parts_.trajectories == nullptr || sampler.noise_level <= 0)) {
+    for (const Held* h : active) {
+      if (h->keeps_trajectory()) metrics_.trajectories_unavailable.inc();
+    }
+    log::warn("{} cannot keep trajectories ({}): the trainer samples those rollouts itself",
+              options_.id,
+              chunk_sampler_                   ? "SP sampling"
+              : parts_.trajectories == nullptr ? "no trajectory store"
+                                               : "no SDE noise, no log-probabilities");
+    keep = false;
+  }
+  std::vector<at::Tensor> kept_latents, kept_log_probs;
+  std::int64_t kept_from = 0;  // grid index of kept_latents[0]
 
   const auto start = Clock::now();
   std::vector<task::Image> images;
@@ -427,6 +448,8 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
         log::info("resuming {} committed task(s) at step {} of {}", batch, resume->step,
                   sampler.steps);
       }
+      kept_from = stepper.step();
+      if (keep) kept_latents.push_back(stepper.latent());
       while (!stepper.done()) {
         if (stopping()) {
           auto cpu = stepper.latent().detach().to(torch::kCPU, torch::kFloat).contiguous();
@@ -435,7 +458,11 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
                              std::vector<float>(data, data + cpu.numel()), sample_shape);
           return;
         }
-        stepper.advance();
+        auto log_prob = stepper.advance();
+        if (keep) {
+          kept_latents.push_back(stepper.latent());
+          kept_log_probs.push_back(log_prob);
+        }
         metrics_.sample_steps.inc(static_cast<double>(batch));
         add_run_counter(&run::RunState::add_sample_steps, batch);
         // A chunk may take longer than the reaper's dead_after or the lease timeout: stay alive.
@@ -478,6 +505,13 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
     metrics_.reward_errors.inc();
     throw;  // process() releases the rest of the batch; run() backs off
   }
+  // [B, steps + 1 - kept_from, C, H, W] and [B, steps - kept_from]; a resumed chunk starts at its
+  // resume step, which is at most the trajectory's first step (check_commits).
+  at::Tensor trajectory_latents, trajectory_log_probs;
+  if (keep) {
+    trajectory_latents = torch::stack(kept_latents, 1);
+    trajectory_log_probs = torch::stack(kept_log_probs, 1);
+  }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const double per_sample = seconds / static_cast<double>(active.size());
   metrics_.samples_per_second.set(seconds > 0 ? static_cast<double>(active.size()) / seconds : 0.0);
@@ -504,7 +538,29 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
       continue;
     }
     explored_images_.maybe_record(task, images[i]);  // before the result: the trainer reads both
-    complete(*active[i], result.encode());
+    std::string trajectory;
+    if (keep && active[i]->keeps_trajectory()) {
+      const auto shift = [&](std::int64_t step) { return step - kept_from; };
+      rollout::TrajectoryOrigin origin;
+      origin.task_id = active[i]->lease.task_id;
+      origin.run_id = task.run_id;
+      origin.iteration = task.iteration;
+      origin.prompt_index = task.prompt_index;
+      origin.seed = task.seed;
+      origin.weights_version = version;
+      origin.weights_checksum = weights_.loaded_checksum();
+      origin.explorer_id = options_.id;
+      // Shifted so that index 0 is kept_from: the window in the kept tensors' own indices.
+      const rollout::StepWindow kept{static_cast<int>(shift(task.trajectory_begin)),
+                                     static_cast<int>(shift(task.trajectory_end))};
+      auto message = rollout::make_trajectory(
+          origin, sampler, trajectory_latents[static_cast<std::int64_t>(i)],
+          trajectory_log_probs[static_cast<std::int64_t>(i)], kept);
+      message.step_begin = task.trajectory_begin;
+      message.step_end = task.trajectory_end;
+      trajectory = message.encode();
+    }
+    complete(*active[i], result.encode(), trajectory);
   }
   log::debug("completed {} task(s) with weights version {} in {} s", active.size(), version,
              seconds);
@@ -585,10 +641,22 @@ void Explorer::extend_if_due(std::span<Held> held) {
   }
 }
 
-void Explorer::complete(Held& held, const std::string& result) {
+std::int64_t Explorer::staleness_bound(const wire::SeedTask& task) const {
+  return task.max_staleness >= 0 ? std::min(task.max_staleness, options_.max_staleness)
+                                 : options_.max_staleness;
+}
+
+void Explorer::complete(Held& held, const std::string& result, const std::string& trajectory) {
   held.settled = true;
+  bool trajectory_written = trajectory.empty();
   for (;;) {
     try {
+      if (!trajectory_written) {
+        parts_.trajectories->put(held.lease.task_id, trajectory);
+        trajectory_written = true;
+        metrics_.trajectories_kept.inc();
+        metrics_.trajectory_bytes.inc(static_cast<double>(trajectory.size()));
+      }
       const queue::Completion c = parts_.queue.complete(held.lease, result);
       if (c.recorded) {
         metrics_.tasks_completed.inc();
@@ -604,7 +672,18 @@ void Explorer::complete(Held& held, const std::string& result) {
         }
       }
       return;
-    } catch (const queue::QueueUnavailable& e) {
+    } catch (const std::exception& e) {
+      // Redis unavailable (the queue or the trajectory store): retry. Anything else from the
+      // trajectory store: record the result without it (the trainer samples that rollout).
+      const bool unavailable = dynamic_cast<const queue::QueueUnavailable*>(&e) != nullptr ||
+                               dynamic_cast<const store::StoreUnavailable*>(&e) != nullptr;
+      if (!unavailable) {
+        if (trajectory_written) throw;
+        log::error("could not keep the trajectory of task '{}': {}", held.lease.task_id, e.what());
+        metrics_.trajectories_unavailable.inc();
+        trajectory_written = true;
+        continue;
+      }
       metrics_.redis_errors.inc();
       if (past_grace()) {
         log::error("giving up on the result of task '{}' (grace period over): {}",

@@ -21,14 +21,15 @@
 //                                       other_key -> fail(lease) (another explorer may hold it)
 //       run::task_problem(task, options.limits)   out_of_limits -> fail(lease)
 //     (a failed lease is dead-lettered after max_deliveries)
-//     weights.ensure(max over tasks of weights_version - max_staleness)   (PolicyWeights)
+//     weights.ensure(max over tasks of weights_version - bound)   (PolicyWeights; bound: the
+//         task's max_staleness when set and tighter, else max_staleness)
 //     tasks the loaded version cannot serve -> release(lease); wait weights_retry_interval
 //     per task: commit = inflight.get(task id)    (InflightStore; see inflight_store.hpp)
 //     v = the weights version most commits of the batch were made with, among those >= the
 //         batch's need; if any: weights.load_exact(v) (resuming saves the committed steps)
 //     weights.ensure(need) as above, then per commit: usable if its weights version == the
-//         loaded one, seed and shape match and 1 <= step < steps; else counted as discarded
-//         (the task starts at step 0)
+//         loaded one, seed and shape match and 1 <= step < steps (and step <= trajectory_begin
+//         for a task that keeps its trajectory); else counted as discarded (starts at step 0)
 //     the rest, grouped by (sampler_steps, resume step) (lease order within a group), chunk by
 //     chunk:
 //       stop requested  -> release the leases not sampled yet, return kStopped
@@ -39,7 +40,11 @@
 //       a sample whose pixels are not all finite -> fail(lease), not scored
 //       score, then per task
 //       run::result_problem(result, task) -> fail(lease), not recorded (e.g. reward not finite)
-//       complete(lease, SeedResult)    (retried while Redis is unavailable; a duplicate is
+//       if the task asks for its trajectory (trajectory_end > 0):
+//         trajectories.put(task id, SeedTrajectory)   (latents of the asked steps, log-probs,
+//                                       weights version + checksum; before the result, so a
+//                                       result whose trajectory was kept finds it)
+//       complete(lease, SeedResult)    (both retried while Redis is unavailable; a duplicate is
 //                                       counted, never an error); inflight.erase(task id)
 //     after every step: heartbeat / extend the chunk's leases when due (a long chunk must not
 //     look dead to the planner's reaper nor let its leases expire);
@@ -79,6 +84,7 @@
 #include "common/run/run_state.hpp"
 #include "common/run/task_signature.hpp"
 #include "common/store/key_value_store.hpp"
+#include "common/store/trajectory_store.hpp"
 #include "common/store/weight_store.hpp"
 #include "common/task/image.hpp"
 #include "common/task/prompt.hpp"
@@ -103,6 +109,9 @@ struct ExplorerParts {
   reward::RewardFunction& reward;  // in-process or RemoteReward
   policy::Policy& policy;          // its weights are replaced by published versions
   metrics::Registry& registry;     // service "explorer"
+  // Where kept trajectories go (key_prefix RunKeys::trajectories); null: tasks asking for one
+  // complete without it (counted; the trainer samples those rollouts itself).
+  store::TrajectoryStore* trajectories = nullptr;
   // The key tasks must be signed with; std::nullopt while unknown. Empty: run::shared_task_key
   // on `kv` ($SPOTLIGHT_TASK_KEY, else the run-local key the planner stored).
   std::function<std::optional<run::TaskKey>()> task_key = {};
@@ -149,6 +158,7 @@ class Explorer {
     std::optional<wire::InflightCommit> resume;  // a usable commit: start at its step
     bool had_commit = false;                     // a commit existed (erase it when completed)
     std::int64_t resume_step() const { return resume ? resume->step_index : 0; }
+    bool keeps_trajectory() const { return task.trajectory_end > 0; }
   };
 
   // True once the task key is known (looked up again at most every weights_retry_interval).
@@ -180,7 +190,10 @@ class Explorer {
   void extend_if_due(std::span<Held> held);
   // extend_if_due(held), then heartbeat_if_due(); an unavailable Redis is counted, not thrown.
   void keep_alive(std::span<Held> held);
-  void complete(Held& held, const std::string& result);
+  // Records `trajectory` (if not empty) and then `result`, retrying while Redis is unavailable.
+  void complete(Held& held, const std::string& result, const std::string& trajectory = {});
+  // The staleness bound of one task: its own max_staleness when set and tighter.
+  std::int64_t staleness_bound(const wire::SeedTask& task) const;
   void fail(Held& held, const std::string& error);
   void fail(const queue::Lease& lease, const std::string& error);
   void release_all(std::span<Held> held, const char* why);

@@ -39,6 +39,13 @@ ExplorerMetrics::ExplorerMetrics(metrics::Registry& r)
                                   "Committed samples restarted from step 0 (unusable commit).")),
       sample_steps(r.counter("spotlight_explorer_sample_steps_total",
                              "Sampler steps computed (one per sample and step).")),
+      trajectories_kept(r.counter("spotlight_explorer_trajectories_kept_total",
+                                  "Trajectories of sampled seeds written for the trainer.")),
+      trajectory_bytes(r.counter("spotlight_explorer_trajectory_bytes_total",
+                                 "Bytes of the trajectories written for the trainer.")),
+      trajectories_unavailable(
+          r.counter("spotlight_explorer_trajectories_unavailable_total",
+                    "Tasks that asked for a trajectory this explorer could not keep.")),
       samples_per_second(r.gauge("spotlight_explorer_samples_per_second",
                                  "Samples per second of the last chunk (sampling and scoring).")),
       weights_version(

@@ -38,6 +38,11 @@ struct ExplorerMetrics {
   metrics::Counter resumes;
   metrics::Counter discarded_commits;
   metrics::Counter sample_steps;
+  // Kept trajectories (exploration.reuse=off_policy, offload): written, their bytes, and tasks
+  // that asked for one this explorer could not keep (no trajectory store, SP sampling).
+  metrics::Counter trajectories_kept;
+  metrics::Counter trajectory_bytes;
+  metrics::Counter trajectories_unavailable;
   metrics::Gauge samples_per_second;         // of the last chunk (sampling + scoring)
   metrics::Gauge weights_version;            // loaded version; -1 before the first load
   metrics::Histogram weights_fetch_seconds;  // fetch + verify + load of one version

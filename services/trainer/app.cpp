@@ -29,6 +29,7 @@
 #include "common/service/exit_codes.hpp"
 #include "common/signals/stop_signals.hpp"
 #include "common/store/redis_key_value_store.hpp"
+#include "common/store/redis_trajectory_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "common/task/generator.hpp"
 #include "services/trainer/async_exploration.hpp"
@@ -245,21 +246,30 @@ int run_train(const config::Config& c, std::stop_token stop) {
   if (options.exploration_steps > 0) exploration.sampler.steps = options.exploration_steps;
   exploration.chunk = options.micro_batch * 2;
   exploration.run_seed = options.seed;
+  exploration.reuse = run::reuse(c);
+  exploration.rollout_steps = options.sampler.steps;
+  exploration.window = rollout::trained_steps(options.sampler.steps, options.train_step_begin,
+                                              options.train_step_end);
   std::unique_ptr<SeedSource> seeds;
   if (options.mode == "none") {
     seeds = make_random_seed_source(exploration);
   } else if (options.mode == "sync") {
     seeds = make_sync_seed_source(exploration, policy, *reward);
+  } else if (options.mode == "sync-stale") {
+    seeds = make_sync_stale_seed_source(exploration, policy, *reward);
   }
   // async: explorers (spot) explore with the previous weights; the trainer reads their results
-  // and publishes its weights and progress for them and the planner.
+  // and publishes its weights and progress for them and the planner. offload: explorers sample
+  // the rollouts with the current weights; the trainer waits for them and trains.
+  const bool services = options.mode == "async" || options.mode == "offload";
   std::unique_ptr<queue::LeaseQueue> queue;
   std::unique_ptr<store::WeightStore> weight_store;
   std::unique_ptr<store::KeyValueStore> state;
+  std::unique_ptr<store::TrajectoryStore> trajectories;
   std::unique_ptr<run::RunState> run_state;
   std::unique_ptr<bus::Publisher> bus;
   std::unique_ptr<RunPublisher> publisher;
-  if (options.mode == "async") {
+  if (services) {
     const run::RunKeys keys(c.get_string("run.id"));
     const auto redis = run::redis_options(c);
     queue = std::make_unique<queue::RedisLeaseQueue>(redis, run::explore_queue_options(c));
@@ -279,8 +289,20 @@ int run_train(const config::Config& c, std::stop_token stop) {
     async.candidates = options.candidates;
     async.run_seed = options.seed;
     async.max_wait = std::chrono::duration<double>(c.get_double("exploration.max_wait_seconds"));
+    async.offload = options.mode == "offload";
+    async.trajectories = async.offload || exploration.reuse == run::Reuse::kOffPolicy;
+    async.run_id = c.get_string("run.id");
+    async.rollout_sampler = options.sampler;
+    async.window = exploration.window;
+    async.latent_shape = policy.sample_shape();
+    async.tensor_options = policy.tensor_options();
     async.stop = stop;
-    seeds = std::make_unique<AsyncSeedSource>(async, *queue, run_state.get(), &retry);
+    if (async.trajectories) {
+      trajectories =
+          std::make_unique<store::RedisTrajectoryStore>(redis, run::trajectory_store_options(c));
+    }
+    seeds = std::make_unique<AsyncSeedSource>(async, *queue, run_state.get(), &retry,
+                                              trajectories.get(), weight_store.get());
     publisher = std::make_unique<RunPublisher>(c.get_string("run.id"), *weight_store, *state,
                                                bus.get(), &retry);
   }
@@ -315,6 +337,9 @@ int run_train(const config::Config& c, std::stop_token stop) {
   std::vector<double> taus;
   double explore_seconds = 0, iteration_seconds = 0;
   int fallback_prompts = 0, iterations_run = 0;
+  // Reuse totals (per iteration in metrics.jsonl).
+  std::int64_t reused = 0, sampled = 0, off_policy = 0, rejected = 0, rollout_steps = 0;
+  double max_abs_log_ratio = 0, clip_fraction_sum = 0, ratio_sum = 0;
   // The bus's rejects (garbage frames, refused handshakes), exported after every iteration.
   const metrics::Counter bus_rejected_frames =
       registry->counter("spotlight_trainer_bus_rejected_frames_total",
@@ -341,7 +366,8 @@ int run_train(const config::Config& c, std::stop_token stop) {
     }
     last_wall = r.wall_seconds;
     explore_seconds += r.explore_seconds;
-    if (options.mode == "async") meter.set_idle_seconds(explore_seconds);
+    // Waiting for the explorers (async: their seeds; offload: the rollouts) idles the trainer.
+    if (services) meter.set_idle_seconds(explore_seconds);
     try {
       const cost::RunCost so_far = run_cost();
       Json line{{"iteration", r.iteration},
@@ -361,6 +387,15 @@ int run_train(const config::Config& c, std::stop_token stop) {
     iteration_seconds += r.iteration_seconds;
     fallback_prompts += r.fallback_prompts;
     ++iterations_run;
+    reused += r.rollouts_reused;
+    sampled += r.rollouts_sampled;
+    off_policy += r.rollouts_off_policy;
+    rollout_steps += r.rollout_sampler_steps;
+    for (const auto& [reason, n] : r.trajectories_rejected)
+      rejected += n;
+    max_abs_log_ratio = std::max(max_abs_log_ratio, r.ratio_max_abs_log);
+    clip_fraction_sum += r.clip_fraction;
+    ratio_sum += r.ratio_mean;
     if (r.kendall_tau) taus.push_back(*r.kendall_tau);
     std::ostringstream line;
     line << std::fixed << std::setprecision(3) << "iter " << r.iteration + 1 << "/"
@@ -369,6 +404,13 @@ int run_train(const config::Config& c, std::stop_token stop) {
          << r.selected_variance << std::setprecision(1) << " | " << r.iteration_seconds
          << " s (explore " << r.explore_seconds << ", rollout " << r.rollout_seconds << ", train "
          << r.train_seconds << ")";
+    if (r.rollouts_reused > 0) {
+      line << " reused " << r.rollouts_reused << "/" << r.rollouts_reused + r.rollouts_sampled;
+      if (r.rollouts_off_policy > 0) {
+        line << std::setprecision(4) << " ratio " << r.ratio_mean << " max|log| "
+             << r.ratio_max_abs_log << " clipped " << std::setprecision(2) << r.clip_fraction;
+      }
+    }
     if (r.kendall_tau) line << " tau " << std::setprecision(2) << *r.kendall_tau;
     if (r.validation) {
       last_validation = r.validation;
@@ -406,6 +448,15 @@ int run_train(const config::Config& c, std::stop_token stop) {
     summary["mean_explore_seconds_on_critical_path"] = explore_seconds / iterations_run;
     summary["mean_iteration_seconds"] = iteration_seconds / iterations_run;
     summary["fallback_prompts"] = fallback_prompts;
+    summary["reuse"] = {{"setting", c.get_string("exploration.reuse")},
+                        {"rollouts_reused", reused},
+                        {"rollouts_sampled", sampled},
+                        {"rollouts_off_policy", off_policy},
+                        {"trajectories_rejected", rejected},
+                        {"rollout_sampler_steps", rollout_steps},
+                        {"ratio_mean", ratio_sum / iterations_run},
+                        {"ratio_max_abs_log", max_abs_log_ratio},
+                        {"clip_fraction_mean", clip_fraction_sum / iterations_run}};
   }
   if (queue) {
     try {

@@ -52,11 +52,16 @@ GrpoOptions grpo_options(const config::Config& c) {
   o.seed = c.get<uint64_t>("run.seed");
   o.run_dir = c.get_string("run.dir");
   o.prompts = run::prompt_source(c);
-  if (o.candidates < o.group_size && o.mode != "none") {
+  if (o.candidates < o.group_size && o.mode != "none" && o.mode != "offload") {
     throw config::ConfigError("exploration.candidates",
                               "config: 'exploration.candidates' must be >= trainer.group_size (" +
                                   std::to_string(o.group_size) + "), got " +
                                   std::to_string(o.candidates));
+  }
+  if (o.mode == "offload" && c.get_string("planner.policy") != "fixed") {
+    throw config::ConfigError("planner.policy",
+                              "config: 'planner.policy' must be fixed with exploration.mode "
+                              "offload (it explores nothing: the planner enqueues the rollouts)");
   }
   return o;
 }

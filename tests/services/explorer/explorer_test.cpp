@@ -26,9 +26,11 @@
 #include "common/metrics/metrics.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/redis/client.hpp"
+#include "common/rollout/trajectory.hpp"
 #include "common/run/run_config.hpp"
 #include "common/run/run_state.hpp"
 #include "common/store/redis_key_value_store.hpp"
+#include "common/store/redis_trajectory_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "tests/common/redis/redis_server.hpp"
 #include "tests/common/redis/wait_for.hpp"
@@ -115,11 +117,12 @@ class Worker {
       : queue_(redis, queue_options),
         weights_(redis, weight_options),
         kv_(redis, run::RunKeys(options.run_id).prefix),
+        trajectories_(redis, trajectory_options(options.run_id)),
         reward_(std::move(reward)),
         policy_(testing::micro_policy(0, 0.0)),
         registry_("explorer"),
-        explorer_(std::move(options),
-                  ExplorerParts{queue_, weights_, kv_, *reward_, *policy_, registry_}) {}
+        explorer_(std::move(options), ExplorerParts{queue_, weights_, kv_, *reward_, *policy_,
+                                                    registry_, &trajectories_}) {}
   ~Worker() { stop(); }
 
   void start() {
@@ -149,11 +152,18 @@ class Worker {
   }
   bool returned() const { return returned_; }
   const ExplorerMetrics& metrics() const { return explorer_.metrics(); }
+  static store::TrajectoryStoreOptions trajectory_options(const std::string& run_id) {
+    store::TrajectoryStoreOptions o;
+    o.key_prefix = run::RunKeys(run_id).trajectories;
+    o.ttl = 600s;
+    return o;
+  }
 
  private:
   queue::RedisLeaseQueue queue_;
   store::RedisWeightStore weights_;
   HookedKv kv_;
+  store::RedisTrajectoryStore trajectories_;
   std::unique_ptr<reward::RewardFunction> reward_;
   std::unique_ptr<policy::Policy> policy_;
   metrics::Registry registry_;
@@ -382,6 +392,90 @@ TEST_F(ExplorerTest, RewardsEqualInProcessSamplingOfTheSameBatch) {
   std::cout << "[ info     ] batch of one vs batch of four: "
             << (together_alone == expect_together ? "bit-identical" : "close, not identical")
             << "\n";
+}
+
+TEST_F(ExplorerTest, KeepsTheTrajectoriesTasksAskForWithTheWeightsTheyAllow) {
+  auto p0 = testing::micro_policy(6);
+  auto p1 = testing::micro_policy(7);
+  publish(0, *p0);
+  store::RedisTrajectoryStore trajectories(redis(), Worker::trajectory_options(kRunId));
+  const rollout::StepWindow window{1, kSteps - 1};
+  auto keep = testing::seed_tasks(kRunId, 1, 2, 2, 0, kSteps);
+  for (auto& t : keep) {
+    t.task.trajectory_begin = window.begin;
+    t.task.trajectory_end = window.end;
+  }
+  const auto plain = testing::seed_tasks(kRunId, 2, 1, 2, 0, kSteps);
+  testing::enqueue(*queue_, keep);  // one batch of 4, sampled together in lease order
+  auto w = worker(options("a"));
+  w->start();
+  ASSERT_TRUE(wait_for([&] { return all_done(keep); }, kWait));
+
+  // What the explorer kept is the in-process trajectory of the same batch, bit for bit, and
+  // passes every check the trainer makes.
+  std::vector<task::Prompt> prompts;
+  std::vector<std::uint64_t> seeds;
+  for (const auto& t : keep) {
+    prompts.push_back(*task::parse_prompt(t.task.prompt_text));
+    seeds.push_back(t.task.seed);
+  }
+  sampler::SamplerOptions sampler;
+  sampler.steps = kSteps;
+  sampler.keep_trajectory = true;
+  const auto reference = p0->sample(prompts, seeds, sampler, 4).front();
+  const auto published = [&](std::int64_t v) -> std::optional<std::string> {
+    const auto m = store_->manifest(v);
+    return m ? std::optional<std::string>(m->checksum) : std::nullopt;
+  };
+  std::int64_t bytes = 0;
+  for (std::size_t b = 0; b < keep.size(); ++b) {
+    SCOPED_TRACE(keep[b].id);
+    const auto kept = trajectories.get(keep[b].id);
+    ASSERT_TRUE(kept.has_value());
+    bytes += static_cast<std::int64_t>(kept->size());
+    rollout::TrajectoryExpectation e;
+    e.task_id = keep[b].id;
+    e.run_id = kRunId;
+    e.iteration = 1;
+    e.prompt_index = keep[b].task.prompt_index;
+    e.seed = keep[b].task.seed;
+    e.weights_version = 0;
+    e.newest_version = 1;
+    e.sampler = sampler;
+    e.window = window;
+    e.latent_shape = {3, 32, 32};
+    const auto r = rollout::accept_trajectory(*kept, e, published, torch::TensorOptions());
+    const auto i = static_cast<std::int64_t>(b);
+    EXPECT_TRUE(
+        torch::equal(r.latents, reference.latents[i].slice(0, window.begin, window.end + 1)));
+    EXPECT_TRUE(
+        torch::equal(r.log_probs, reference.log_probs[i].slice(0, window.begin, window.end)));
+    EXPECT_EQ(result(keep[b].id)->weights_version_used, 0);
+  }
+  EXPECT_EQ(w->metrics().trajectories_kept.value(), 4);
+  EXPECT_EQ(w->metrics().trajectory_bytes.value(), static_cast<double>(bytes));
+  std::cout << "[ info     ] kept trajectory of " << window.size()
+            << " steps (micro preset): " << bytes / 4 << " bytes\n";
+
+  // Tasks that do not ask keep nothing.
+  testing::enqueue(*queue_, plain);
+  ASSERT_TRUE(wait_for([&] { return all_done(plain); }, kWait));
+  for (const auto& t : plain)
+    EXPECT_FALSE(trajectories.get(t.id).has_value()) << t.id;
+
+  // A task's own bound overrides the explorer's (offload asks for exactly v_1): with only v_0
+  // published the explorer, whose bound is 1, gives it back instead of using v_0.
+  auto exact = testing::seed_tasks(kRunId, 3, 1, 2, 1, kSteps);
+  for (auto& t : exact)
+    t.task.max_staleness = 0;
+  const double released = w->metrics().tasks_released.value();
+  testing::enqueue(*queue_, exact);
+  ASSERT_TRUE(wait_for([&] { return w->metrics().tasks_released.value() >= released + 2; }, kWait));
+  for (const auto& t : exact)
+    EXPECT_FALSE(result(t.id).has_value()) << t.id;
+  publish(1, *p1);
+  ASSERT_TRUE(wait_for([&] { return all_done(exact); }, kWait));
+  EXPECT_EQ(versions_of(exact), (std::vector<std::int64_t>{1, 1}));
 }
 
 TEST_F(ExplorerTest, FetchesNewerWeightsOnlyWhenATaskNeedsThem) {
