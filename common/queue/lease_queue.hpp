@@ -1,5 +1,5 @@
 #pragma once
-// The lease queue (DESIGN.md section 3): tasks are pulled under leases; only unacknowledged
+// The lease queue (docs/preemption.md): tasks are pulled under leases; only unacknowledged
 // leases are ever re-run; results are recorded idempotently before the acknowledgement.
 //
 // Life of a task:

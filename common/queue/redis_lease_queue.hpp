@@ -1,5 +1,5 @@
 #pragma once
-// LeaseQueue on a Redis Stream with a consumer group (DESIGN.md section 3).
+// LeaseQueue on a Redis Stream with a consumer group (docs/contracts.md).
 //
 //   enqueue        script: HSETNX-style index check, XADD
 //   lease          script: XREADGROUP ... STREAMS s > + count (a lease = a pending entry); if

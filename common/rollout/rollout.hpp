@@ -1,5 +1,5 @@
 #pragma once
-// A rollout as the clipped GRPO loss trains on it (DESIGN.md section 2): one sample's latents on
+// A rollout as the clipped GRPO loss trains on it (docs/algorithm.md): one sample's latents on
 // the trained SDE steps and the log-probabilities of those steps under the weights that sampled
 // it ("old" in ratio = exp(logp_new - logp_old)), with the sample's reward. The trainer samples
 // rollouts itself (on-policy) or reuses what exploration already sampled: the same seed with the

@@ -1,4 +1,4 @@
-// The messages of DESIGN.md section 3, as plain structs.
+// The messages of docs/contracts.md, as plain structs.
 //
 // For every message M:
 //   std::string M::encode() const;                    // envelope {type: M::kType, version: 1}

@@ -1,6 +1,6 @@
 #pragma once
-// Explorer: the spot worker of exploration.mode=async (DESIGN.md section 3,
-// notes/async_protocol.md). It pulls seed tasks under leases, samples them with weights at most
+// Explorer: the spot worker of exploration.mode=async (docs/iteration.md,
+// docs/contracts.md). It pulls seed tasks under leases, samples them with weights at most
 // max_staleness versions older than each task asks for, scores them and records one result per
 // task before acknowledging it.
 //

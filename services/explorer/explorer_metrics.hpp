@@ -1,5 +1,5 @@
 #pragma once
-// The explorer's Prometheus metrics (DESIGN.md section 7), all named spotlight_explorer_*.
+// The explorer's Prometheus metrics (docs/operations.md), all named spotlight_explorer_*.
 // Handles are thread-safe to update and stay valid while the registry lives.
 
 #include <map>

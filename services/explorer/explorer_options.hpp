@@ -1,5 +1,5 @@
 #pragma once
-// What one explorer does and how patiently (async_protocol.md, "Explorer"). Built from the run
+// What one explorer does and how patiently (docs/iteration.md). Built from the run
 // configuration by explorer_options(); the intervals that the run schema does not (yet) expose
 // keep the named defaults below.
 

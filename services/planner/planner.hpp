@@ -1,5 +1,5 @@
 #pragma once
-// The planner of exploration.mode=async (async_protocol.md): owns the run's exploration schedule.
+// The planner of exploration.mode=async (docs/iteration.md): owns the run's exploration schedule.
 //
 //   step():
 //     c = trainer_iteration (wire::TrainerProgress)      absent: kWaitingForTrainer

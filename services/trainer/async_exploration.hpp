@@ -1,5 +1,5 @@
 #pragma once
-// The trainer's side of exploration.mode=async and offload (DESIGN.md sections 3 and 8):
+// The trainer's side of exploration.mode=async and offload (docs/iteration.md, docs/reuse.md):
 //  - AsyncSeedSource reads what the explorers found for an iteration from the lease queue's
 //    results, waiting up to a deadline, and selects the G of maximum variance per prompt;
 //    prompts with fewer than G explored seeds fall back to random seeds (counted). offload

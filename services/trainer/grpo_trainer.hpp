@@ -1,11 +1,11 @@
 #pragma once
-// The GRPO trainer loop (DESIGN.md sections 2 and 3). One iteration k:
+// The GRPO trainer loop (docs/iteration.md, docs/algorithm.md). One iteration k:
 //   prompts_k -> seeds (SeedSource) -> rollouts: those exploration already sampled (reused, with
 //   the log-probs of the weights that sampled them), the rest sampled here with v_k (SDE)
 //   -> rewards -> group advantages -> clipped-ratio updates on the trained step window -> v_{k+1}
 // with ratio = exp(logp_{v} - logp_old) and old the weights each rollout was sampled with: v_k
 // for on-policy rollouts (ratio exactly 1 at the first update), v_{k-1} (or older) for reused
-// stale ones (importance ratio, clipped as in DESIGN.md section 2)
+// stale ones (importance ratio, clipped as in docs/algorithm.md)
 // plus validation every `validate_every` iterations (ODE, fixed held-out prompts and seeds), a
 // staleness audit (Kendall tau between rewards of the same seeds under v_k and v_{k+1}) and a
 // checkpoint after every iteration, from which a restarted trainer resumes.

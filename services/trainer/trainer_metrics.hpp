@@ -1,5 +1,5 @@
 #pragma once
-// The trainer's Prometheus metrics (DESIGN.md section 7), all named spotlight_trainer_*. The step
+// The trainer's Prometheus metrics (docs/operations.md), all named spotlight_trainer_*. The step
 // time split uses one label, phase = rollout | reward | train | wait_for_seeds | audit, where
 // wait_for_seeds is the time exploration held the trainer up (sync: exploring on the trainer;
 // async: waiting for the explorers' results).

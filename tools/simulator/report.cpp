@@ -210,7 +210,8 @@ void write_assumptions(std::ostream& out, const SimOptions& o) {
       << "spot " << o.spot_ratio
       << " x that for every spot GPU held (starting, busy or idle); none and sync hold no spot "
          "GPUs.\n";
-  out << "- Reference (DESIGN.md): about 4x sooner to the same score and 1.4-6.4x cheaper.\n";
+  out << "- Reference (docs/architecture.md): about 4x sooner to the same score and 1.4-6.4x "
+         "cheaper.\n";
 }
 
 }  // namespace spotlight::simulator

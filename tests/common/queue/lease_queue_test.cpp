@@ -1,5 +1,5 @@
 // RedisLeaseQueue against a real redis-server: the lease / ack / reclaim / dead-letter contract of
-// DESIGN.md section 3, idempotent results, durability across a Redis restart, typed errors.
+// docs/preemption.md, idempotent results, durability across a Redis restart, typed errors.
 
 #include <chrono>
 #include <memory>
