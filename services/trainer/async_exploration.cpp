@@ -24,6 +24,12 @@ auto call(const outage::Retrier* retry, Fn&& fn) -> decltype(fn()) {
   return fn();
 }
 
+int64_t unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 AsyncSeedSource::AsyncSeedSource(AsyncSeedOptions options, queue::LeaseQueue& queue,

@@ -57,7 +57,6 @@ struct AsyncSeedOptions {
   bool offload = false;  // exploration.mode=offload: no selection (above)
   // Train on the chosen seeds' kept trajectories (needs the trajectory and weight stores).
   bool trajectories = false;
-  std::string run_id = "default";
   sampler::SamplerOptions rollout_sampler;  // what a trajectory must have been sampled with
   rollout::StepWindow window{0, 9};         // the trained steps it must hold
   std::vector<std::int64_t> latent_shape;   // one latent of the model, {C, H, W}

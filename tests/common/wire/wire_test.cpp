@@ -336,7 +336,7 @@ TEST(WireRoundTrip, ExtremeValues) {
   EXPECT_EQ(std::memcmp(back.latent.data(), big.latent.data(), big.latent.size() * 4), 0);
 }
 
-TEST(WireVersions, ASeedTaskOfVersionOneDecodesWithTheDefaultsOfVersionTwo) {
+TEST(WireVersions, ASeedTaskOfVersionOneDecodesWithTheDefaultsOfLaterVersions) {
   // What a version-1 planner wrote: no trajectory fields, no staleness override.
   const SeedTask v2 = sample_seed_task();
   const std::string v1 = Writer(SeedTask::kType, 1)
@@ -355,9 +355,10 @@ TEST(WireVersions, ASeedTaskOfVersionOneDecodesWithTheDefaultsOfVersionTwo) {
   EXPECT_EQ(decoded.trajectory_begin, 0);
   EXPECT_EQ(decoded.trajectory_end, 0);
   EXPECT_EQ(decoded.max_staleness, -1);
-  // Version 3 is not known yet.
-  const std::string v3 = Writer(SeedTask::kType, 3).str("run_id", "x").finish();
-  EXPECT_EQ(expect_wire_error([&] { SeedTask::decode(v3); }).kind(),
+  EXPECT_TRUE(decoded.signature.empty());
+  // Version 4 is not known yet.
+  const std::string v4 = Writer(SeedTask::kType, 4).str("run_id", "x").finish();
+  EXPECT_EQ(expect_wire_error([&] { SeedTask::decode(v4); }).kind(),
             WireErrorKind::kUnsupportedVersion);
 }
 
@@ -451,6 +452,9 @@ TEST(WireCompatibility, VersionOneSeedTasksDecodeWithoutSignature) {
   SeedTask v1 = sample_seed_task();
   v1.key_id.clear();
   v1.signature.clear();
+  v1.trajectory_begin = 0;  // version 3's fields take their defaults
+  v1.trajectory_end = 0;
+  v1.max_staleness = -1;
   Writer w("seed_task", 1);
   w.str("run_id", v1.run_id)
       .i64("iteration", v1.iteration)
@@ -521,7 +525,7 @@ TEST(WireMalformed, WrongTypeMessageNamesExpectedAndActual) {
       rewrite_body(sample_seed_task().encode(), "seed", str_value("forty-two"));
   const WireError e = expect_wire_error([&] { SeedTask::decode(bytes); });
   EXPECT_EQ(std::string(e.what()),
-            "wire: message 'seed_task' v2: field 'seed' has wrong type (expected uint64, got "
+            "wire: message 'seed_task' v3: field 'seed' has wrong type (expected uint64, got "
             "string)");
 }
 
@@ -753,7 +757,7 @@ TEST(WireEnvelope, UnknownTypeUnexpectedTypeAndVersions) {
   EXPECT_EQ(e.kind(), WireErrorKind::kUnexpectedType);
   EXPECT_EQ(std::string(e.what()), "wire: expected message 'seed_task', got 'heartbeat'");
 
-  for (std::int64_t version : {std::int64_t{3}, std::int64_t{0}, std::int64_t{-1}}) {
+  for (std::int64_t version : {std::int64_t{4}, std::int64_t{0}, std::int64_t{-1}}) {
     msgpack::sbuffer buf;
     Packer pk(buf);
     const std::string task = sample_seed_task().encode();
@@ -773,7 +777,7 @@ TEST(WireEnvelope, UnknownTypeUnexpectedTypeAndVersions) {
     EXPECT_EQ(e.kind(), WireErrorKind::kUnsupportedVersion);
     EXPECT_EQ(e.version(), version);
     EXPECT_EQ(std::string(e.what()), "wire: message 'seed_task': unsupported version " +
-                                         std::to_string(version) + " (supported: 1-2)");
+                                         std::to_string(version) + " (supported: 1-3)");
     EXPECT_EQ(peek_type(to_string(buf)).version, version);
   }
 }

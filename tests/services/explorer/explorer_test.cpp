@@ -406,7 +406,7 @@ TEST_F(ExplorerTest, KeepsTheTrajectoriesTasksAskForWithTheWeightsTheyAllow) {
     t.task.trajectory_end = window.end;
   }
   const auto plain = testing::seed_tasks(kRunId, 2, 1, 2, 0, kSteps);
-  testing::enqueue(*queue_, keep);  // one batch of 4, sampled together in lease order
+  testing::enqueue(*queue_, keep, key());  // one batch of 4, sampled together in lease order
   auto w = worker(options("a"));
   w->start();
   ASSERT_TRUE(wait_for([&] { return all_done(keep); }, kWait));
@@ -458,7 +458,7 @@ TEST_F(ExplorerTest, KeepsTheTrajectoriesTasksAskForWithTheWeightsTheyAllow) {
             << " steps (micro preset): " << bytes / 4 << " bytes\n";
 
   // Tasks that do not ask keep nothing.
-  testing::enqueue(*queue_, plain);
+  testing::enqueue(*queue_, plain, key());
   ASSERT_TRUE(wait_for([&] { return all_done(plain); }, kWait));
   for (const auto& t : plain)
     EXPECT_FALSE(trajectories.get(t.id).has_value()) << t.id;
@@ -469,7 +469,7 @@ TEST_F(ExplorerTest, KeepsTheTrajectoriesTasksAskForWithTheWeightsTheyAllow) {
   for (auto& t : exact)
     t.task.max_staleness = 0;
   const double released = w->metrics().tasks_released.value();
-  testing::enqueue(*queue_, exact);
+  testing::enqueue(*queue_, exact, key());
   ASSERT_TRUE(wait_for([&] { return w->metrics().tasks_released.value() >= released + 2; }, kWait));
   for (const auto& t : exact)
     EXPECT_FALSE(result(t.id).has_value()) << t.id;
