@@ -168,7 +168,7 @@ TEST_F(PlannerTest, OffloadEnqueuesTheRolloutsOfAnIterationOnceItsWeightsExist) 
   auto planner = make_planner(c, nullptr);
   EXPECT_EQ(planner->step(), StepOutcome::kWaitingForTrainer);
   for (std::int64_t k : {0, 1}) {
-    set_key(keys().trainer_iteration, std::to_string(k));
+    set_trainer_iteration(k);
     EXPECT_EQ(planner->step(), StepOutcome::kRunning);
     EXPECT_EQ(planner->step(), StepOutcome::kRunning);  // nothing more until the trainer moves
     const auto tasks = stream_tasks();
@@ -187,7 +187,7 @@ TEST_F(PlannerTest, OffloadEnqueuesTheRolloutsOfAnIterationOnceItsWeightsExist) 
 }
 
 TEST_F(PlannerTest, OffPolicyReuseAsksForTrajectoriesOfRolloutLengthTasksOnly) {
-  set_key(keys().trainer_iteration, "0");
+  set_trainer_iteration(0);
   const auto reuse = make_config({"exploration.reuse=off_policy", "sampler.steps=6"});
   make_planner(reuse, nullptr)->step();
   auto tasks = stream_tasks();
@@ -201,7 +201,7 @@ TEST_F(PlannerTest, OffPolicyReuseAsksForTrajectoriesOfRolloutLengthTasksOnly) {
 }
 
 TEST_F(PlannerTest, ShortExplorationAsksForNoTrajectory) {
-  set_key(keys().trainer_iteration, "0");
+  set_trainer_iteration(0);
   make_planner(make_config({"exploration.reuse=off_policy", "exploration.steps=4"}), nullptr)
       ->step();
   for (const auto& [id, task] : stream_tasks())
