@@ -46,6 +46,12 @@ class ExplorationSampler final : public SeedSource {
                      store::KeyValueStore& images);
 
   SeedSelection select(int64_t iteration, const std::vector<task::Prompt>& prompts) override;
+  // The rest is the inner source's (a decorator must not swallow its checkpoint or clean-up).
+  std::map<std::string, std::string> checkpoint_files() override {
+    return inner_->checkpoint_files();
+  }
+  void restore(const std::map<std::string, std::string>& files) override { inner_->restore(files); }
+  void iteration_done(int64_t iteration) override { inner_->iteration_done(iteration); }
 
   const ExplorationSampleStats& stats() const { return stats_; }
 
