@@ -307,7 +307,11 @@ TEST_F(ExplorerBinaryTest, NoticeFileCommitsTheChunkInFlightAndAnotherExplorerRe
   ExplorerProcess first(a);
   ASSERT_TRUE(wait_for([&] { return kv_->counter(keys_->sample_steps) > 0; }, kWait))
       << first.output();
-  std::ofstream(notice) << "spot instance reclaim\n";
+  {  // written whole, then renamed into place: the explorer polls and may not read half a file
+    const auto part = dir / "preempted.part";
+    std::ofstream(part) << "spot instance reclaim\n";
+    std::filesystem::rename(part, notice);
+  }
   const auto status = first.wait_exit(std::chrono::seconds(kGraceSeconds));
   ASSERT_TRUE(status) << "still running after the notice\n" << first.output();
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << first.output();
