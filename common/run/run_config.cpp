@@ -85,10 +85,6 @@ const config::Schema& run_schema() {
                          "Trained parameters by name pattern (fnmatch; e.g. ['*lora*']); the "
                          "others stay frozen.")
           .non_empty(),
-      Entry::string("reward.input", "images",
-                    "What explorers and the trainer send the reward: images (RGB, 3 latent "
-                    "channels) or latents (the reward service decodes them, e.g. with a VAE).")
-          .one_of({"images", "latents"}),
       Entry::real("task.held_out_fraction", 0.125,
                   "Share of each category's prompts held out for validation.")
           .range(0.01, 0.5),

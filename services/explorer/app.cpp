@@ -43,10 +43,10 @@ constexpr std::chrono::seconds kWatchdogSlack{5};
 
 std::unique_ptr<reward::RewardFunction> make_explorer_reward(const config::Config& config,
                                                              const task::TaskOptions& task) {
-  auto options = reward::remote_reward_options(config);
-  if (!options) return reward::make_task_reward(task);
-  options->content = config.get_string("reward.input");
-  return std::make_unique<reward::RemoteReward>(*options);
+  if (const auto options = reward::remote_reward_options(config)) {
+    return std::make_unique<reward::RemoteReward>(*options);
+  }
+  return reward::make_task_reward(task);
 }
 
 PreemptionNoticeOptions preemption_notice_options(const config::Config& config) {

@@ -74,9 +74,7 @@ std::unique_ptr<reward::RewardFunction> make_reward(const config::Config& c,
     return reward::make_task_reward(policy.task_options());
   }
   // run::check_model_config has required reward.endpoint, so the options are there.
-  reward::RemoteRewardOptions options = reward::remote_reward_options(c).value();
-  options.content = c.get_string("reward.input");
-  return std::make_unique<reward::RemoteReward>(options);
+  return std::make_unique<reward::RemoteReward>(reward::remote_reward_options(c).value());
 }
 
 std::string format_validation(const ValidationReport& v) {
