@@ -3,7 +3,11 @@
 #include <algorithm>
 
 #include "common/bus/publisher.hpp"
+#include "common/config/error.hpp"
 #include "common/metrics/server.hpp"
+#include "common/task/errors.hpp"
+#include "common/task/generator.hpp"
+#include "common/task/prompt_file.hpp"
 #include "common/zmq/curve.hpp"
 #include "common/zmq/curve_config.hpp"
 
@@ -20,6 +24,15 @@ bool valid_category_weights(const config::Value& value) {
          std::any_of(w.begin(), w.end(), [](double x) { return x > 0; });
 }
 
+// cpu, cuda or cuda:<index> (whether the device exists is checked where tensors live:
+// policy::check_device).
+bool valid_device(const config::Value& value) {
+  const auto& d = std::get<std::string>(value);
+  if (d == "cpu" || d == "cuda") return true;
+  if (d.rfind("cuda:", 0) != 0 || d.size() == 5 || d.size() > 9) return false;
+  return std::all_of(d.begin() + 5, d.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 bool whole_numbers_at_least(const config::Value& value, double lo) {
   const auto& v = std::get<std::vector<double>>(value);
   return !v.empty() && std::all_of(v.begin(), v.end(), [&](double x) {
@@ -31,19 +44,50 @@ bool whole_numbers_at_least(const config::Value& value, double lo) {
 
 const config::Schema& run_schema() {
   static const config::Schema entries{
-      Entry::string("run.dir", "runs/default", "Run directory: checkpoints, metrics, summary."),
+      Entry::string("run.dir", "runs/default", "Run directory: checkpoints, metrics, summary.")
+          .non_empty(),
       Entry::integer("run.seed", 0,
                      "Run seed: prompts, candidate seeds and rollouts derive from it.")
           .at_least(0),
       Entry::integer("run.threads", 0, "Intra-op CPU threads (0: LibTorch's default).").at_least(0),
       Entry::string("model.preset", "tiny", "Model size preset.")
           .one_of({"micro", "mini", "tiny", "small", "base"}),
-      Entry::string("model.device", "cpu", "Device of every tensor: cpu, cuda, cuda:N."),
+      Entry::string("model.device", "cpu", "Device of every tensor: cpu, cuda, cuda:N.")
+          .check("must be cpu, cuda or cuda:<index>", valid_device),
       Entry::string("model.dtype", "float32", "Parameter and activation dtype.")
           .one_of({"float32", "bfloat16"}),
       Entry::integer("model.init_seed", 0, "Seed of the weight initialisation.").at_least(0),
       Entry::string("model.base", "",
-                    "Base checkpoint (safetensors) to start RL from; empty: fresh weights."),
+                    "Base checkpoint (safetensors) to start RL from; empty: fresh weights "
+                    "(torchscript: the module's own)."),
+      Entry::string("model.kind", "native",
+                    "native: the built-in MMDiT of model.preset; torchscript: a user's transformer "
+                    "exported with torch.jit (model.path; docs/your-model.md).")
+          .one_of({"native", "torchscript"}),
+      Entry::string("model.path", "",
+                    "torchscript: the exported module, forward(latents [B,C,H,W], timesteps [B], "
+                    "prompt_embeds [B,L,D], pooled [B,P]) -> velocity [B,C,H,W]."),
+      Entry::integer("model.latent_channels", 4, "torchscript: latent channels C.").range(1, 4096),
+      Entry::integer("model.latent_size", 32, "torchscript: latent height and width H = W.")
+          .range(1, 4096),
+      Entry::string("task.kind", "embedded",
+                    "embedded: the built-in GenEval-like task; prompt_file: a user's prompts "
+                    "(task.prompts_file) with precomputed embeddings (task.embeddings_file).")
+          .one_of({"embedded", "prompt_file"}),
+      Entry::string("task.prompts_file", "",
+                    "prompt_file: prompts with train and validation splits "
+                    "(tools/encode_prompts.py writes it)."),
+      Entry::string("task.embeddings_file", "",
+                    "prompt_file: the prompts' prompt_embeds and pooled (safetensors; "
+                    "tools/encode_prompts.py writes it)."),
+      Entry::string_list("trainer.trainable", {"*"},
+                         "Trained parameters by name pattern (fnmatch; e.g. ['*lora*']); the "
+                         "others stay frozen.")
+          .non_empty(),
+      Entry::string("reward.input", "images",
+                    "What explorers and the trainer send the reward: images (RGB, 3 latent "
+                    "channels) or latents (the reward service decodes them, e.g. with a VAE).")
+          .one_of({"images", "latents"}),
       Entry::real("task.held_out_fraction", 0.125,
                   "Share of each category's prompts held out for validation.")
           .range(0.01, 0.5),
@@ -60,10 +104,16 @@ const config::Schema& run_schema() {
           .positive(),
       Entry::integer("pretrain.warmup", 50, "Warmup steps.").at_least(0),
       Entry::integer("pretrain.seed", 1, "Data seed of pretraining.").at_least(0),
-      Entry::real("pretrain.max_seconds", 0, "Stop pretraining after this wall time (0: no limit).")
+      Entry::real("pretrain.max_seconds", 0,
+                  "Stop pretraining after this wall time (0: no limit); an early stop is logged, "
+                  "recorded in the checkpoint and part of its cache key.")
           .at_least(0),
       Entry::string("pretrain.output", "",
-                    "Where to write the base checkpoint (default: <run.dir>/base.safetensors)."),
+                    "Where to write the base checkpoint (default: <run.dir>/base.safetensors); "
+                    "not with pretrain.cache_dir."),
+      Entry::string("pretrain.cache_dir", "",
+                    "Cache of base checkpoints keyed by the pretraining recipe: pretrain reuses "
+                    "<dir>/base-<key>.safetensors or writes it, and prints its path."),
       Entry::integer("sampler.steps", 10, "SDE/ODE steps per sample.").range(2, 1000),
       Entry::real("sampler.noise_level", 0.7, "SDE noise level a.").range(0, 5),
       Entry::real("sampler.shift", 1.0, "Time-grid shift toward the noise end.").positive(),
@@ -94,6 +144,14 @@ const config::Schema& run_schema() {
       Entry::boolean("trainer.global_std", false,
                      "Normalise advantages by the batch std instead of the group's."),
       Entry::real("trainer.advantage_clip", 5.0, "Advantage clip.").positive(),
+      Entry::real("trainer.grace_seconds", 30,
+                  "After SIGTERM/SIGINT the trainer abandons the iteration in progress and exits "
+                  "0 within this time (its newest checkpoint holds every completed iteration).")
+          .positive(),
+      Entry::real("trainer.redis_outage_limit_seconds", 0,
+                  "async: after Redis has been unavailable this long the trainer exits with code 5 "
+                  "(every completed iteration is checkpointed; a restart resumes); 0: wait.")
+          .at_least(0),
       Entry::integer("validation.every", 5, "Validate every this many iterations.")
           .range(1, 1000000),
       Entry::boolean("validation.defer", false,
@@ -116,9 +174,18 @@ const config::Schema& run_schema() {
       Entry::integer("redis.db", 0, "Redis database number.").range(0, 1024),
       Entry::integer("redis.command_timeout_ms", 5000, "Timeout of one Redis command.")
           .range(1, 3600000),
+      Entry::integer("redis.retry_initial_ms", 100,
+                     "First back-off after Redis is lost; doubles per failed attempt.")
+          .range(1, 600000),
+      Entry::integer("redis.retry_max_ms", 2000,
+                     "Longest back-off between attempts while Redis is unavailable (bounds how "
+                     "late a recovery is noticed).")
+          .range(1, 600000),
       Entry::string("bus.trainer_endpoint", "tcp://127.0.0.1:5560",
                     "ZeroMQ PUB endpoint the trainer binds (weights, iteration notices)."),
-      Entry::string("reward.endpoint", "", "Reward service endpoint; empty: score in-process."),
+      Entry::string("reward.endpoint", "",
+                    "Reward service endpoint; empty: score in-process (embedded task only). "
+                    "Explorers score through it; the trainer too when task.kind is prompt_file."),
       Entry::integer("reward.timeout_ms", 10000, "Per-attempt timeout of a reward request.")
           .range(1, 3600000),
       Entry::integer("reward.retries", 3, "Attempts of a reward request.").range(1, 100),
@@ -221,8 +288,63 @@ const config::Schema& run_schema() {
   return schema;
 }
 
+void check_model_config(const config::Config& c) {
+  const auto fail = [&](const std::string& key, const std::string& what) {
+    throw config::ConfigError(key, "config: '" + key + "' " + what + " (" + c.origin(key) + ")");
+  };
+  const bool torchscript = c.get_string("model.kind") == "torchscript";
+  const bool prompt_file = c.get_string("task.kind") == "prompt_file";
+  if (torchscript && c.get_string("model.path").empty()) {
+    fail("model.path", "must name the exported module when model.kind is torchscript");
+  }
+  if (torchscript != prompt_file) {
+    fail("task.kind", torchscript ? "must be prompt_file when model.kind is torchscript (a "
+                                    "TorchScript module is conditioned on precomputed embeddings)"
+                                  : "prompt_file needs model.kind torchscript (the built-in "
+                                    "MMDiT encodes the embedded task's words itself)");
+  }
+  if (prompt_file) {
+    for (const char* key : {"task.prompts_file", "task.embeddings_file"}) {
+      if (c.get_string(key).empty()) fail(key, "must name a file when task.kind is prompt_file");
+    }
+    if (c.get_string("reward.endpoint").empty()) {
+      fail("reward.endpoint",
+           "must name a reward service when task.kind is prompt_file (the embedded scorer "
+           "cannot grade a user's prompts)");
+    }
+    if (c.get_int("explorer.sp.size") > 1) {
+      fail("explorer.sp.size", "must be 1 with model.kind torchscript (no SP runtime for it)");
+    }
+  }
+  if (c.get_string("reward.input") == "latents" && c.get_string("reward.endpoint").empty()) {
+    fail("reward.input", "latents needs a reward service (reward.endpoint) that decodes them");
+  }
+}
+
+std::unique_ptr<task::PromptSource> prompt_source(const config::Config& c) {
+  check_model_config(c);
+  if (c.get_string("task.kind") == "prompt_file") {
+    try {
+      return std::make_unique<task::PromptFile>(
+          task::PromptFile::load(c.get_string("task.prompts_file")));
+    } catch (const task::TaskError& e) {
+      throw config::ConfigError("task.prompts_file", std::string("config: ") + e.what());
+    }
+  }
+  return std::make_unique<task::PromptGenerator>(task_options(c));
+}
+
 policy::PolicyOptions policy_options(const config::Config& c) {
+  check_model_config(c);
   policy::PolicyOptions o;
+  o.kind = c.get_string("model.kind");
+  o.path = c.get_string("model.path");
+  o.latent_channels = c.get_int("model.latent_channels");
+  o.latent_size = c.get_int("model.latent_size");
+  o.prompts_file = c.get_string("task.prompts_file");
+  o.embeddings_file = c.get_string("task.embeddings_file");
+  o.trainable = c.get_string_list("trainer.trainable");
+  o.reward_input = c.get_string("reward.input");
   o.preset = c.get_string("model.preset");
   o.device = c.get_string("model.device");
   o.dtype = c.get_string("model.dtype");
@@ -253,6 +375,13 @@ redis::RedisOptions redis_options(const config::Config& c) {
   o.db = c.get<int>("redis.db");
   o.command_timeout = std::chrono::milliseconds(c.get_int("redis.command_timeout_ms"));
   return redis::with_env_credentials(o);
+}
+
+outage::BackoffOptions redis_backoff(const config::Config& c) {
+  outage::BackoffOptions o;
+  o.initial = std::chrono::milliseconds(c.get_int("redis.retry_initial_ms"));
+  o.max = std::max(o.initial, std::chrono::milliseconds(c.get_int("redis.retry_max_ms")));
+  return o;
 }
 
 bus::PublisherOptions trainer_bus_options(const config::Config& c) {

@@ -6,15 +6,18 @@
 // needs none of the training keys, has its own schema (services/reward).
 
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "common/config/config.hpp"
 #include "common/config/schema.hpp"
+#include "common/outage/backoff.hpp"
 #include "common/policy/policy_options.hpp"
 #include "common/queue/lease_queue.hpp"
 #include "common/redis/client.hpp"
 #include "common/sampler/sampler_options.hpp"
 #include "common/task/options.hpp"
+#include "common/task/prompt_source.hpp"
 
 namespace spotlight::bus {
 struct PublisherOptions;  // common/bus/publisher.hpp
@@ -27,12 +30,22 @@ namespace spotlight::run {
 
 const config::Schema& run_schema();
 
+// Throws config::ConfigError naming the key when the model, task and reward keys do not fit
+// together: model.kind torchscript <=> task.kind prompt_file (with model.path, both task files and
+// reward.endpoint), reward.input latents needs reward.endpoint, no SP with torchscript.
+void check_model_config(const config::Config& config);
+// The model of the run (check_model_config first).
 policy::PolicyOptions policy_options(const config::Config& config);
+// Where the run's prompts come from: the embedded generator (task.kind embedded) or the prompt
+// file (prompt_file; throws config::ConfigError naming task.prompts_file when it is unusable).
+std::unique_ptr<task::PromptSource> prompt_source(const config::Config& config);
 task::TaskOptions task_options(const config::Config& config);
 // The rollout sampler (SDE) of the run.
 sampler::SamplerOptions sampler_options(const config::Config& config);
 // Host, port and db from the config; user and password from SPOTLIGHT_REDIS_USER/PASSWORD.
 redis::RedisOptions redis_options(const config::Config& config);
+// The back-off while Redis is unavailable: redis.retry_initial_ms doubling to redis.retry_max_ms.
+outage::BackoffOptions redis_backoff(const config::Config& config);
 
 // The trainer's notice publisher: bus.max_message_bytes (ZMQ_MAXMSGSIZE),
 // bus.handshake_timeout_ms and CURVE from bus.curve.server_secret_file. Throws config::ConfigError

@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include "common/log/log.hpp"
+#include "common/outage/failure.hpp"
 #include "common/policy/policy.hpp"
 #include "common/queue/errors.hpp"
 #include "common/run/schedule.hpp"
@@ -50,7 +51,9 @@ Explorer::Explorer(ExplorerOptions options, ExplorerParts parts)
       keys_(options_.run_id),
       metrics_(parts.registry),
       weights_(parts.weights, parts.policy, metrics_, options_.weights_retry_interval),
-      inflight_(parts.kv) {}
+      inflight_(parts.kv),
+      redis_("redis", &parts.registry,
+             outage::BackoffOptions{options_.min_backoff, options_.max_backoff}) {}
 
 ExitReason Explorer::run(std::stop_token stop) {
   stop_ = stop;
@@ -71,16 +74,21 @@ ExitReason Explorer::run(std::stop_token stop) {
         return ExitReason::kRunFinished;
       }
       auto leases = next_leases();
+      redis_.succeeded();  // logs the end of an outage, if there was one
       if (!leases.empty()) process(std::move(leases));
       backoff_ = std::chrono::milliseconds(0);
-    } catch (const queue::QueueUnavailable& e) {
-      metrics_.redis_errors.inc();
-      backoff(e, "queue unavailable");
-    } catch (const store::StoreUnavailable& e) {
-      metrics_.redis_errors.inc();
-      backoff(e, "store unavailable");
     } catch (const std::exception& e) {
-      backoff(e, "error");
+      switch (outage::classify(e)) {
+        case outage::Failure::kAccessDenied:
+          throw;  // wrong credentials or permissions: retrying cannot help
+        case outage::Failure::kUnavailable:
+          metrics_.redis_errors.inc();
+          pause(redis_.failed(e));  // one line per change of state, not per attempt
+          break;
+        case outage::Failure::kOther:
+          backoff(e, "error");
+          break;
+      }
     }
   }
   log::info("explorer {} stopped", options_.id);
@@ -160,8 +168,15 @@ std::optional<Explorer::Held> Explorer::admit(queue::Lease lease) {
     return reject("fields 'iteration'/'prompt_index' (" + std::to_string(task.iteration) + "/" +
                   std::to_string(task.prompt_index) + ") disagree with the task id");
   }
-  auto prompt = task::parse_prompt(task.prompt_text);
-  if (!prompt) {
+  // The embedded task's prompts parse into their structure; a prompt file's are free text, which
+  // the policy must hold embeddings for.
+  std::optional<task::Prompt> prompt;
+  if (parts_.policy.is_native()) {
+    prompt = task::parse_prompt(task.prompt_text);
+  } else if (!task.prompt_text.empty()) {
+    prompt = task::free_text_prompt(task.prompt_text);
+  }
+  if (!prompt || !parts_.policy.accepts(*prompt)) {
     return reject("field 'prompt_text': '" + task.prompt_text + "' is not a prompt of the task");
   }
   Held held;
@@ -277,8 +292,7 @@ std::optional<std::int64_t> Explorer::committed_version(std::span<const Held> he
 }
 
 void Explorer::check_commits(std::span<Held> held, std::int64_t version) {
-  const auto& m = parts_.policy.model_options();
-  const std::vector<std::int64_t> shape{m.channels(), m.image_size(), m.image_size()};
+  const std::vector<std::int64_t> shape = parts_.policy.sample_shape();
   for (auto& h : held) {
     if (!h.resume) continue;
     const wire::InflightCommit& commit = *h.resume;
@@ -318,8 +332,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
   sampler.steps = static_cast<int>(active.front()->task.sampler_steps);
   sampler.sde = true;
   sampler.keep_trajectory = false;
-  const auto& m = parts_.policy.model_options();
-  const std::vector<std::int64_t> sample_shape{m.channels(), m.image_size(), m.image_size()};
+  const std::vector<std::int64_t> sample_shape = parts_.policy.sample_shape();
   const auto batch = static_cast<std::int64_t>(active.size());
 
   const auto start = Clock::now();
@@ -349,8 +362,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
                           .clone();
         resume = sampler::ResumePoint{latent, static_cast<int>(active.front()->resume_step())};
       }
-      sampler::Stepper stepper(parts_.policy.model(), parts_.policy.tokens(prompts), seeds, sampler,
-                               resume);
+      sampler::Stepper stepper = parts_.policy.stepper(prompts, seeds, sampler, resume);
       if (resume) {
         metrics_.resumes.inc(static_cast<double>(batch));
         add_run_counter(kResumedStepsKey, batch * resume->step);
@@ -371,7 +383,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
         // A chunk may take longer than the reaper's dead_after or the lease timeout: stay alive.
         keep_alive(chunk);
       }
-      images = parts_.policy.latents_to_images(stepper.latent());
+      images = parts_.policy.reward_inputs(stepper.latent());
     }
   } catch (const std::exception& e) {
     log::error("sampling {} task(s) failed: {}", active.size(), e.what());
@@ -461,8 +473,9 @@ void Explorer::add_run_counter(const char* key, std::int64_t delta) {
   if (delta <= 0) return;
   try {
     parts_.kv.add(key, delta);
-  } catch (const store::StoreUnavailable&) {
+  } catch (const store::StoreUnavailable& e) {
     metrics_.redis_errors.inc();  // accounting only: never stops sampling
+    redis_.failed(e);
   }
 }
 
@@ -470,8 +483,9 @@ void Explorer::keep_alive(std::span<Held> held) {
   extend_if_due(held);
   try {
     heartbeat_if_due();
-  } catch (const store::StoreUnavailable&) {
+  } catch (const store::StoreUnavailable& e) {
     metrics_.redis_errors.inc();
+    redis_.failed(e);
   }
 }
 
@@ -486,8 +500,9 @@ void Explorer::extend_if_due(std::span<Held> held) {
         log::warn("lease of task '{}' was lost; leaving it to its new holder", h.lease.task_id);
         h.settled = true;
       }
-    } catch (const queue::QueueUnavailable&) {
+    } catch (const queue::QueueUnavailable& e) {
       metrics_.redis_errors.inc();
+      redis_.failed(e);
     }
   }
 }
@@ -518,7 +533,7 @@ void Explorer::complete(Held& held, const std::string& result) {
                    held.lease.task_id, e.what());
         return;  // the lease expires and the task runs again elsewhere
       }
-      backoff(e, "completing a task", /*during_grace=*/true);
+      pause(redis_.failed(e), /*during_grace=*/true);
     }
   }
 }
@@ -544,7 +559,8 @@ void Explorer::fail(const queue::Lease& lease, const std::string& error) {
     }
   } catch (const queue::QueueUnavailable& e) {
     metrics_.redis_errors.inc();
-    log::warn("could not fail task '{}' (it will expire): {}", lease.task_id, e.what());
+    redis_.failed(e);  // one line per outage; the task's lease expires
+    log::debug("could not fail task '{}' (it will expire): {}", lease.task_id, e.what());
   }
 }
 
@@ -559,9 +575,15 @@ void Explorer::release(Held& held, const char* why) {
   try {
     if (parts_.queue.release(held.lease)) metrics_.tasks_released.inc();
   } catch (const std::exception& e) {
-    if (dynamic_cast<const queue::QueueUnavailable*>(&e) != nullptr) metrics_.redis_errors.inc();
-    log::warn("could not release task '{}' ({}; it will expire): {}", held.lease.task_id, why,
-              e.what());
+    if (outage::classify(e) == outage::Failure::kUnavailable) {
+      metrics_.redis_errors.inc();
+      redis_.failed(e);  // one line per outage; the task's lease expires
+      log::debug("could not release task '{}' ({}; it will expire): {}", held.lease.task_id, why,
+                 e.what());
+    } else {
+      log::warn("could not release task '{}' ({}; it will expire): {}", held.lease.task_id, why,
+                e.what());
+    }
   }
 }
 

@@ -28,8 +28,11 @@
 //
 // run(stop) loops step() every poll_interval until kFinished (returns 0) or a stop request
 // (returns 0 after the current pass). A failed pass (Redis unavailable, or any queue/store error)
-// is logged and counted, and the next one waits an exponential back-off from poll_interval up to
-// max_backoff; it never ends the loop.
+// is counted, and the next one waits an exponential back-off from poll_interval up to
+// max_backoff; it never ends the loop, except when Redis refuses the credentials or permissions
+// (QueueAccessDenied / StoreAccessDenied propagate: retrying cannot help). Redis outages are
+// logged once per change of state (outage::OutageTracker: lost, retrying, restored), other
+// failures once each.
 //
 // Thread-compatible: one thread drives a Planner (its queue and store are single connections).
 
@@ -45,10 +48,12 @@
 #include "common/exploration/explorer_directory.hpp"
 #include "common/exploration/explorer_reaper.hpp"
 #include "common/metrics/metrics.hpp"
+#include "common/outage/outage_tracker.hpp"
 #include "common/queue/lease_queue.hpp"
 #include "common/store/key_value_store.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/options.hpp"
+#include "common/task/prompt_source.hpp"
 #include "services/planner/planner_keys.hpp"
 #include "services/planner/planner_metrics.hpp"
 #include "services/planner/queue_metrics.hpp"
@@ -81,7 +86,9 @@ struct PlannerOptions {
   // dead_heartbeats periods without one.
   std::chrono::milliseconds heartbeat_period = kDefaultHeartbeatPeriod;
   int dead_heartbeats = kDefaultDeadHeartbeats;
-  task::TaskOptions task;  // the prompts' generator
+  task::TaskOptions task;  // the prompts' generator, when `prompts` is null
+  // Where the prompts come from (run::prompt_source: task.kind); null: the generator of `task`.
+  std::shared_ptr<const task::PromptSource> prompts;
   // Where every plan record (decision and reason) is appended as a JSON line; empty: nowhere.
   std::string decisions_file;
 
@@ -157,12 +164,13 @@ class Planner {
   std::shared_ptr<metrics::Registry> registry_;
   PlannerMetrics metrics_;
   QueueTotalsMetrics queue_totals_;
-  task::PromptGenerator generator_;
+  std::shared_ptr<const task::PromptSource> prompts_;
   std::unique_ptr<exploration::ExplorerReaper> reaper_;
   std::chrono::steady_clock::time_point next_reap_{};
   std::map<std::int64_t, int> candidates_;  // iteration -> N enqueued by this object
   std::int64_t fed_back_through_ = -1;      // last iteration whose outcome the policy saw
   PlannerStatus status_;
+  outage::OutageTracker redis_;
   bool said_waiting_ = false;
 };
 

@@ -35,11 +35,13 @@ PlannerOptions planner_options(const config::Config& c) {
   o.prompts_per_iteration = c.get<int>("trainer.prompts_per_iteration");
   o.lookahead = c.get<int>("planner.lookahead");
   o.poll_interval = std::chrono::milliseconds(c.get_int("planner.poll_ms"));
-  o.max_backoff = std::max(kDefaultMaxBackoff, o.poll_interval);
+  o.max_backoff =
+      std::max(std::chrono::milliseconds(c.get_int("redis.retry_max_ms")), o.poll_interval);
   o.max_wait = std::chrono::milliseconds(
       static_cast<std::int64_t>(c.get_double("exploration.max_wait_seconds") * 1000.0));
   o.heartbeat_period = std::chrono::milliseconds(c.get_int("explorer.heartbeat_ms"));
   o.task = run::task_options(c);
+  o.prompts = run::prompt_source(c);
   o.decisions_file = c.get_string("planner.decisions_file");
   if (o.decisions_file.empty() && c.get_string("planner.policy") == "bandit") {
     o.decisions_file = (std::filesystem::path(c.get_string("run.dir")) / "planner.jsonl").string();

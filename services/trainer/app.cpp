@@ -3,25 +3,34 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iomanip>
 #include <iostream>
 #include <numeric>
 #include <sstream>
+#include <stop_token>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "common/cost/cost_config.hpp"
 #include "common/cost/cost_reporter.hpp"
+#include "common/durable/durable_file.hpp"
 #include "common/log/log.hpp"
 #include "common/metrics/server.hpp"
 #include "common/model/safetensors.hpp"
+#include "common/outage/retry.hpp"
 #include "common/queue/redis_lease_queue.hpp"
+#include "common/reward/remote_reward.hpp"
 #include "common/reward/reward_function.hpp"
+#include "common/service/exit_codes.hpp"
+#include "common/signals/stop_signals.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "common/task/generator.hpp"
 #include "services/trainer/async_exploration.hpp"
+#include "services/trainer/pretrain_cache.hpp"
 #include "services/trainer/trainer_config.hpp"
 #include "services/trainer/trainer_metrics.hpp"
 
@@ -43,12 +52,39 @@ fs::path base_output(const config::Config& c) {
 void load_base(policy::Policy& policy, const config::Config& c) {
   const auto& base = c.get_string("model.base");
   if (base.empty()) return;
-  model::load_module_state(*policy.model(), model::load_safetensors(base));
+  if (std::error_code error; !fs::is_regular_file(base, error)) {
+    throw config::ConfigError("model.base", "config: 'model.base' " + base +
+                                                " is not a readable checkpoint file (in " +
+                                                c.origin("model.base") + ")");
+  }
+  policy.load_state(model::load_safetensors(base));
   SPOTLIGHT_LOG(info) << "loaded base weights from " << base;
+}
+
+// The embedded task is scored in-process (the reward service's own scorer); a prompt file's
+// prompts only by the reward service (run::check_model_config requires reward.endpoint).
+std::unique_ptr<reward::RewardFunction> make_reward(const config::Config& c,
+                                                    const policy::Policy& policy) {
+  if (c.get_string("task.kind") != "prompt_file") {
+    return reward::make_task_reward(policy.task_options());
+  }
+  reward::RemoteRewardOptions options;
+  options.endpoint = c.get_string("reward.endpoint");
+  options.content = c.get_string("reward.input");
+  options.rpc.timeout = std::chrono::milliseconds(c.get_int("reward.timeout_ms"));
+  // The run schema counts attempts in all; the RPC client counts retries after the first.
+  options.rpc.retries = c.get<int>("reward.retries") - 1;
+  options.rpc.curve = run::reward_client_curve(c);
+  return std::make_unique<reward::RemoteReward>(options);
 }
 
 std::string format_validation(const ValidationReport& v) {
   std::ostringstream s;
+  if (v.per_category.empty()) {  // a prompt file: graded by the reward function
+    s << std::fixed << std::setprecision(4) << "val reward " << v.mean_reward << " correct "
+      << std::setprecision(3) << v.geneval_score;
+    return s.str();
+  }
   s << std::fixed << std::setprecision(3) << "val geneval " << v.geneval_score << " reward "
     << v.mean_reward << " (";
   for (size_t i = 0; i < v.per_category.size(); ++i) {
@@ -62,57 +98,120 @@ std::string format_validation(const ValidationReport& v) {
 }  // namespace
 
 int run_pretrain(const config::Config& c) {
-  apply_threads(c);
-  policy::Policy policy(policy_options(c), task_options(c));
+  policy::check_device(c);
+  const std::string& cache_dir = c.get_string("pretrain.cache_dir");
+  if (!cache_dir.empty() && !c.get_string("pretrain.output").empty()) {
+    throw config::ConfigError("pretrain.cache_dir",
+                              "config: set 'pretrain.cache_dir' or 'pretrain.output', not both");
+  }
   const auto options = pretrain_options(c);
+  const std::string key = recipe_key(c);
+  fs::path out = cache_dir.empty() ? base_output(c) : cached_base(cache_dir, key);
+  if (!cache_dir.empty() && fs::exists(out)) {
+    SPOTLIGHT_LOG(info) << "using the cached base model " << out.string() << " (recipe key " << key
+                        << ")";
+    std::cout << out.string() << std::endl;
+    return 0;
+  }
+  const fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+  try {
+    durable::check_writable_directory(dir);
+  } catch (const durable::WriteError& e) {
+    const char* k = !cache_dir.empty()                         ? "pretrain.cache_dir"
+                    : !c.get_string("pretrain.output").empty() ? "pretrain.output"
+                                                               : "run.dir";
+    throw config::ConfigError(k, std::string("config: '") + k + "': " + e.what());
+  }
+  apply_threads(c);
+  if (c.get_string("model.kind") != "native") {
+    SPOTLIGHT_LOG(error) << "pretrain trains the built-in MMDiT (model.kind native); a "
+                            "TorchScript model comes pretrained";
+    return 2;
+  }
+  policy::Policy policy(policy_options(c), task_options(c));
   SPOTLIGHT_LOG(info) << "pretraining preset " << c.get_string("model.preset") << " for "
-                      << options.steps << " steps of " << options.batch << " images";
+                      << options.steps << " steps of " << options.batch << " images (recipe key "
+                      << key << ")";
   const auto report = pretrain(policy, options, [](const PretrainProgress& p) {
     SPOTLIGHT_LOG(info) << "pretrain step " << p.step << " loss " << std::fixed
                         << std::setprecision(4) << p.loss << " " << std::setprecision(1)
                         << p.seconds << " s";
   });
-  const auto out = base_output(c);
-  fs::create_directories(out.parent_path().empty() ? "." : out.parent_path());
-  auto state = model::module_state(*policy.model());
+  const bool stopped_early = report.steps < options.steps;
+  if (stopped_early) {
+    SPOTLIGHT_LOG(warn) << "pretraining stopped early by pretrain.max_seconds ("
+                        << options.max_seconds << " s) at step " << report.steps << " of "
+                        << options.steps << ": this base is not the recipe's output";
+    if (!cache_dir.empty()) out = cached_base(cache_dir, key, report.steps);
+  }
+  auto state = policy.state();
   state.metadata = {{"preset", c.get_string("model.preset")},
+                    {"pretrain.recipe_key", key},
                     {"pretrain.steps", std::to_string(report.steps)},
+                    {"pretrain.steps_planned", std::to_string(options.steps)},
+                    {"pretrain.stopped_early", stopped_early ? "true" : "false"},
                     {"pretrain.seed", std::to_string(options.seed)},
                     {"pretrain.batch", std::to_string(options.batch)},
                     {"pretrain.lr", std::to_string(options.lr)}};
-  model::save_safetensors(out, state);
+  // The checkpoint appears under its name last, after its summary: present means complete.
+  const fs::path partial = out.string() + ".partial";
+  model::save_safetensors(partial, state);
   GrpoOptions g = grpo_options(c);
   g.run_dir.clear();
   auto reward = reward::make_task_reward(policy.task_options());
   GrpoTrainer evaluator(g, policy, *reward, make_random_seed_source({}));
   const auto validation = evaluator.validate();
   SPOTLIGHT_LOG(info) << "pretrained in " << std::fixed << std::setprecision(1) << report.seconds
-                      << " s, final loss " << std::setprecision(4) << report.final_loss << "; base "
+                      << " s, " << report.steps << "/" << options.steps << " steps, final loss "
+                      << std::setprecision(4) << report.final_loss << "; base "
                       << format_validation(validation) << "; wrote " << out.string();
   Json summary{{"pretrain_seconds", report.seconds},
                {"steps", report.steps},
+               {"steps_planned", options.steps},
+               {"stopped_early", stopped_early},
+               {"max_seconds", options.max_seconds},
+               {"recipe_key", key},
                {"final_loss", report.final_loss},
                {"base_geneval_score", validation.geneval_score},
                {"base_ocr_score", validation.ocr_score},
                {"base_mean_reward", validation.mean_reward},
                {"checkpoint", out.string()}};
-  std::ofstream(out.string() + ".json") << summary.dump(2) << "\n";
+  durable::write_file(out.string() + ".json", summary.dump(2) + "\n");
+  durable::rename(partial, out);
+  std::cout << out.string() << std::endl;  // the only line on stdout: for scripts
   return 0;
 }
 
-int run_train(const config::Config& c) {
-  apply_threads(c);
+int run_train(const config::Config& c, std::stop_token stop) {
+  policy::check_device(c);
   const auto options = grpo_options(c);
-  fs::create_directories(options.run_dir);
-  std::ofstream(options.run_dir / "config.yaml") << c.dump();
+  try {
+    durable::check_writable_directory(options.run_dir);
+  } catch (const durable::WriteError& e) {
+    throw config::ConfigError("run.dir", std::string("config: 'run.dir': ") + e.what());
+  }
+  apply_threads(c);
+  durable::write_file(options.run_dir / "config.yaml", c.dump());
+  auto registry = std::make_shared<metrics::Registry>("trainer");
+  // Redis calls of async runs wait through outages (one log line per change of state), up to
+  // trainer.redis_outage_limit_seconds, and give up early on a stop request.
+  outage::OutageTracker redis_health("redis", registry.get(), run::redis_backoff(c));
+  const auto outage_limit = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::duration<double>(c.get_double("trainer.redis_outage_limit_seconds")));
+  const outage::Retrier retry(redis_health, outage::RetryOptions{outage_limit, stop});
   policy::Policy policy(policy_options(c), task_options(c));
   load_base(policy, c);
+  if (!policy.is_native()) {
+    SPOTLIGHT_LOG(info) << "TorchScript model " << c.get_string("model.path") << ": "
+                        << policy.trainable_parameters().size() << " of "
+                        << policy.named_parameters().size() << " parameter tensors trained";
+  }
   std::unique_ptr<policy::Policy> reference;
   if (options.loss.kl_beta > 0) {
     reference = std::make_unique<policy::Policy>(policy_options(c), task_options(c));
     reference->copy_weights_from(policy);
   }
-  auto reward = reward::make_task_reward(policy.task_options());
+  auto reward = make_reward(c, policy);
   ExplorationOptions exploration;
   exploration.group_size = options.group_size;
   exploration.candidates = options.candidates;
@@ -140,6 +239,8 @@ int run_train(const config::Config& c) {
     weight_store =
         std::make_unique<store::RedisWeightStore>(redis, store::WeightStoreOptions{keys.prefix});
     state = std::make_unique<store::RedisKeyValueStore>(redis, keys.prefix);
+    // Refused credentials stop the trainer now, with one line (an unavailable Redis is waited for).
+    outage::fail_fast_on_access_denied([&] { state->get(keys.trainer_iteration); });
     if (const auto& endpoint = c.get_string("bus.trainer_endpoint"); !endpoint.empty()) {
       bus = std::make_unique<bus::Publisher>(run::trainer_bus_options(c));
       SPOTLIGHT_LOG(info) << "publishing notices on " << bus->bind(endpoint);
@@ -149,14 +250,14 @@ int run_train(const config::Config& c) {
     async.candidates = options.candidates;
     async.run_seed = options.seed;
     async.max_wait = std::chrono::duration<double>(c.get_double("exploration.max_wait_seconds"));
-    seeds = std::make_unique<AsyncSeedSource>(async, *queue, state.get());
-    publisher =
-        std::make_unique<RunPublisher>(c.get_string("run.id"), *weight_store, *state, bus.get());
+    async.stop = stop;
+    seeds = std::make_unique<AsyncSeedSource>(async, *queue, state.get(), &retry);
+    publisher = std::make_unique<RunPublisher>(c.get_string("run.id"), *weight_store, *state,
+                                               bus.get(), &retry);
   }
   // Cost: the trainer holds reserved devices; waiting for explored seeds is its idle time. In
   // async runs the ledger in Redis sums every process of the run (explorers are spot).
   const cost::Prices prices = cost::prices_from(c);
-  auto registry = std::make_shared<metrics::Registry>("trainer");
   const auto metrics_server =
       metrics::MetricsServer::start(*registry, metrics::metrics_server_options(c));
   if (metrics_server) SPOTLIGHT_LOG(info) << "metrics on " << metrics_server->url();
@@ -194,7 +295,7 @@ int run_train(const config::Config& c) {
     bus_handshake_failures.inc(static_cast<double>(counters.handshake_failures) -
                                bus_handshake_failures.value());
   };
-  trainer.run([&](const IterationReport& r) {
+  const auto on_iteration = [&](const IterationReport& r) {
     trainer_metrics.observe(r);
     export_bus_counters();
     if (r.iteration < 0) {
@@ -217,7 +318,7 @@ int run_train(const config::Config& c) {
                 {"spot_device_seconds",
                  so_far.spot_busy_device_seconds + so_far.spot_idle_device_seconds}};
       if (r.validation) line["geneval_score"] = r.validation->geneval_score;
-      std::ofstream(options.run_dir / "cost.jsonl", std::ios::app) << line.dump() << "\n";
+      durable::append_file(options.run_dir / "cost.jsonl", line.dump() + "\n");
     } catch (const std::exception& e) {
       SPOTLIGHT_LOG(warn) << "cost ledger unavailable: " << e.what();
     }
@@ -238,12 +339,28 @@ int run_train(const config::Config& c) {
       line << " | " << format_validation(*r.validation);
     }
     SPOTLIGHT_LOG(info) << line.str();
-  });
+  };
+  bool finished = false;
+  try {
+    finished = trainer.run(on_iteration, stop);
+  } catch (const outage::OutageLimitExceeded& e) {
+    SPOTLIGHT_LOG(error) << e.what() << " (trainer.redis_outage_limit_seconds): exiting with code "
+                         << service::kExitOutageLimit << "; the newest checkpoint holds iterations "
+                         << "0.." << trainer.next_iteration() - 1
+                         << ", a restart resumes at iteration " << trainer.next_iteration();
+    return service::kExitOutageLimit;
+  }
+  if (!finished) {
+    SPOTLIGHT_LOG(info) << "stopped: iterations 0.." << trainer.next_iteration() - 1
+                        << " are checkpointed; a restart resumes at iteration "
+                        << trainer.next_iteration();
+  }
   Json summary{{"mode", options.mode},
                {"seed", options.seed},
                {"iterations", options.iterations},
                {"train_wall_seconds", last_wall}};
   if (first_validation) summary["base_geneval_score"] = first_validation->geneval_score;
+  if (first_validation) summary["base_mean_reward"] = first_validation->mean_reward;
   if (last_validation) summary["final_geneval_score"] = last_validation->geneval_score;
   if (last_validation) summary["final_ocr_score"] = last_validation->ocr_score;
   if (last_validation) summary["final_mean_reward"] = last_validation->mean_reward;
@@ -255,15 +372,19 @@ int run_train(const config::Config& c) {
     summary["fallback_prompts"] = fallback_prompts;
   }
   if (queue) {
-    const auto q = queue->stats();
-    summary["queue"] = {{"results", q.results},
-                        {"waiting", q.waiting},
-                        {"leased", q.leased},
-                        {"dead_letters", q.dead_letters},
-                        {"enqueued_total", q.enqueued_total},
-                        {"acked_total", q.acked_total},
-                        {"reclaimed_total", q.reclaimed_total},
-                        {"duplicate_results_total", q.duplicate_results_total}};
+    try {
+      const auto q = queue->stats();
+      summary["queue"] = {{"results", q.results},
+                          {"waiting", q.waiting},
+                          {"leased", q.leased},
+                          {"dead_letters", q.dead_letters},
+                          {"enqueued_total", q.enqueued_total},
+                          {"acked_total", q.acked_total},
+                          {"reclaimed_total", q.reclaimed_total},
+                          {"duplicate_results_total", q.duplicate_results_total}};
+    } catch (const std::exception& e) {  // Redis away at the end: the summary is written anyway
+      SPOTLIGHT_LOG(warn) << "queue statistics unavailable for summary.json: " << e.what();
+    }
   }
   try {
     const cost::RunCost total = run_cost();
@@ -279,8 +400,16 @@ int run_train(const config::Config& c) {
   } catch (const std::exception& e) {
     SPOTLIGHT_LOG(warn) << "cost ledger unavailable: " << e.what();
   }
-  std::ofstream(options.run_dir / "summary.json") << summary.dump(2) << "\n";
-  if (first_validation && last_validation) {
+  durable::write_file(options.run_dir / "summary.json", summary.dump(2) + "\n");
+  if (first_validation && last_validation && first_validation->per_category.empty()) {
+    // A prompt file: the reward service grades validation.
+    SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(4) << "done: validation reward "
+                        << first_validation->mean_reward << " -> " << last_validation->mean_reward
+                        << " (" << std::showpos
+                        << last_validation->mean_reward - first_validation->mean_reward
+                        << std::noshowpos << ") in " << std::setprecision(1) << last_wall
+                        << " s of training";
+  } else if (first_validation && last_validation) {
     SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(3) << "done: validation geneval "
                         << first_validation->geneval_score << " -> "
                         << last_validation->geneval_score << " (" << std::showpos
@@ -292,10 +421,11 @@ int run_train(const config::Config& c) {
 }
 
 int run_eval(const config::Config& c) {
+  policy::check_device(c);
   apply_threads(c);
   policy::Policy policy(policy_options(c), task_options(c));
   load_base(policy, c);
-  auto reward = reward::make_task_reward(policy.task_options());
+  auto reward = make_reward(c, policy);
   GrpoOptions g = grpo_options(c);
   g.run_dir.clear();
   GrpoTrainer evaluator(g, policy, *reward, make_random_seed_source({}));
@@ -305,6 +435,7 @@ int run_eval(const config::Config& c) {
 }
 
 int run_validate(const config::Config& c) {
+  policy::check_device(c);
   apply_threads(c);
   policy::Policy policy(policy_options(c), task_options(c));
   auto reward = reward::make_task_reward(policy.task_options());
@@ -319,6 +450,7 @@ int run_validate(const config::Config& c) {
 }
 
 int run_bench(const config::Config& c) {
+  policy::check_device(c);
   apply_threads(c);
   using Clock = std::chrono::steady_clock;
   torch::NoGradGuard no_grad;
@@ -339,23 +471,26 @@ int run_bench(const config::Config& c) {
 
   policy::Policy policy(policy_options(c), task_options(c));
   load_base(policy, c);
-  auto& model = policy.model();
-  const auto& m = policy.model_options();
   const int64_t batch = 64;
-  std::vector<task::Prompt> prompts = task::validation_prompts(policy.task_options(), batch);
-  auto tokens = policy.tokens(prompts);
-  auto x =
-      torch::randn({batch, m.channels(), m.image_size(), m.image_size()}, policy.tensor_options());
+  const auto source = run::prompt_source(c);
+  std::vector<task::Prompt> prompts = source->validation(static_cast<int>(batch));
+  for (uint64_t i = 0; static_cast<int64_t>(prompts.size()) < batch; ++i)
+    prompts.push_back(source->sample(i));
+  const auto shape = policy.sample_shape();
+  auto x = torch::randn({batch, shape[0], shape[1], shape[2]}, policy.tensor_options());
   auto t = torch::full({batch}, 0.5, policy.tensor_options());
-  model->forward(x, t, tokens);
+  // Conditioned inside the loop, as the trainer's steps are (the MMDiT encodes its text).
+  const auto forward = [&] { return policy.velocity(x, t, policy.condition(prompts)); };
+  forward();
   reps = 0;
   start = Clock::now();
   while (seconds(start) < 2.0 || reps < 3) {
-    model->forward(x, t, tokens);
+    forward();
     ++reps;
   }
   const double forward_seconds = seconds(start) / reps;
-  const double forward_gflops = 2.0 * m.macs_per_sample() * batch / forward_seconds / 1e9;
+  const int64_t macs = policy.is_native() ? policy.model_options().macs_per_sample() : 0;
+  const double forward_gflops = 2.0 * macs * batch / forward_seconds / 1e9;
 
   std::vector<uint64_t> seeds(batch);
   std::iota(seeds.begin(), seeds.end(), 0);
@@ -370,18 +505,51 @@ int run_bench(const config::Config& c) {
     ++reps;
   }
   const double images_per_second = static_cast<double>(batch) * reps / seconds(start);
-  Json out{{"threads", torch::get_num_threads()},
-           {"sgemm_gflops", sgemm_gflops},
-           {"forward_batch", batch},
-           {"forward_ms", forward_seconds * 1e3},
-           {"forward_gflops", forward_gflops},
-           {"forward_fraction_of_sgemm", forward_gflops / sgemm_gflops},
-           {"sampler_steps", sampling.steps},
-           {"sampler_images_per_second", images_per_second},
-           {"preset", c.get_string("model.preset")},
-           {"macs_per_sample", m.macs_per_sample()}};
+  Json out{
+      {"threads", torch::get_num_threads()},
+      {"sgemm_gflops", sgemm_gflops},
+      {"forward_batch", batch},
+      {"forward_ms", forward_seconds * 1e3},
+      {"forward_gflops", forward_gflops},  // 0 when the MACs are unknown (torchscript)
+      {"forward_fraction_of_sgemm", forward_gflops / sgemm_gflops},
+      {"sampler_steps", sampling.steps},
+      {"sampler_images_per_second", images_per_second},
+      {"model", policy.is_native() ? c.get_string("model.preset") : c.get_string("model.path")},
+      {"macs_per_sample", macs}};
   std::cout << out.dump(2) << std::endl;
   return 0;
+}
+
+int run_train(const config::Config& c) {
+  // First, before any thread exists; a signal that arrives while starting is kept.
+  signals::StopSignals signals;
+  std::stop_source stop;      // asks the trainer to stop
+  std::stop_source finished;  // run_train returned, whatever the reason
+  std::promise<int> result;
+  auto done = result.get_future();
+  std::jthread worker([&] {
+    try {
+      result.set_value(run_train(c, stop.get_token()));
+    } catch (...) {
+      result.set_exception(std::current_exception());
+    }
+    finished.request_stop();
+  });
+  if (const auto signo = signals.wait(finished.get_token())) {
+    const auto grace = std::chrono::duration<double>(c.get_double("trainer.grace_seconds"));
+    SPOTLIGHT_LOG(info) << "received " << signals::signal_name(*signo)
+                        << ": abandoning the iteration in progress, exiting within "
+                        << grace.count() << " s";
+    stop.request_stop();
+    if (done.wait_for(grace) != std::future_status::ready) {
+      SPOTLIGHT_LOG(error) << "did not stop within trainer.grace_seconds (" << grace.count()
+                           << " s); exiting with code " << service::kExitGraceExceeded
+                           << " (the newest complete checkpoint is intact)";
+      std::_Exit(service::kExitGraceExceeded);
+    }
+  }
+  worker.join();
+  return done.get();
 }
 
 int run_subcommand(const std::string& subcommand, const config::Config& c) {

@@ -13,7 +13,9 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "common/durable/durable_file.hpp"
 #include "common/model/safetensors.hpp"
+#include "common/outage/retry.hpp"
 #include "common/rl/kendall.hpp"
 #include "common/rl/selection.hpp"
 #include "common/run/schedule.hpp"
@@ -21,12 +23,16 @@
 #include "common/seeds/seeds.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/score.hpp"
+#include "services/trainer/checkpoint_store.hpp"
 
 namespace spotlight::trainer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using Json = nlohmann::json;
+
+// Thrown at a phase boundary once a stop is requested; caught by run().
+struct Abandoned {};
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -66,6 +72,8 @@ Json to_json(const IterationReport& r) {
          {"fallback_prompts", r.fallback_prompts},
          {"optimizer_steps", r.optimizer_steps},
          {"first_ratio_max_deviation", r.first_ratio_max_deviation}};
+  for (const auto& [name, mean] : r.reward_components)
+    j["reward_components"][name] = mean;
   if (r.kendall_tau) j["kendall_tau"] = *r.kendall_tau;
   if (r.validation) j["validation"] = to_json(*r.validation);
   if (!r.group_rewards.empty()) j["group_rewards"] = r.group_rewards;
@@ -80,13 +88,17 @@ Json to_json(const IterationReport& r) {
 
 struct GrpoTrainer::State {
   State(policy::Policy& policy, const GrpoOptions& o)
-      : optimizer(policy.model()->parameters(),
+      : optimizer(policy.trainable_parameters(),
                   torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay)),
-        generator(policy.task_options()),
-        validation_prompts(task::validation_prompts(policy.task_options(), o.validation_prompts)) {}
+        prompts(o.prompts ? o.prompts
+                          : std::make_shared<const task::PromptGenerator>(policy.task_options())),
+        validation_prompts(prompts->validation(o.validation_prompts)) {
+    if (!o.run_dir.empty()) checkpoints.emplace(CheckpointStoreOptions{o.run_dir / "checkpoints"});
+  }
 
   torch::optim::AdamW optimizer;
-  task::PromptGenerator generator;
+  std::optional<CheckpointStore> checkpoints;  // when run_dir is set
+  std::shared_ptr<const task::PromptSource> prompts;
   std::vector<task::Prompt> validation_prompts;
   double wall_seconds = 0.0;  // training wall time of completed iterations (validation excluded)
 };
@@ -108,7 +120,7 @@ GrpoTrainer::GrpoTrainer(GrpoOptions options, policy::Policy& policy,
 GrpoTrainer::~GrpoTrainer() = default;
 
 std::vector<task::Prompt> GrpoTrainer::prompts_for(int64_t iteration) const {
-  return run::iteration_prompts(state_->generator, o_.seed, iteration, o_.prompts_per_iteration);
+  return run::iteration_prompts(*state_->prompts, o_.seed, iteration, o_.prompts_per_iteration);
 }
 
 ValidationReport GrpoTrainer::validate() {
@@ -121,9 +133,20 @@ ValidationReport GrpoTrainer::validate() {
   ode.sde = false;
   ode.steps = o_.validation_steps;
   ode.shift = o_.sampler.shift;
+  ValidationReport report;
+  if (!policy_.is_native()) {
+    // A user's prompts: the reward function grades them.
+    const auto inputs = policy_.final_reward_inputs(policy_.sample(prompts, seeds, ode, 32));
+    const auto scores = reward_.score(prompts, inputs);
+    for (const auto& s : scores) {
+      report.mean_reward += s.reward / static_cast<double>(scores.size());
+      report.geneval_score += (s.correct ? 1.0 : 0.0) / static_cast<double>(scores.size());
+    }
+    report.seconds = seconds_since(start);
+    return report;
+  }
   const auto images = policy_.final_images(policy_.sample(prompts, seeds, ode, 32));
   const auto evaluation = task::evaluate(prompts, images, policy_.task_options());
-  ValidationReport report;
   report.geneval_score = evaluation.geneval_score;
   report.ocr_score = evaluation.ocr_score;
   report.mean_reward = evaluation.mean_reward;
@@ -141,12 +164,12 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   const auto start = Clock::now();
   IterationReport report;
   report.iteration = iteration;
-  auto& model = policy_.model();
   const int g = o_.group_size;
 
   // 1. Seeds for this iteration's prompts.
   const auto prompts = prompts_for(iteration);
   SeedSelection selection = seeds_->select(iteration, prompts);
+  check_stop();
   report.explore_seconds = selection.explore_seconds;
   report.selected_variance = selection.selected_variance;
   report.fallback_prompts = selection.fallback_prompts;
@@ -164,17 +187,29 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   auto rollout_options = o_.sampler;
   rollout_options.sde = true;
   rollout_options.keep_trajectory = true;
-  model->eval();
+  policy_.set_training(false);
   auto chunks = policy_.sample(flat_prompts, flat_seeds, rollout_options, o_.micro_batch);
   report.rollout_seconds = seconds_since(rollout_start);
+  check_stop();
 
   // 3. Rewards and advantages.
   auto reward_start = Clock::now();
-  const auto images = policy_.final_images(chunks);
+  const auto images = policy_.final_reward_inputs(chunks);
   const auto scores = reward_.score(flat_prompts, images);
   std::vector<double> rewards;
   for (const auto& s : scores)
     rewards.push_back(s.reward);
+  if (!scores.empty()) {
+    for (const auto& [name, value] : scores.front().components) {
+      double sum = 0;
+      for (const auto& s : scores) {
+        for (const auto& [n, v] : s.components) {
+          if (n == name) sum += v;
+        }
+      }
+      report.reward_components.emplace_back(name, sum / static_cast<double>(scores.size()));
+    }
+  }
   auto advantage_options = o_.advantages;
   advantage_options.group_size = g;
   const auto advantages = rl::group_advantages(rewards, advantage_options);
@@ -222,7 +257,8 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   const int end = std::clamp(o_.train_step_end <= 0 ? steps + o_.train_step_end : o_.train_step_end,
                              begin, steps);
   const int window = std::max(1, end - begin);
-  model->train();
+  policy_.set_training(true);
+  const auto trainable = policy_.trainable_parameters();
   auto& optimizer = state_->optimizer;
   optimizer.zero_grad();
   int accumulated = 0, updates = 0;
@@ -240,20 +276,23 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
       offset += b;
       if (std::all_of(chunk_adv.begin(), chunk_adv.end(), [](double a) { return a == 0.0; }))
         continue;
+      check_stop();
       auto adv = torch::tensor(chunk_adv, torch::kDouble).to(policy_.tensor_options());
-      auto tokens = policy_.tokens(chunk_prompts);
       for (int j = begin; j < end; ++j) {
         auto x = trajectory.latents.select(1, j);
         auto x_next = trajectory.latents.select(1, j + 1);
         const auto coefficients =
             sampler::sde_coefficients(grid[j], grid[j + 1], o_.sampler.noise_level, grid[1]);
         auto t = torch::full({b}, grid[j], policy_.tensor_options());
-        auto mean = sampler::sde_mean(x, model->forward(x, t, tokens), coefficients);
+        // Conditioned per step, as a forward from tokens would: the MMDiT's text encoder trains.
+        const auto condition = policy_.condition(chunk_prompts);
+        auto mean = sampler::sde_mean(x, policy_.velocity(x, t, condition), coefficients);
         auto logp = sampler::sde_log_prob(x_next, mean, coefficients);
         at::Tensor mean_ref;
         if (o_.loss.kl_beta > 0) {
           torch::NoGradGuard no_grad;
-          mean_ref = sampler::sde_mean(x, reference_->model()->forward(x, t, tokens), coefficients);
+          mean_ref = sampler::sde_mean(
+              x, reference_->velocity(x, t, reference_->condition(chunk_prompts)), coefficients);
         }
         auto terms = rl::grpo_loss(logp, trajectory.log_probs.select(1, j), adv, mean, mean_ref,
                                    coefficients.std_dev, o_.loss);
@@ -268,7 +307,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
       }
       first = false;
       if (++accumulated == o_.micro_batches_per_update) {
-        if (o_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), o_.grad_clip);
+        if (o_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(trainable, o_.grad_clip);
         optimizer.step();
         optimizer.zero_grad();
         accumulated = 0;
@@ -277,13 +316,13 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
     }
   }
   if (accumulated > 0) {
-    if (o_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), o_.grad_clip);
+    if (o_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(trainable, o_.grad_clip);
     optimizer.step();
     optimizer.zero_grad();
     ++updates;
   }
   report.optimizer_steps = updates;
-  model->eval();
+  policy_.set_training(false);
   report.clip_fraction = loss_terms ? clip_sum / loss_terms : 0.0;
   report.kl = loss_terms ? kl_sum / loss_terms : 0.0;
   report.train_seconds = seconds_since(train_start);
@@ -321,7 +360,7 @@ std::optional<double> GrpoTrainer::staleness_audit(const std::vector<task::Promp
   auto audit_options = o_.sampler;
   audit_options.keep_trajectory = false;
   if (explored && o_.exploration_steps > 0) audit_options.steps = o_.exploration_steps;
-  const auto audit_images = policy_.final_images(
+  const auto audit_images = policy_.final_reward_inputs(
       policy_.sample(audit_prompts, audit_seeds, audit_options, o_.micro_batch));
   const auto fresh = reward_.score(audit_prompts, audit_images);
   double tau_sum = 0;
@@ -340,12 +379,18 @@ std::optional<double> GrpoTrainer::staleness_audit(const std::vector<task::Promp
   return tau_sum / tau_count;
 }
 
-void GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iteration) {
-  if (!o_.run_dir.empty()) std::filesystem::create_directories(o_.run_dir);
+void GrpoTrainer::check_stop() const {
+  if (stop_.stop_requested()) throw Abandoned{};
+}
+
+bool GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iteration,
+                      std::stop_token stop) {
+  stop_ = std::move(stop);
+  if (!o_.run_dir.empty()) durable::create_directories(o_.run_dir);
+  // Each line is on disk before the checkpoint of its iteration (resume drops later ones).
   auto write_metrics = [&](const IterationReport& r) {
     if (o_.run_dir.empty()) return;
-    std::ofstream out(o_.run_dir / "metrics.jsonl", std::ios::app);
-    out << to_json(r).dump() << "\n";
+    durable::append_file(o_.run_dir / "metrics.jsonl", to_json(r).dump() + "\n");
   };
   // A validation point after `version` iterations; its time is kept off the elapsed time line.
   double measured_seconds = 0.0;
@@ -360,60 +405,56 @@ void GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iter
     measured_seconds += seconds_since(start);
     return v;
   };
-  if (next_iteration_ == 0) {
-    IterationReport base;
-    base.iteration = -1;
-    base.validation = validation_point(0);
-    write_metrics(base);
-    if (on_iteration) on_iteration(base);
-  }
-  const auto timeline_start = Clock::now();
-  const double elapsed_before = state_->wall_seconds;  // a resumed run continues its time line
-  measured_seconds = 0.0;
-  if (observer_) observer_->weights_ready(next_iteration_, policy_, nullptr);
-  for (int64_t k = next_iteration_; k < o_.iterations; ++k) {
-    auto report = run_iteration(k);
-    measured_seconds += report.audit_seconds;
-    report.elapsed_seconds = elapsed_before + seconds_since(timeline_start) - measured_seconds;
-    if ((k + 1) % o_.validate_every == 0 || k + 1 == o_.iterations) {
-      report.validation = validation_point(k + 1);
+  try {
+    if (next_iteration_ == 0) {
+      IterationReport base;
+      base.iteration = -1;
+      base.validation = validation_point(0);
+      check_stop();
+      write_metrics(base);
+      if (on_iteration) on_iteration(base);
     }
-    write_metrics(report);
-    save_checkpoint(k);
-    next_iteration_ = k + 1;
-    // Published only after the checkpoint: a restarted trainer republishes identical weights.
-    if (observer_) observer_->weights_ready(next_iteration_, policy_, &report);
-    if (on_iteration) on_iteration(report);
+    const auto timeline_start = Clock::now();
+    const double elapsed_before = state_->wall_seconds;  // a resumed run continues its time line
+    measured_seconds = 0.0;
+    if (observer_) observer_->weights_ready(next_iteration_, policy_, nullptr);
+    for (int64_t k = next_iteration_; k < o_.iterations; ++k) {
+      check_stop();
+      auto report = run_iteration(k);
+      measured_seconds += report.audit_seconds;
+      report.elapsed_seconds = elapsed_before + seconds_since(timeline_start) - measured_seconds;
+      if ((k + 1) % o_.validate_every == 0 || k + 1 == o_.iterations) {
+        report.validation = validation_point(k + 1);
+      }
+      check_stop();
+      write_metrics(report);
+      save_checkpoint(k);
+      next_iteration_ = k + 1;
+      // Published only after the checkpoint: a restarted trainer republishes identical weights.
+      if (observer_) observer_->weights_ready(next_iteration_, policy_, &report);
+      if (on_iteration) on_iteration(report);
+    }
+  } catch (const Abandoned&) {
+    return false;
+  } catch (const outage::RetryStopped&) {  // stopped while waiting for Redis
+    return false;
   }
   if (observer_) observer_->finished(o_.iterations);
+  return true;
 }
 
 void GrpoTrainer::save_checkpoint(int64_t completed_iteration) {
-  if (o_.run_dir.empty()) return;
-  const auto root = o_.run_dir / "checkpoints";
-  std::filesystem::create_directories(root);
-  const std::string name = "iter-" + std::to_string(completed_iteration);
-  const auto tmp = root / (name + ".tmp");
-  std::filesystem::remove_all(tmp);
-  std::filesystem::create_directories(tmp);
-  model::save_safetensors(tmp / "model.safetensors", model::module_state(*policy_.model()));
-  torch::save(state_->optimizer, (tmp / "optimizer.pt").string());
-  Json state{{"completed_iteration", completed_iteration},
-             {"wall_seconds", state_->wall_seconds},
-             {"seed", o_.seed},
-             {"mode", o_.mode}};
-  std::ofstream(tmp / "state.json") << state.dump(2);
-  std::filesystem::remove_all(root / name);
-  std::filesystem::rename(tmp, root / name);
-  { std::ofstream(root / "latest.tmp") << name; }
-  std::filesystem::rename(root / "latest.tmp", root / "latest");
-  // keep the two newest
-  for (const auto& entry : std::filesystem::directory_iterator(root)) {
-    const auto n = entry.path().filename().string();
-    if (n.rfind("iter-", 0) != 0 || n.ends_with(".tmp")) continue;
-    if (std::stoll(n.substr(5)) < completed_iteration - 1)
-      std::filesystem::remove_all(entry.path());
-  }
+  if (!state_->checkpoints) return;
+  std::ostringstream optimizer;
+  torch::save(state_->optimizer, optimizer);
+  const Json state{{"completed_iteration", completed_iteration},
+                   {"wall_seconds", state_->wall_seconds},
+                   {"seed", o_.seed},
+                   {"mode", o_.mode}};
+  state_->checkpoints->save(completed_iteration,
+                            {{"model.safetensors", model::encode_safetensors(policy_.state())},
+                             {"optimizer.pt", std::move(optimizer).str()}},
+                            state);
 }
 
 void GrpoTrainer::save_validation_weights(int64_t version) {
@@ -422,9 +463,7 @@ void GrpoTrainer::save_validation_weights(int64_t version) {
   std::filesystem::create_directories(dir);
   char name[64];
   std::snprintf(name, sizeof name, "weights-%06lld.safetensors", static_cast<long long>(version));
-  const auto tmp = dir / (std::string(name) + ".tmp");
-  model::save_safetensors(tmp, model::module_state(*policy_.model()));
-  std::filesystem::rename(tmp, dir / name);
+  model::save_safetensors(dir / name, policy_.state());  // atomic: temp file, fsync, rename
 }
 
 int GrpoTrainer::validate_deferred() {
@@ -451,7 +490,7 @@ int GrpoTrainer::validate_deferred() {
   }
   int scored = 0;
   for (const auto& [version, path] : pending) {
-    model::load_module_state(*policy_.model(), model::load_safetensors(path));
+    policy_.load_state(model::load_safetensors(path));
     const auto v = validate();
     Json line{{"version", version}, {"iteration", version - 1}, {"validation", to_json(v)}};
     std::ofstream(out_path, std::ios::app) << line.dump() << "\n";
@@ -461,14 +500,13 @@ int GrpoTrainer::validate_deferred() {
 }
 
 int64_t GrpoTrainer::resume() {
-  const auto root = o_.run_dir / "checkpoints";
-  if (o_.run_dir.empty() || !std::filesystem::exists(root / "latest")) return next_iteration_;
-  std::string name;
-  std::ifstream(root / "latest") >> name;
-  const auto dir = root / name;
-  model::load_module_state(*policy_.model(), model::load_safetensors(dir / "model.safetensors"));
-  torch::load(state_->optimizer, (dir / "optimizer.pt").string());
-  const Json state = Json::parse(std::ifstream(dir / "state.json"));
+  if (!state_->checkpoints) return next_iteration_;
+  const auto checkpoint = state_->checkpoints->load_newest();
+  if (!checkpoint) return next_iteration_;
+  policy_.load_state(model::decode_safetensors(checkpoint->files.at("model.safetensors")));
+  std::istringstream optimizer(checkpoint->files.at("optimizer.pt"));
+  torch::load(state_->optimizer, optimizer);
+  const Json& state = checkpoint->state;
   next_iteration_ = state.at("completed_iteration").get<int64_t>() + 1;
   state_->wall_seconds = state.at("wall_seconds").get<double>();
   // Metrics of iterations after the checkpoint were never checkpointed: drop them, so the
@@ -487,7 +525,7 @@ int64_t GrpoTrainer::resume() {
       }
     }
     in.close();
-    std::ofstream(metrics, std::ios::trunc) << kept.str();
+    durable::write_file(metrics, kept.str());
   }
   return next_iteration_;
 }

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "common/rl/advantages.hpp"
 #include "common/rl/grpo_loss.hpp"
 #include "common/sampler/sampler.hpp"
+#include "common/task/prompt_source.hpp"
 #include "services/trainer/seed_source.hpp"
 
 namespace spotlight::trainer {
@@ -53,8 +55,12 @@ struct GrpoOptions {
   int audit_prompts = 4;
   uint64_t seed = 0;              // run seed: prompts, seeds and validation are functions of it
   std::filesystem::path run_dir;  // checkpoints and metrics; empty: nothing written
+  // Training and validation prompts (run::prompt_source); null: the embedded task's generator.
+  std::shared_ptr<const task::PromptSource> prompts;
 };
 
+// For a prompt file (free-text prompts) the reward function grades validation: geneval_score is
+// then the share of validation samples it calls correct, mean_reward their mean reward.
 struct ValidationReport {
   double geneval_score = 0.0;  // the GenEval-like categories (task::Evaluation)
   double ocr_score = 0.0;      // the OCR-like text prompts, when validated
@@ -83,6 +89,8 @@ struct IterationReport {
   double elapsed_seconds = 0.0;
   double first_ratio_max_deviation = 0.0;  // |ratio - 1| max over the first micro-batch
   double clip_fraction = 0.0, kl = 0.0;
+  // Mean of each named part of the rollouts' rewards, when the reward reports parts.
+  std::vector<std::pair<std::string, double>> reward_components;
   int optimizer_steps = 0;
   int fallback_prompts = 0;
   std::optional<double> kendall_tau;  // staleness audit, when run
@@ -115,10 +123,17 @@ class GrpoTrainer {
               std::unique_ptr<SeedSource> seeds, policy::Policy* reference = nullptr);
   ~GrpoTrainer();
 
-  // Restores the newest checkpoint under run_dir, if any; returns the iteration to run next.
+  // Restores the newest complete checkpoint under run_dir, if any (CheckpointStore); returns the
+  // iteration to run next.
   int64_t resume();
-  // Runs iterations [next, options.iterations); `on_iteration` sees each report.
-  void run(const std::function<void(const IterationReport&)>& on_iteration = {});
+  // Runs iterations [next, options.iterations); `on_iteration` sees each report. When `stop` is
+  // requested the iteration in progress is abandoned at its next phase boundary (seeds, rollout,
+  // each micro-batch, validation) and run() returns false: the newest checkpoint then holds every
+  // completed iteration, and a resumed run redoes the abandoned one exactly. An iteration whose
+  // checkpoint is being written is finished first. Returns true when every iteration is done.
+  // A failed checkpoint or metrics write throws durable::WriteError.
+  bool run(const std::function<void(const IterationReport&)>& on_iteration = {},
+           std::stop_token stop = {});
   IterationReport run_iteration(int64_t iteration);
   ValidationReport validate();
   // Scores every <run_dir>/validation/weights-<version>.safetensors not yet in
@@ -131,6 +146,8 @@ class GrpoTrainer {
   std::vector<task::Prompt> prompts_for(int64_t iteration) const;
   int64_t next_iteration() const { return next_iteration_; }
 
+  // Writes the checkpoint of a completed iteration (see checkpoint_store.hpp); throws
+  // durable::WriteError.
   void save_checkpoint(int64_t completed_iteration);
   void save_validation_weights(int64_t version);
   void set_observer(TrainerObserver* observer) { observer_ = observer; }
@@ -141,6 +158,9 @@ class GrpoTrainer {
                                         const SeedSelection& selection,
                                         const std::vector<double>& rollout_rewards);
 
+  // Throws the private Abandoned when stop_ is requested (a phase boundary of run()).
+  void check_stop() const;
+
   struct State;
   GrpoOptions o_;
   policy::Policy& policy_;
@@ -150,6 +170,7 @@ class GrpoTrainer {
   std::unique_ptr<State> state_;
   int64_t next_iteration_ = 0;
   TrainerObserver* observer_ = nullptr;
+  std::stop_token stop_;
 };
 
 }  // namespace spotlight::trainer

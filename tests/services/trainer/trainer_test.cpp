@@ -10,6 +10,7 @@
 #include "common/config/error.hpp"
 #include "common/model/safetensors.hpp"
 #include "services/trainer/grpo_trainer.hpp"
+#include "services/trainer/pretrain_cache.hpp"
 #include "services/trainer/trainer_config.hpp"
 
 namespace spotlight::trainer {
@@ -253,6 +254,29 @@ TEST(TrainerConfig, ErrorsNameTheBadKey) {
   } catch (const config::ConfigError& e) {
     EXPECT_EQ(e.key(), "trainer.groupsize") << e.what();
   }
+}
+
+// The base cache key follows what pretraining reads and nothing else (the trainer owns it; the
+// launcher, the scripts and the container entrypoint ask the trainer for the path).
+TEST(RecipeKey, FollowsWhatPretrainingReadsOnly) {
+  const auto key = [](std::vector<std::string> overrides) {
+    config::ConfigSources s;
+    s.overrides = std::move(overrides);
+    return recipe_key(config::Config::load(trainer_schema(), s));
+  };
+  const std::string base = key({});
+  EXPECT_EQ(base.size(), 12u);
+  EXPECT_EQ(key({"trainer.lr=1e-3", "run.seed=4", "run.threads=2", "model.base=x.safetensors",
+                 "pretrain.output=y.safetensors", "pretrain.cache_dir=/c",
+                 "pretrain.max_seconds=60", "redis.port=7000"}),
+            base);
+  EXPECT_NE(key({"model.preset=mini"}), base);
+  EXPECT_NE(key({"model.init_seed=3"}), base);
+  EXPECT_NE(key({"pretrain.steps=7"}), base);
+  EXPECT_NE(key({"pretrain.category_weights=[1,0,0,0,0]"}), base);
+  EXPECT_NE(key({"task.held_out_fraction=0.25"}), base);
+  EXPECT_EQ(cached_base("/c", base).string(), "/c/base-" + base + ".safetensors");
+  EXPECT_EQ(cached_base("/c", base, 500).string(), "/c/base-" + base + "-step500.safetensors");
 }
 
 }  // namespace
