@@ -2,6 +2,11 @@
 // The HTTP endpoint Prometheus scrapes (GET /metrics), and the `metrics.*` config fragment every
 // service adds to its schema.
 //
+// Why our own server and not prometheus-cpp's Exposer: the Exposer serves through CivetWeb, whose
+// worker threads get 100 KB stacks; in a process that loads LibTorch those threads cannot start
+// (LibTorch's static thread-local storage alone needs more). prometheus-cpp still builds the
+// registry and the text format; only the socket handling is ours.
+//
 //   config::Schema schema{...};
 //   schema.add(metrics::metrics_schema());
 //   ...

@@ -141,14 +141,15 @@ rpc::RpcClientCounters RemoteReward::counters() const {
 config::Schema remote_reward_schema() {
   using config::Entry;
   return config::Schema{
-      Entry::string("reward.endpoint", kDefaultRewardEndpoint,
-                    "ZeroMQ endpoint of the reward service.")
-          .non_empty(),
-      Entry::integer("reward.timeout_ms", rpc::kDefaultCallTimeout.count(),
-                     "Timeout of one attempt of a reward call, in milliseconds.")
+      Entry::string("reward.endpoint", "",
+                    "ZeroMQ endpoint of the reward service; empty: score in-process (embedded task "
+                    "only). Explorers score through it; the trainer too when task.kind is "
+                    "prompt_file."),
+      Entry::integer("reward.timeout_ms", kDefaultRewardTimeout.count(),
+                     "Timeout of one attempt of a reward request, in milliseconds.")
           .range(1, 3600000),
-      Entry::integer("reward.retries", rpc::kDefaultCallRetries,
-                     "Attempts after the first times out.")
+      Entry::integer("reward.retries", kDefaultRewardRetries,
+                     "Attempts of a reward request after the first one timed out.")
           .range(0, 100),
       Entry::integer("reward.max_images_per_request",
                      static_cast<std::int64_t>(kDefaultMaxImagesPerRequest),
@@ -162,14 +163,16 @@ config::Schema remote_reward_schema() {
   };
 }
 
-RemoteRewardOptions remote_reward_options(const config::Config& config) {
+std::optional<RemoteRewardOptions> remote_reward_options(const config::Config& config) {
   RemoteRewardOptions options;
   options.endpoint = config.get_string("reward.endpoint");
+  // CURVE keys are checked even without an endpoint: a key file named in vain is a mistake.
+  options.rpc.curve = zmqio::curve_client_options(config, "reward.curve.server_public_file",
+                                                  "reward.curve.client_secret_file");
+  if (options.endpoint.empty()) return std::nullopt;
   options.rpc.timeout = std::chrono::milliseconds(config.get_int("reward.timeout_ms"));
   options.rpc.retries = config.get<int>("reward.retries");
   options.max_images_per_request = config.get<std::size_t>("reward.max_images_per_request");
-  options.rpc.curve = zmqio::curve_client_options(config, "reward.curve.server_public_file",
-                                                  "reward.curve.client_secret_file");
   return options;
 }
 

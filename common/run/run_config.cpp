@@ -5,6 +5,7 @@
 #include "common/bus/publisher.hpp"
 #include "common/config/error.hpp"
 #include "common/metrics/server.hpp"
+#include "common/reward/remote_reward.hpp"
 #include "common/task/errors.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/prompt_file.hpp"
@@ -183,12 +184,6 @@ const config::Schema& run_schema() {
           .range(1, 600000),
       Entry::string("bus.trainer_endpoint", "tcp://127.0.0.1:5560",
                     "ZeroMQ PUB endpoint the trainer binds (weights, iteration notices)."),
-      Entry::string("reward.endpoint", "",
-                    "Reward service endpoint; empty: score in-process (embedded task only). "
-                    "Explorers score through it; the trainer too when task.kind is prompt_file."),
-      Entry::integer("reward.timeout_ms", 10000, "Per-attempt timeout of a reward request.")
-          .range(1, 3600000),
-      Entry::integer("reward.retries", 3, "Attempts of a reward request.").range(1, 100),
       Entry::real("exploration.max_wait_seconds", 60,
                   "async: longest the trainer waits for an iteration's explored seeds.")
           .at_least(0),
@@ -277,14 +272,11 @@ const config::Schema& run_schema() {
           .range(1, 600000),
       Entry::string("bus.curve.server_secret_file", "",
                     "zcert key pair file (spotlight-keygen): the trainer's bus is CURVE-encrypted; "
-                    "empty: plain text."),
-      Entry::string("reward.curve.server_public_file", "",
-                    "zcert file with the reward service's public key: requests are "
-                    "CURVE-encrypted; empty: plain text."),
-      Entry::string("reward.curve.client_secret_file", "",
-                    "zcert key pair file of this reward client; empty: an ephemeral key pair.")};
-  // metrics.bind (empty: off), metrics.max_request_bytes, metrics.request_timeout_ms.
-  static const config::Schema schema = config::Schema(entries).add(metrics::metrics_schema(""));
+                    "empty: plain text.")};
+  // metrics.bind (empty: off), metrics.max_request_bytes, metrics.request_timeout_ms; the reward
+  // service's client keys (reward.*).
+  static const config::Schema schema =
+      config::Schema(entries).add(metrics::metrics_schema("")).add(reward::remote_reward_schema());
   return schema;
 }
 
@@ -390,18 +382,6 @@ bus::PublisherOptions trainer_bus_options(const config::Config& c) {
   o.curve = zmqio::curve_server_options(c, "bus.curve.server_secret_file");
   o.handshake_timeout = std::chrono::milliseconds(c.get_int("bus.handshake_timeout_ms"));
   return o;
-}
-
-zmqio::CurveOptions reward_client_curve(const config::Config& c) {
-  return zmqio::curve_client_options(c, "reward.curve.server_public_file",
-                                     "reward.curve.client_secret_file");
-}
-
-RunKeys::RunKeys(const std::string& run_id)
-    : prefix("spotlight:" + run_id), explore_queue(prefix + ":explore") {}
-
-std::string RunKeys::explorer_heartbeat(const std::string& explorer_id) const {
-  return "explorer:" + explorer_id + ":heartbeat";
 }
 
 queue::LeaseQueueOptions explore_queue_options(const config::Config& c) {

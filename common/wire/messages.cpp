@@ -8,9 +8,10 @@
 namespace spotlight::wire {
 namespace {
 
-constexpr std::array<std::string_view, 8> kKnownTypes = {
-    SeedTask::kType,       SeedResult::kType,    InflightCommit::kType, WeightsNotice::kType,
-    IterationEvent::kType, RewardRequest::kType, RewardReply::kType,    Heartbeat::kType,
+constexpr std::array<std::string_view, 12> kKnownTypes = {
+    SeedTask::kType,        SeedResult::kType,    InflightCommit::kType, WeightsNotice::kType,
+    IterationEvent::kType,  RewardRequest::kType, RewardReply::kType,    Heartbeat::kType,
+    TrainerProgress::kType, TrainerTiming::kType, PlanRecord::kType,     PlannerProgress::kType,
 };
 
 template <class Message>
@@ -376,6 +377,112 @@ Heartbeat Heartbeat::decode_body(const Reader& r) {
 
 Heartbeat Heartbeat::decode(std::string_view bytes, const DecodeOptions& options) {
   return decode_as<Heartbeat>(bytes, options);
+}
+
+// --- TrainerProgress -----------------------------------------------------------------------------
+
+std::string TrainerProgress::encode() const {
+  return Writer(kType, kVersion)
+      .i64("iteration", iteration)
+      .boolean("finished", finished)
+      .i64("unix_ms", unix_ms)
+      .finish();
+}
+
+TrainerProgress TrainerProgress::decode_body(const Reader& r) {
+  expect<TrainerProgress>(r);
+  TrainerProgress m;
+  m.iteration = r.i64("iteration");
+  m.finished = r.boolean("finished");
+  m.unix_ms = r.i64("unix_ms");
+  non_negative(r, "iteration", m.iteration);
+  return m;
+}
+
+TrainerProgress TrainerProgress::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_as<TrainerProgress>(bytes, options);
+}
+
+// --- TrainerTiming -------------------------------------------------------------------------------
+
+std::string TrainerTiming::encode() const {
+  return Writer(kType, kVersion)
+      .i64("iteration", iteration)
+      .f64("iteration_seconds", iteration_seconds)
+      .f64("explore_seconds", explore_seconds)
+      .f64("rollout_seconds", rollout_seconds)
+      .f64("train_seconds", train_seconds)
+      .f64("group_variance", group_variance)
+      .finish();
+}
+
+TrainerTiming TrainerTiming::decode_body(const Reader& r) {
+  expect<TrainerTiming>(r);
+  TrainerTiming m;
+  m.iteration = r.i64("iteration");
+  m.iteration_seconds = r.f64("iteration_seconds");
+  m.explore_seconds = r.f64("explore_seconds");
+  m.rollout_seconds = r.f64("rollout_seconds");
+  m.train_seconds = r.f64("train_seconds");
+  m.group_variance = r.f64("group_variance");
+  return m;
+}
+
+TrainerTiming TrainerTiming::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_as<TrainerTiming>(bytes, options);
+}
+
+// --- PlannerProgress -----------------------------------------------------------------------------
+
+std::string PlannerProgress::encode() const {
+  return Writer(kType, kVersion)
+      .i64("enqueued_through", enqueued_through)
+      .i64("unix_ms", unix_ms)
+      .finish();
+}
+
+PlannerProgress PlannerProgress::decode_body(const Reader& r) {
+  expect<PlannerProgress>(r);
+  PlannerProgress m;
+  m.enqueued_through = r.i64("enqueued_through");
+  m.unix_ms = r.i64("unix_ms");
+  if (m.enqueued_through < -1) {
+    r.fail(WireErrorKind::kBadValue, "enqueued_through",
+           "must be >= -1, got " + std::to_string(m.enqueued_through));
+  }
+  return m;
+}
+
+PlannerProgress PlannerProgress::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_as<PlannerProgress>(bytes, options);
+}
+
+// --- PlanRecord ----------------------------------------------------------------------------------
+
+std::string PlanRecord::encode() const {
+  return Writer(kType, kVersion)
+      .i64("iteration", iteration)
+      .i64("candidates", candidates)
+      .i64("steps", steps)
+      .str("reason", reason)
+      .finish();
+}
+
+PlanRecord PlanRecord::decode_body(const Reader& r) {
+  expect<PlanRecord>(r);
+  PlanRecord m;
+  m.iteration = r.i64("iteration");
+  m.candidates = r.i64("candidates");
+  m.steps = r.i64("steps");
+  m.reason = r.str("reason");
+  non_negative(r, "iteration", m.iteration);
+  non_negative(r, "candidates", m.candidates);
+  non_negative(r, "steps", m.steps);
+  return m;
+}
+
+PlanRecord PlanRecord::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_as<PlanRecord>(bytes, options);
 }
 
 // --- Dispatcher ----------------------------------------------------------------------------------

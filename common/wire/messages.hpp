@@ -178,7 +178,8 @@ struct RewardReply {
   bool operator==(const RewardReply&) const = default;
 };
 
-// Liveness and throughput of one explorer (explorer -> planner, ZeroMQ).
+// Liveness and throughput of one explorer (explorer -> planner, through the run's Redis state
+// under RunKeys::explorer_heartbeat(explorer_id), every explorer.heartbeat_ms).
 struct Heartbeat {
   static constexpr std::string_view kType = "heartbeat";
   static constexpr std::int64_t kVersion = 1;
@@ -192,6 +193,72 @@ struct Heartbeat {
   static Heartbeat decode(std::string_view bytes, const DecodeOptions& options = {});
   static Heartbeat decode_body(const Reader& reader);
   bool operator==(const Heartbeat&) const = default;
+};
+
+// The trainer's progress (trainer -> planner, explorers, through the run's Redis state): the
+// iteration it works on, or, once `finished`, the number of iterations it trained.
+struct TrainerProgress {
+  static constexpr std::string_view kType = "trainer_progress";
+  static constexpr std::int64_t kVersion = 1;
+
+  std::int64_t iteration = 0;  // >= 0
+  bool finished = false;       // the run is over (iteration == the run's iterations)
+  std::int64_t unix_ms = 0;    // when it was written
+
+  std::string encode() const;
+  static TrainerProgress decode(std::string_view bytes, const DecodeOptions& options = {});
+  static TrainerProgress decode_body(const Reader& reader);
+  bool operator==(const TrainerProgress&) const = default;
+};
+
+// The time split of the trainer's last iteration (trainer -> planner, through Redis): what the
+// bandit planner predicts the next iteration's training time and rewards its arms with.
+struct TrainerTiming {
+  static constexpr std::string_view kType = "trainer_timing";
+  static constexpr std::int64_t kVersion = 1;
+
+  std::int64_t iteration = 0;      // the iteration timed (-1: none yet, a time estimate only)
+  double iteration_seconds = 0.0;  // wall time of the whole iteration, waiting included
+  double explore_seconds = 0.0;    // waiting for explored seeds
+  double rollout_seconds = 0.0;
+  double train_seconds = 0.0;
+  double group_variance = 0.0;  // mean within-group reward variance trained on
+
+  std::string encode() const;
+  static TrainerTiming decode(std::string_view bytes, const DecodeOptions& options = {});
+  static TrainerTiming decode_body(const Reader& reader);
+  bool operator==(const TrainerTiming&) const = default;
+};
+
+// The planner's per-iteration plan (planner -> trainer, through Redis; written before the
+// iteration's seed tasks and never rewritten): N candidates per prompt with S sampler steps.
+struct PlanRecord {
+  static constexpr std::string_view kType = "plan_record";
+  static constexpr std::int64_t kVersion = 1;
+
+  std::int64_t iteration = 0;   // >= 0
+  std::int64_t candidates = 0;  // N >= 0; 0: nothing explored, the trainer uses random seeds
+  std::int64_t steps = 0;       // S >= 0 (0 when candidates is 0)
+  std::string reason{};         // the planner's reason as JSON text, for people; may be empty
+
+  std::string encode() const;
+  static PlanRecord decode(std::string_view bytes, const DecodeOptions& options = {});
+  static PlanRecord decode_body(const Reader& reader);
+  bool operator==(const PlanRecord&) const = default;
+};
+
+// How far the planner has enqueued (planner -> a restarted planner, through Redis).
+struct PlannerProgress {
+  static constexpr std::string_view kType = "planner_progress";
+  static constexpr std::int64_t kVersion = 1;
+
+  std::int64_t enqueued_through = -1;  // the highest iteration whose tasks are enqueued, >= -1
+  std::int64_t unix_ms = 0;
+
+  std::string encode() const;
+  static PlannerProgress decode(std::string_view bytes, const DecodeOptions& options = {});
+  static PlannerProgress decode_body(const Reader& reader);
+  bool operator==(const PlannerProgress&) const = default;
 };
 
 }  // namespace spotlight::wire

@@ -41,16 +41,10 @@ constexpr std::chrono::seconds kWatchdogSlack{5};
 
 std::unique_ptr<reward::RewardFunction> make_explorer_reward(const config::Config& config,
                                                              const task::TaskOptions& task) {
-  const std::string endpoint = config.get_string("reward.endpoint");
-  if (endpoint.empty()) return reward::make_task_reward(task);
-  reward::RemoteRewardOptions options;
-  options.endpoint = endpoint;
-  options.content = config.get_string("reward.input");
-  options.rpc.timeout = std::chrono::milliseconds(config.get_int("reward.timeout_ms"));
-  // The run schema counts attempts in all; the RPC client counts retries after the first.
-  options.rpc.retries = config.get<int>("reward.retries") - 1;
-  options.rpc.curve = run::reward_client_curve(config);
-  return std::make_unique<reward::RemoteReward>(options);
+  auto options = reward::remote_reward_options(config);
+  if (!options) return reward::make_task_reward(task);
+  options->content = config.get_string("reward.input");
+  return std::make_unique<reward::RemoteReward>(*options);
 }
 
 PreemptionNoticeOptions preemption_notice_options(const config::Config& config) {
@@ -126,7 +120,7 @@ int run_explorer(const config::Config& config) {
     // A notice from the file/URL watcher wakes the wait below like the loop's end does.
     std::atomic<bool> noticed{false};
     std::stop_callback on_finished(finished.get_token(), [&] { wake.request_stop(); });
-    PreemptionWatcher watcher(notice_options, [&](std::string reason) {
+    PreemptionWatcher watcher(notice_options, [&](const std::string& reason) {
       log::info("preemption notice: {}", reason);
       noticed = true;
       wake.request_stop();

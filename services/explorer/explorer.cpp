@@ -39,19 +39,15 @@ std::int64_t steady_ns() {
       .count();
 }
 
-std::string seen_key(const std::string& id) {
-  return "explorer:" + id + ":seen";
-}
-
 }  // namespace
 
 Explorer::Explorer(ExplorerOptions options, ExplorerParts parts)
     : options_((options.validate(), std::move(options))),
       parts_(parts),
-      keys_(options_.run_id),
+      state_(parts.kv, run::RunKeys(options_.run_id)),
       metrics_(parts.registry),
       weights_(parts.weights, parts.policy, metrics_, options_.weights_retry_interval),
-      inflight_(parts.kv),
+      inflight_(state_),
       redis_("redis", &parts.registry,
              outage::BackoffOptions{options_.min_backoff, options_.max_backoff}) {}
 
@@ -99,19 +95,18 @@ void Explorer::heartbeat_if_due() {
   const auto now = Clock::now();
   if (now < next_heartbeat_) return;
   next_heartbeat_ = now + options_.heartbeat_interval;
-  const std::string stamp = std::to_string(unix_ms());
-  if (!seen_recorded_) {
-    parts_.kv.put_if_absent(seen_key(options_.id), stamp);
-    seen_recorded_ = true;
-  }
-  parts_.kv.put(keys_.explorer_heartbeat(options_.id), stamp);
+  state_.put_heartbeat({.explorer_id = options_.id,
+                        .unix_ms = unix_ms(),
+                        .tasks_in_flight = leases_in_hand_,
+                        .samples_per_second = metrics_.samples_per_second.value()});
 }
 
 bool Explorer::run_finished_if_due() {
   const auto now = Clock::now();
   if (now < next_finish_poll_) return false;
   next_finish_poll_ = now + options_.finish_poll_interval;
-  return parts_.kv.counter(keys_.trainer_iteration) >= options_.iterations;
+  const auto progress = state_.trainer_progress();
+  return progress && (progress->finished || progress->iteration >= options_.iterations);
 }
 
 std::vector<queue::Lease> Explorer::next_leases() {
@@ -192,6 +187,11 @@ void Explorer::process(std::vector<queue::Lease> leases) {
     if (auto h = admit(std::move(lease))) held.push_back(std::move(*h));
   }
   if (held.empty()) return;
+  leases_in_hand_ = static_cast<std::int64_t>(held.size());
+  struct InHand {
+    std::int64_t& count;
+    ~InHand() { count = 0; }
+  } in_hand{leases_in_hand_};
   try {
     std::int64_t need = held.front().task.weights_version - options_.max_staleness;
     for (const auto& h : held)
@@ -211,10 +211,10 @@ void Explorer::process(std::vector<queue::Lease> leases) {
       const auto level = need != last_missing_logged_ ? log::Level::kInfo : log::Level::kDebug;
       last_missing_logged_ = need;
       if (log::enabled(level)) {
-        log::write(level,
-                   log::detail::format(
-                       "{} task(s) need weights version >= {} (loaded: {}): released for now",
-                       waiting, need, loaded ? std::to_string(*loaded) : "none"));
+        log::write(
+            level,
+            log::format("{} task(s) need weights version >= {} (loaded: {}): released for now",
+                        waiting, need, loaded ? std::to_string(*loaded) : "none"));
       }
       std::erase_if(held, [](const Held& h) { return h.settled; });
       if (held.empty()) {
@@ -264,7 +264,7 @@ void Explorer::fetch_commits(std::span<Held> held) {
     try {
       h.resume = inflight_.get(h.lease.task_id);
       h.had_commit = h.resume.has_value();
-    } catch (const wire::WireError& e) {
+    } catch (const run::MalformedRunState& e) {
       h.had_commit = true;
       h.resume.reset();
       metrics_.discarded_commits.inc();
@@ -348,7 +348,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
       }
       images = chunk_sampler_(version, prompts, seeds, sampler);
       metrics_.sample_steps.inc(static_cast<double>(batch * sampler.steps));
-      add_run_counter(kSampleStepsKey, batch * sampler.steps);
+      add_run_counter(&run::RunState::add_sample_steps, batch * sampler.steps);
     } else {
       std::optional<sampler::ResumePoint> resume;
       if (active.front()->resume) {
@@ -365,7 +365,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
       sampler::Stepper stepper = parts_.policy.stepper(prompts, seeds, sampler, resume);
       if (resume) {
         metrics_.resumes.inc(static_cast<double>(batch));
-        add_run_counter(kResumedStepsKey, batch * resume->step);
+        add_run_counter(&run::RunState::add_resumed_steps, batch * resume->step);
         log::info("resuming {} committed task(s) at step {} of {}", batch, resume->step,
                   sampler.steps);
       }
@@ -379,7 +379,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
         }
         stepper.advance();
         metrics_.sample_steps.inc(static_cast<double>(batch));
-        add_run_counter(kSampleStepsKey, batch);
+        add_run_counter(&run::RunState::add_sample_steps, batch);
         // A chunk may take longer than the reaper's dead_after or the lease timeout: stay alive.
         keep_alive(chunk);
       }
@@ -469,10 +469,10 @@ void Explorer::commit_and_release(const std::vector<Held*>& active, std::int64_t
     release(*h, "stopping");
 }
 
-void Explorer::add_run_counter(const char* key, std::int64_t delta) {
+void Explorer::add_run_counter(void (run::RunState::*add)(std::int64_t), std::int64_t delta) {
   if (delta <= 0) return;
   try {
-    parts_.kv.add(key, delta);
+    (state_.*add)(delta);
   } catch (const store::StoreUnavailable& e) {
     metrics_.redis_errors.inc();  // accounting only: never stops sampling
     redis_.failed(e);

@@ -6,10 +6,11 @@
 //
 // run(stop) is equivalent to:
 //
-//   put_if_absent(explorer:<id>:seen, now)
 //   until stop is requested:
-//     every heartbeat_interval:    put(explorer:<id>:heartbeat, unix ms)
-//     every finish_poll_interval:  if trainer_iteration >= iterations: return kRunFinished
+//     every heartbeat_interval:    heartbeat = wire::Heartbeat{id, unix ms, leases held,
+//                                                          samples/s of the last chunk}
+//     every finish_poll_interval:  if the trainer's progress is finished or its iteration >=
+//                                  iterations: return kRunFinished
 //     leases  = reclaim(id, lease_timeout, batch)          every reclaim_interval
 //     leases += lease(id, batch - |leases|, block_timeout)  (no wait if reclaim returned some)
 //     for each lease: decode wire::SeedTask and check it (run id, prompt text, steps, versions);
@@ -34,9 +35,9 @@
 //                                       counted, never an error); inflight.erase(task id)
 //     after every step: heartbeat / extend the chunk's leases when due (a long chunk must not
 //     look dead to the planner's reaper nor let its leases expire);
-//     every step adds the chunk's size to the run counter explorer:sample_steps (KV store), and
-//     a resume adds the steps it skipped to explorer:resumed_steps: work done and work saved
-//     across all explorers, killed ones included
+//     every step adds the chunk's size to the run counter of sample steps (RunState), and a
+//     resume adds the steps it skipped to that of resumed steps: work done and work saved across
+//     all explorers, killed ones included
 //   return kStopped
 //
 // Failures never end the loop, except refused credentials (QueueAccessDenied / StoreAccessDenied
@@ -67,6 +68,7 @@
 #include "common/queue/lease_queue.hpp"
 #include "common/reward/reward_function.hpp"
 #include "common/run/run_config.hpp"
+#include "common/run/run_state.hpp"
 #include "common/store/key_value_store.hpp"
 #include "common/store/weight_store.hpp"
 #include "common/task/image.hpp"
@@ -100,8 +102,6 @@ enum class ExitReason {
 
 // Run counters in the KV store (relative keys): sampler steps computed by all explorers, and
 // steps skipped by resuming commits.
-inline constexpr const char* kSampleStepsKey = "explorer:sample_steps";
-inline constexpr const char* kResumedStepsKey = "explorer:resumed_steps";
 // Samples a chunk in place of parts.policy (e.g. on an SP group, services/explorer/sp_sampler.hpp):
 // one image per prompt, in order, with the weights `version` that parts.policy holds. A throw
 // fails the chunk's leases like an in-process sampling error.
@@ -155,7 +155,9 @@ class Explorer {
   void commit_and_release(const std::vector<Held*>& active, std::int64_t step, std::int64_t version,
                           const std::vector<float>& latents,
                           const std::vector<std::int64_t>& sample_shape);
-  void add_run_counter(const char* key, std::int64_t delta);
+  // Adds to a run counter (RunState::add_sample_steps / add_resumed_steps); a Redis outage only
+  // costs the count.
+  void add_run_counter(void (run::RunState::*add)(std::int64_t), std::int64_t delta);
   void extend_if_due(std::span<Held> held);
   // extend_if_due(held), then heartbeat_if_due(); an unavailable Redis is counted, not thrown.
   void keep_alive(std::span<Held> held);
@@ -176,7 +178,7 @@ class Explorer {
 
   ExplorerOptions options_;
   ExplorerParts parts_;
-  run::RunKeys keys_;
+  run::RunState state_;
   ExplorerMetrics metrics_;
   PolicyWeights weights_;
   InflightStore inflight_;
@@ -189,8 +191,8 @@ class Explorer {
   Clock::time_point next_heartbeat_{};
   Clock::time_point next_finish_poll_{};
   Clock::time_point next_reclaim_{};
-  Clock::time_point held_since_{};  // last lease / extend of the batch in hand
-  bool seen_recorded_ = false;
+  Clock::time_point held_since_{};   // last lease / extend of the batch in hand
+  std::int64_t leases_in_hand_ = 0;  // of the batch being processed, for the heartbeat
   std::int64_t last_iteration_logged_ = -1;
   std::optional<std::int64_t> last_missing_logged_;  // version last reported missing (info once)
 };

@@ -2,8 +2,8 @@
 // The planner of exploration.mode=async (async_protocol.md): owns the run's exploration schedule.
 //
 //   step():
-//     c = trainer_iteration                              absent: kWaitingForTrainer
-//     if c >= iterations: kFinished
+//     c = trainer_iteration (wire::TrainerProgress)      absent: kWaitingForTrainer
+//     if finished or c >= iterations: kFinished
 //     every heartbeat period: reap dead explorers (explorer_reaper.hpp; an error other than
 //                             unavailability is only logged), refresh gauges
 //     if trainer_timing names an iteration k not fed back yet:
@@ -12,13 +12,13 @@
 //     for t in [max(c, planner_state + 1), min(c + lookahead, iterations - 1)]:
 //       d = plan record t if present (a restarted planner keeps what the trainer may have read),
 //           else policy.decide({t, c, P, time budget, training time, live explorers, queue depth})
-//       put_if_absent(plan record t = {t, d.candidates, d.steps, reason}); append it to
-//           decisions_file                                 (before any task of t is enqueued)
+//       put_if_absent(plan record t = wire::PlanRecord{t, d.candidates, d.steps, reason as
+//           JSON}); append the JSON to decisions_file    (before any task of t is enqueued)
 //       enqueue_many(P x d.candidates seed tasks: id seed_task_id(t, i, j), wire::SeedTask{
 //           prompt iteration_prompts(..)[i], seed candidate_seed(run_seed, t, i, j),
 //           weights_version clamp(t - 1, 0, c), sampler_steps d.steps,
 //           deadline now + time budget, attempt 0}))
-//       planner_state = t                                  (after the tasks are in the queue)
+//       planner_state = wire::PlannerProgress{t}          (after the tasks are in the queue)
 //     kRunning
 //
 // Time budget: the trainer's last iteration_seconds (trainer_timing), else max_wait.
@@ -42,6 +42,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 
 #include "common/exploration/exploration_policy.hpp"
@@ -50,14 +51,14 @@
 #include "common/metrics/metrics.hpp"
 #include "common/outage/outage_tracker.hpp"
 #include "common/queue/lease_queue.hpp"
+#include "common/run/run_keys.hpp"
+#include "common/run/run_state.hpp"
 #include "common/store/key_value_store.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/options.hpp"
 #include "common/task/prompt_source.hpp"
-#include "services/planner/planner_keys.hpp"
 #include "services/planner/planner_metrics.hpp"
 #include "services/planner/queue_metrics.hpp"
-#include "services/planner/stop_flag.hpp"
 
 namespace spotlight::planner {
 
@@ -124,7 +125,7 @@ struct PlannerStatus {
 class Planner {
  public:
   // Throws PlannerError for bad options or missing parts, task::TaskError for bad task options.
-  Planner(PlannerOptions options, PlannerKeys keys, PlannerParts parts,
+  Planner(PlannerOptions options, run::RunKeys keys, PlannerParts parts,
           std::shared_ptr<metrics::Registry> registry = nullptr);
   ~Planner();
 
@@ -133,14 +134,14 @@ class Planner {
   // enqueued part of an iteration, which the next pass completes.
   StepOutcome step();
 
-  // Loops step() until finished or stopped (above); returns the exit status (0).
-  int run(const StopFlag& stop);
+  // Loops step() until finished or `stop` is requested (above; the wait between passes ends at
+  // once on a stop request); returns the exit status (0).
+  int run(std::stop_token stop);
 
   const PlannerStatus& status() const { return status_; }
   const PlannerOptions& options() const { return options_; }
 
  private:
-  std::optional<std::int64_t> read_integer(const std::string& key);
   struct TrainerTiming {
     std::optional<std::int64_t> iteration;
     std::optional<double> iteration_seconds;
@@ -159,8 +160,9 @@ class Planner {
   void log_summary(const char* why);
 
   PlannerOptions options_;
-  PlannerKeys keys_;
+  run::RunKeys keys_;
   PlannerParts parts_;
+  run::RunState state_;  // over parts_.store
   std::shared_ptr<metrics::Registry> registry_;
   PlannerMetrics metrics_;
   QueueTotalsMetrics queue_totals_;

@@ -11,22 +11,6 @@
 
 namespace spotlight::planner {
 
-PlannerKeys PlannerKeys::for_run(const std::string& run_id) {
-  const run::RunKeys k(run_id);
-  PlannerKeys keys;
-  keys.prefix = k.prefix;
-  keys.trainer_iteration = k.trainer_iteration;
-  keys.trainer_timing = k.trainer_timing;
-  keys.planner_state = k.planner_state;
-  // explorer_heartbeat(id) split around the id (its last occurrence, should the id hold one).
-  const std::string marker = "\x1f";
-  const std::string sample = k.explorer_heartbeat(marker);
-  const auto at = sample.rfind(marker);
-  keys.heartbeat_head = sample.substr(0, at);
-  keys.heartbeat_tail = sample.substr(at + marker.size());
-  return keys;
-}
-
 PlannerOptions planner_options(const config::Config& c) {
   PlannerOptions o;
   o.run_id = c.get_string("run.id");
@@ -84,7 +68,7 @@ exploration::ExplorationDecision fixed_exploration(const config::Config& c) {
 
 std::unique_ptr<Planner> make_planner(const config::Config& c,
                                       std::shared_ptr<metrics::Registry> registry) {
-  const PlannerKeys keys = PlannerKeys::for_run(c.get_string("run.id"));
+  const run::RunKeys keys(c.get_string("run.id"));
   const redis::RedisOptions redis = run::redis_options(c);
   PlannerParts parts;
   parts.queue = std::make_unique<queue::RedisLeaseQueue>(redis, run::explore_queue_options(c));

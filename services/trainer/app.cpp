@@ -68,13 +68,9 @@ std::unique_ptr<reward::RewardFunction> make_reward(const config::Config& c,
   if (c.get_string("task.kind") != "prompt_file") {
     return reward::make_task_reward(policy.task_options());
   }
-  reward::RemoteRewardOptions options;
-  options.endpoint = c.get_string("reward.endpoint");
+  // run::check_model_config has required reward.endpoint, so the options are there.
+  reward::RemoteRewardOptions options = reward::remote_reward_options(c).value();
   options.content = c.get_string("reward.input");
-  options.rpc.timeout = std::chrono::milliseconds(c.get_int("reward.timeout_ms"));
-  // The run schema counts attempts in all; the RPC client counts retries after the first.
-  options.rpc.retries = c.get<int>("reward.retries") - 1;
-  options.rpc.curve = run::reward_client_curve(c);
   return std::make_unique<reward::RemoteReward>(options);
 }
 
@@ -230,6 +226,7 @@ int run_train(const config::Config& c, std::stop_token stop) {
   std::unique_ptr<queue::LeaseQueue> queue;
   std::unique_ptr<store::WeightStore> weight_store;
   std::unique_ptr<store::KeyValueStore> state;
+  std::unique_ptr<run::RunState> run_state;
   std::unique_ptr<bus::Publisher> bus;
   std::unique_ptr<RunPublisher> publisher;
   if (options.mode == "async") {
@@ -239,6 +236,7 @@ int run_train(const config::Config& c, std::stop_token stop) {
     weight_store =
         std::make_unique<store::RedisWeightStore>(redis, store::WeightStoreOptions{keys.prefix});
     state = std::make_unique<store::RedisKeyValueStore>(redis, keys.prefix);
+    run_state = std::make_unique<run::RunState>(*state, keys);
     // Refused credentials stop the trainer now, with one line (an unavailable Redis is waited for).
     outage::fail_fast_on_access_denied([&] { state->get(keys.trainer_iteration); });
     if (const auto& endpoint = c.get_string("bus.trainer_endpoint"); !endpoint.empty()) {
@@ -251,7 +249,7 @@ int run_train(const config::Config& c, std::stop_token stop) {
     async.run_seed = options.seed;
     async.max_wait = std::chrono::duration<double>(c.get_double("exploration.max_wait_seconds"));
     async.stop = stop;
-    seeds = std::make_unique<AsyncSeedSource>(async, *queue, state.get(), &retry);
+    seeds = std::make_unique<AsyncSeedSource>(async, *queue, run_state.get(), &retry);
     publisher = std::make_unique<RunPublisher>(c.get_string("run.id"), *weight_store, *state,
                                                bus.get(), &retry);
   }

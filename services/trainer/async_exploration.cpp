@@ -2,11 +2,8 @@
 
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include "common/log/log.hpp"
 #include "common/rl/selection.hpp"
-#include "common/run/plan_record.hpp"
 #include "common/run/schedule.hpp"
 #include "common/wire/messages.hpp"
 
@@ -31,7 +28,7 @@ int64_t unix_ms() {
 }  // namespace
 
 AsyncSeedSource::AsyncSeedSource(AsyncSeedOptions options, queue::LeaseQueue& queue,
-                                 store::KeyValueStore* plans, const outage::Retrier* retry)
+                                 run::RunState* plans, const outage::Retrier* retry)
     : o_(std::move(options)), queue_(queue), plans_(plans), retry_(retry) {}
 
 SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task::Prompt>& prompts) {
@@ -42,13 +39,12 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   std::optional<int> planned;
   const auto read_plan = [&] {
     if (!plans_ || planned) return;
-    if (const auto text = call(retry_, [&] { return plans_->get(run::plan_key(iteration)); })) {
-      if (const auto record = run::parse_plan_record(*text)) {
-        planned = record->candidates;
-      } else {
-        SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": malformed plan record ignored";
-        planned = o_.candidates;
-      }
+    try {
+      if (const auto record = call(retry_, [&] { return plans_->plan(iteration); }))
+        planned = static_cast<int>(record->candidates);
+    } catch (const run::MalformedRunState& e) {
+      SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": plan record ignored: " << e.what();
+      planned = o_.candidates;
     }
   };
   read_plan();
@@ -131,9 +127,8 @@ RunPublisher::RunPublisher(std::string run_id, store::WeightStore& weights,
                            store::KeyValueStore& state, bus::Publisher* bus,
                            const outage::Retrier* retry)
     : run_id_(std::move(run_id)),
-      keys_(run_id_),
+      state_(state, run::RunKeys(run_id_)),
       weights_(weights),
-      state_(state),
       bus_(bus),
       retry_(retry) {}
 
@@ -145,17 +140,19 @@ void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
   const double publish_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - publish_start).count();
   if (last) {
-    nlohmann::json timing{{"iteration", last->iteration},
-                          {"iteration_seconds", last->iteration_seconds},
-                          {"explore_seconds", last->explore_seconds},
-                          {"rollout_seconds", last->rollout_seconds},
-                          {"train_seconds", last->train_seconds},
-                          {"group_variance", last->group_variance}};
-    call(retry_, [&] { state_.put(keys_.trainer_timing, timing.dump()); });
+    const wire::TrainerTiming timing{.iteration = last->iteration,
+                                     .iteration_seconds = last->iteration_seconds,
+                                     .explore_seconds = last->explore_seconds,
+                                     .rollout_seconds = last->rollout_seconds,
+                                     .train_seconds = last->train_seconds,
+                                     .group_variance = last->group_variance};
+    call(retry_, [&] { state_.put_trainer_timing(timing); });
   }
-  call(retry_, [&] { state_.put(keys_.trainer_iteration, std::to_string(version)); });
+  const wire::TrainerProgress progress{
+      .iteration = version, .finished = false, .unix_ms = unix_ms()};
+  call(retry_, [&] { state_.put_trainer_progress(progress); });
   if (bus_) {
-    wire::WeightsNotice notice{version, manifest.checksum, keys_.prefix + ":weights",
+    wire::WeightsNotice notice{version, manifest.checksum, state_.keys().weights,
                                static_cast<int64_t>(manifest.bytes), manifest.published_unix_ms};
     bus_->publish("weights", static_cast<uint64_t>(version) + 1, notice.encode());
     wire::IterationEvent event{run_id_, version,
@@ -169,7 +166,9 @@ void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
 }
 
 void RunPublisher::finished(int64_t iterations) {
-  call(retry_, [&] { state_.put(keys_.trainer_iteration, std::to_string(iterations)); });
+  const wire::TrainerProgress progress{
+      .iteration = iterations, .finished = true, .unix_ms = unix_ms()};
+  call(retry_, [&] { state_.put_trainer_progress(progress); });
   if (bus_) {
     wire::IterationEvent event{run_id_, iterations, wire::IterationKind::kFinished, 0, iterations};
     bus_->publish("iteration", static_cast<uint64_t>(iterations) + 2, event.encode());

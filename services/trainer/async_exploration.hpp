@@ -16,6 +16,7 @@
 #include "common/outage/retry.hpp"
 #include "common/queue/lease_queue.hpp"
 #include "common/run/run_config.hpp"
+#include "common/run/run_state.hpp"
 #include "common/store/key_value_store.hpp"
 #include "common/store/weight_store.hpp"
 #include "services/trainer/grpo_trainer.hpp"
@@ -34,12 +35,12 @@ struct AsyncSeedOptions {
 
 class AsyncSeedSource final : public SeedSource {
  public:
-  // `plans` (may be null: N = options.candidates always) is the run's KeyValueStore holding the
-  // planner's per-iteration plan records (common/run/plan_record.hpp).
+  // `plans` (may be null: N = options.candidates always) is the run's state, which holds the
+  // planner's per-iteration plan records (wire::PlanRecord).
   // `retry` (may be null: errors propagate) runs every queue and store call through Redis
   // outages; the time spent waiting for Redis counts toward max_wait but never cuts a call short.
   AsyncSeedSource(AsyncSeedOptions options, queue::LeaseQueue& queue,
-                  store::KeyValueStore* plans = nullptr, const outage::Retrier* retry = nullptr);
+                  run::RunState* plans = nullptr, const outage::Retrier* retry = nullptr);
   // N = the iteration's plan record's candidates (read while waiting; options.candidates when no
   // record shows up by the deadline). Waits until every candidate of every prompt has a result
   // or max_wait passes; N = 0 returns random seeds at once. The wait is reported as
@@ -49,7 +50,7 @@ class AsyncSeedSource final : public SeedSource {
  private:
   AsyncSeedOptions o_;
   queue::LeaseQueue& queue_;
-  store::KeyValueStore* plans_;
+  run::RunState* plans_;
   const outage::Retrier* retry_;
 };
 
@@ -63,9 +64,8 @@ class RunPublisher final : public TrainerObserver {
 
  private:
   std::string run_id_;
-  run::RunKeys keys_;
+  run::RunState state_;
   store::WeightStore& weights_;
-  store::KeyValueStore& state_;
   bus::Publisher* bus_;
   const outage::Retrier* retry_;
 };

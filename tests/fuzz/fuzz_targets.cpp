@@ -91,12 +91,24 @@ std::vector<std::string> sample_messages() {
   wire::RewardReply parts = reply;  // with named reward components
   parts.components = {"ocr", "aesthetic"};
   parts.component_rewards = {0.1, 0.2, 0.3, 0.4};
+  const wire::TrainerProgress progress{.iteration = 7, .finished = false, .unix_ms = 1};
+  const wire::TrainerTiming timing{.iteration = 6,
+                                   .iteration_seconds = 12.5,
+                                   .explore_seconds = 0.5,
+                                   .rollout_seconds = 7.0,
+                                   .train_seconds = 5.0,
+                                   .group_variance = 0.03};
+  const wire::PlanRecord plan{
+      .iteration = 8, .candidates = 16, .steps = 6, .reason = R"({"policy":"bandit"})"};
+  const wire::PlannerProgress planned{.enqueued_through = 8, .unix_ms = 2};
   return {task.encode(),      result.encode(),
           commit.encode(),    notice.encode(),
           event.encode(),     request.encode(),
           reply.encode(),     failed.encode(),
-          heartbeat.encode(), wire::Writer("unknown_type", 1).str("x", "y").finish(),
-          latents.encode(),   parts.encode()};
+          heartbeat.encode(), progress.encode(),
+          timing.encode(),    plan.encode(),
+          planned.encode(),   latents.encode(),
+          parts.encode(),     wire::Writer("unknown_type", 1).str("x", "y").finish()};
 }
 
 std::vector<std::string> wire_seeds() {
@@ -144,6 +156,10 @@ void fuzz_wire_dispatch(std::string_view input) {
     d.on<wire::RewardRequest>([](wire::RewardRequest) {});
     d.on<wire::RewardReply>([](wire::RewardReply) {});
     d.on<wire::Heartbeat>([](wire::Heartbeat) {});
+    d.on<wire::TrainerProgress>([](wire::TrainerProgress) {});
+    d.on<wire::TrainerTiming>([](wire::TrainerTiming) {});
+    d.on<wire::PlanRecord>([](wire::PlanRecord) {});
+    d.on<wire::PlannerProgress>([](wire::PlannerProgress) {});
     return d;
   }();
   std::optional<wire::MessageHeader> peeked;
@@ -306,6 +322,10 @@ const FuzzTarget kTargets[] = {
     {"wire_reward_request", fuzz_message<wire::RewardRequest>, wire_seeds},
     {"wire_reward_reply", fuzz_message<wire::RewardReply>, wire_seeds},
     {"wire_heartbeat", fuzz_message<wire::Heartbeat>, wire_seeds},
+    {"wire_trainer_progress", fuzz_message<wire::TrainerProgress>, wire_seeds},
+    {"wire_trainer_timing", fuzz_message<wire::TrainerTiming>, wire_seeds},
+    {"wire_plan_record", fuzz_message<wire::PlanRecord>, wire_seeds},
+    {"wire_planner_progress", fuzz_message<wire::PlannerProgress>, wire_seeds},
     {"wire_dispatch", fuzz_wire_dispatch, wire_seeds},
     {"rpc_request", fuzz_rpc_request, rpc_request_seeds},
     {"rpc_reply", fuzz_rpc_reply, rpc_reply_seeds},

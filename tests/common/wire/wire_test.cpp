@@ -230,6 +230,24 @@ void expect_round_trip(const M& original) {
   EXPECT_EQ(M::decode(M{}.encode()), M{}) << M::kType;
 }
 
+TEST(WireRunState, NegativeCountsAreRejectedWithTheFieldName) {
+  const WireError plan = expect_wire_error(
+      [] { PlanRecord::decode(PlanRecord{.iteration = 1, .candidates = -2}.encode()); });
+  EXPECT_EQ(plan.kind(), WireErrorKind::kBadValue);
+  EXPECT_NE(std::string(plan.what()).find("candidates"), std::string::npos) << plan.what();
+  const WireError progress = expect_wire_error(
+      [] { PlannerProgress::decode(PlannerProgress{.enqueued_through = -2}.encode()); });
+  EXPECT_NE(std::string(progress.what()).find("enqueued_through"), std::string::npos);
+  EXPECT_NO_THROW(PlannerProgress::decode(PlannerProgress{.enqueued_through = -1}.encode()));
+  const WireError trainer =
+      expect_wire_error([] { TrainerProgress::decode(TrainerProgress{.iteration = -1}.encode()); });
+  EXPECT_NE(std::string(trainer.what()).find("iteration"), std::string::npos);
+  // The encodings that were used before these records had a version are refused, not misread.
+  EXPECT_THROW(TrainerProgress::decode("3"), WireError);
+  EXPECT_THROW(TrainerTiming::decode(R"({"iteration":0,"iteration_seconds":1.5})"), WireError);
+  EXPECT_THROW(PlanRecord::decode(R"({"iteration":0,"candidates":3,"steps":5})"), WireError);
+}
+
 TEST(WireRoundTrip, EveryMessage) {
   expect_round_trip(sample_seed_task());
   expect_round_trip(sample_seed_result());
@@ -239,6 +257,19 @@ TEST(WireRoundTrip, EveryMessage) {
   expect_round_trip(sample_reward_request());
   expect_round_trip(sample_reward_reply());
   expect_round_trip(sample_heartbeat());
+  expect_round_trip(
+      TrainerProgress{.iteration = 12, .finished = false, .unix_ms = 1'700'000'000'000});
+  expect_round_trip(TrainerProgress{.iteration = 40, .finished = true, .unix_ms = 1});
+  expect_round_trip(TrainerTiming{.iteration = 3,
+                                  .iteration_seconds = 12.5,
+                                  .explore_seconds = 1.25,
+                                  .rollout_seconds = 6.0,
+                                  .train_seconds = 5.0,
+                                  .group_variance = 0.04});
+  expect_round_trip(
+      PlanRecord{.iteration = 4, .candidates = 16, .steps = 6, .reason = R"({"policy":"bandit"})"});
+  expect_round_trip(PlanRecord{.iteration = 5, .candidates = 0, .steps = 0});
+  expect_round_trip(PlannerProgress{.enqueued_through = 7, .unix_ms = 9});
   RewardReply failed{.request_id = "rq-2", .error = "reward model not loaded"};
   expect_round_trip(failed);
   EXPECT_FALSE(RewardReply::decode(failed.encode()).ok());

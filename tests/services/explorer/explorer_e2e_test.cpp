@@ -25,6 +25,7 @@
 
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/run/run_config.hpp"
+#include "common/run/run_state.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "tests/common/metrics/http_get.hpp"
@@ -159,7 +160,7 @@ class ExplorerBinaryTest : public ::testing::Test {
     w.key_prefix = keys_->prefix;
     store::RedisWeightStore weights(server_->client_options(), w);
     weights.publish(0, testing::micro_policy(21)->weights_bytes());
-    kv_->put(keys_->trainer_iteration, "0");
+    kv_->put(keys_->trainer_iteration, wire::TrainerProgress{.iteration = 0}.encode());
   }
 
   std::vector<std::string> args(const std::string& id,
@@ -211,7 +212,9 @@ TEST_F(ExplorerBinaryTest, CompletesTheTasksThenExitsWhenTheRunEnds) {
     EXPECT_GE(r.reward, 0.0);
     EXPECT_LE(r.reward, 1.0);
   }
-  EXPECT_TRUE(kv_->get(keys_->explorer_heartbeat("e2e-1")).has_value());
+  const auto beat = run::RunState(*kv_, *keys_).heartbeat("e2e-1");
+  ASSERT_TRUE(beat.has_value());
+  EXPECT_EQ(beat->explorer_id, "e2e-1");
 
   // Its metrics, scraped like Prometheus does ("metrics on http://IP:PORT/metrics" in its log).
   std::smatch m;
@@ -227,7 +230,8 @@ TEST_F(ExplorerBinaryTest, CompletesTheTasksThenExitsWhenTheRunEnds) {
   }
   EXPECT_FALSE(process.wait_exit(0ms)) << "exited before the run ended\n" << process.output();
 
-  kv_->put(keys_->trainer_iteration, "1");  // == trainer.iterations: the run is over
+  kv_->put(keys_->trainer_iteration,  // == trainer.iterations: the run is over
+           wire::TrainerProgress{.iteration = 1, .finished = true}.encode());
   const auto status = process.wait_exit(20s);
   ASSERT_TRUE(status) << "still running after the run ended\n" << process.output();
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << "status " << *status << "\n"
@@ -294,7 +298,7 @@ TEST_F(ExplorerBinaryTest, NoticeFileCommitsTheChunkInFlightAndAnotherExplorerRe
         std::string("--set"), std::string("explorer.preemption_poll_ms=20")})
     a.push_back(extra);
   ExplorerProcess first(a);
-  ASSERT_TRUE(wait_for([&] { return kv_->counter("explorer:sample_steps") > 0; }, kWait))
+  ASSERT_TRUE(wait_for([&] { return kv_->counter(keys_->sample_steps) > 0; }, kWait))
       << first.output();
   std::ofstream(notice) << "spot instance reclaim\n";
   const auto status = first.wait_exit(std::chrono::seconds(kGraceSeconds));
@@ -305,7 +309,7 @@ TEST_F(ExplorerBinaryTest, NoticeFileCommitsTheChunkInFlightAndAnotherExplorerRe
   EXPECT_EQ(queue_->result_count(), 0) << "the chunk finished before the notice: vacuous";
   std::int64_t committed_steps = 0;
   for (const auto& t : tasks) {
-    const auto bytes = kv_->get("inflight:" + t.id);
+    const auto bytes = kv_->get(keys_->inflight(t.id));
     ASSERT_TRUE(bytes.has_value()) << t.id << " was not committed\n" << first.output();
     const auto c = wire::InflightCommit::decode(*bytes);
     EXPECT_GT(c.step_index, 0);
@@ -315,9 +319,9 @@ TEST_F(ExplorerBinaryTest, NoticeFileCommitsTheChunkInFlightAndAnotherExplorerRe
 
   ExplorerProcess second(args("e2e-n2", kLeaseTimeout));
   ASSERT_TRUE(wait_for([&] { return queue_->result_count() == 4; }, kWait)) << second.output();
-  EXPECT_EQ(kv_->counter("explorer:resumed_steps"), committed_steps);
+  EXPECT_EQ(kv_->counter(keys_->resumed_steps), committed_steps);
   // No step computed twice: the first explorer's steps plus the second's are exactly the job.
-  EXPECT_EQ(kv_->counter("explorer:sample_steps"), 4 * kLongSteps);
+  EXPECT_EQ(kv_->counter(keys_->sample_steps), 4 * kLongSteps);
   EXPECT_NE(second.output().find("resuming 4 committed task(s)"), std::string::npos)
       << second.output();
   std::filesystem::remove_all(dir);

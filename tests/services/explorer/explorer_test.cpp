@@ -26,6 +26,7 @@
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/redis/client.hpp"
 #include "common/run/run_config.hpp"
+#include "common/run/run_state.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "tests/common/redis/redis_server.hpp"
@@ -140,7 +141,7 @@ class Worker {
   void stop_after_steps(std::int64_t steps) {
     kv_.on_add = [this, steps, done = std::int64_t{0}](std::string_view key,
                                                        std::int64_t delta) mutable {
-      if (key != kSampleStepsKey) return;
+      if (key != run::RunKeys(kRunId).sample_steps) return;
       done += delta;
       if (done >= steps) thread_.request_stop();
     };
@@ -170,7 +171,7 @@ class ExplorerTest : public ::testing::Test {
     queue_ = std::make_unique<queue::RedisLeaseQueue>(redis(), queue_options());
     store_ = std::make_unique<store::RedisWeightStore>(redis(), weight_options());
     kv_ = std::make_unique<store::RedisKeyValueStore>(redis(), keys_.prefix);
-    kv_->put(keys_.trainer_iteration, "0");
+    kv_->put(keys_.trainer_iteration, wire::TrainerProgress{.iteration = 0}.encode());
   }
 
   redis::RedisOptions redis() const {
@@ -291,15 +292,15 @@ TEST_F(ExplorerTest, EveryTaskOfAnIterationGetsOneMatchingResult) {
   EXPECT_EQ(w->metrics().weights_version.value(), 0);
   EXPECT_EQ(w->metrics().weights_loaded.value(), 1);
   EXPECT_GT(w->metrics().samples_per_second.value(), 0);
-  // Heartbeat and registration, as unix milliseconds.
-  const auto beat = kv_->get(keys_.explorer_heartbeat("a"));
+  // The heartbeat: the run's wire::Heartbeat record of this explorer.
+  const auto beat = run::RunState(*kv_, keys_).heartbeat("a");
   ASSERT_TRUE(beat.has_value());
-  EXPECT_GT(std::stoll(*beat), 1'600'000'000'000LL);
-  EXPECT_TRUE(kv_->get("explorer:a:seen").has_value());
+  EXPECT_EQ(beat->explorer_id, "a");
+  EXPECT_GT(beat->unix_ms, 1'600'000'000'000LL);
 
   // The run ends: the explorer returns by itself.
   EXPECT_FALSE(w->returned());
-  kv_->put(keys_.trainer_iteration, "1");
+  kv_->put(keys_.trainer_iteration, wire::TrainerProgress{.iteration = 1}.encode());
   ASSERT_TRUE(wait_for([&] { return w->returned(); }, kWait));
   EXPECT_EQ(w->stop(), ExitReason::kRunFinished);
 }
@@ -558,7 +559,7 @@ TEST_F(ExplorerTest, NoticeCommitsInFlightSamplesAndAnotherExplorerResumesThemBi
   EXPECT_EQ(a->metrics().tasks_completed.value(), 0);
   EXPECT_EQ(a->metrics().sample_steps.value(), 4 * kStopStep);
   for (const auto& t : tasks) {
-    const auto bytes = kv_->get(InflightStore::key(t.id));
+    const auto bytes = kv_->get(keys_.inflight(t.id));
     ASSERT_TRUE(bytes.has_value()) << t.id;
     const auto commit = wire::InflightCommit::decode(*bytes);
     EXPECT_EQ(commit.task_id, t.id);
@@ -577,11 +578,11 @@ TEST_F(ExplorerTest, NoticeCommitsInFlightSamplesAndAnotherExplorerResumesThemBi
   EXPECT_EQ(rewards_of(tasks), expect);  // bit for bit
   for (const auto& t : tasks) {
     EXPECT_EQ(result(t.id)->explorer_id, "b");
-    EXPECT_FALSE(kv_->get(InflightStore::key(t.id)).has_value()) << "commit left behind";
+    EXPECT_FALSE(kv_->get(keys_.inflight(t.id)).has_value()) << "commit left behind";
   }
   // Across both explorers every step was computed once.
-  EXPECT_EQ(kv_->counter(kSampleStepsKey), 4 * kLongSteps);
-  EXPECT_EQ(kv_->counter(kResumedStepsKey), 4 * kStopStep);
+  EXPECT_EQ(kv_->counter(keys_.sample_steps), 4 * kLongSteps);
+  EXPECT_EQ(kv_->counter(keys_.resumed_steps), 4 * kStopStep);
   EXPECT_EQ(queue_->stats().acked_total, 4);
 }
 
@@ -613,7 +614,7 @@ TEST_F(ExplorerTest, WithoutCommitsAStoppedChunkRestartsFromStepZero) {
   EXPECT_EQ(b->metrics().resumes.value(), 0);
   EXPECT_EQ(rewards_of(tasks), expect);
   // The stopped steps were computed again.
-  EXPECT_EQ(kv_->counter(kSampleStepsKey), 4 * (kLongSteps + kStopStep));
+  EXPECT_EQ(kv_->counter(keys_.sample_steps), 4 * (kLongSteps + kStopStep));
 }
 
 // A newer version published meanwhile does not waste the commits: the next explorer loads the
@@ -644,7 +645,7 @@ TEST_F(ExplorerTest, ANewerVersionMeanwhileStillResumesWithTheCommittedOne) {
   EXPECT_EQ(b->metrics().discarded_commits.value(), 0);
   EXPECT_EQ(versions_of(tasks), std::vector<std::int64_t>(4, 0));
   EXPECT_EQ(rewards_of(tasks), expect);
-  EXPECT_EQ(kv_->counter(kSampleStepsKey), 4 * kLongSteps);
+  EXPECT_EQ(kv_->counter(keys_.sample_steps), 4 * kLongSteps);
 }
 
 // A commit made with weights older than the staleness bound allows is discarded: the task
@@ -681,7 +682,7 @@ TEST_F(ExplorerTest, ACommitOlderThanTheStalenessBoundIsDiscarded) {
   EXPECT_EQ(versions_of(tasks), std::vector<std::int64_t>(4, 2));
   EXPECT_EQ(rewards_of(tasks), expect);
   for (const auto& t : tasks)
-    EXPECT_FALSE(kv_->get(InflightStore::key(t.id)).has_value());
+    EXPECT_FALSE(kv_->get(keys_.inflight(t.id)).has_value());
 }
 
 TEST_F(ExplorerTest, SurvivesARedisOutage) {

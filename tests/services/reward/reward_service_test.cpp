@@ -18,7 +18,7 @@
 #include "common/reward/reward_function.hpp"
 #include "common/rpc/client.hpp"
 #include "common/rpc/errors.hpp"
-#include "common/signals/stop_signals.hpp"
+#include "common/run/run_config.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/render.hpp"
 #include "common/wire/messages.hpp"
@@ -440,23 +440,21 @@ TEST(RemoteRewardConfig, ClientKeys) {
   sources.overrides = {"reward.endpoint=tcp://reward:5557", "reward.timeout_ms=1234",
                        "reward.retries=0", "reward.max_images_per_request=16"};
   const auto o = remote_reward_options(config::Config::load(remote_reward_schema(), sources));
-  EXPECT_EQ(o.endpoint, "tcp://reward:5557");
-  EXPECT_EQ(o.rpc.timeout, 1234ms);
-  EXPECT_EQ(o.rpc.retries, 0);
-  EXPECT_EQ(o.max_images_per_request, 16u);
-  EXPECT_FALSE(o.rpc.curve.enabled());
-}
-
-TEST(StopSignals, ASignalOrAStopRequestEndsTheWait) {
-  signals::StopSignals signals;
-  EXPECT_THROW(signals::StopSignals(), std::logic_error);
-  ASSERT_EQ(std::raise(SIGTERM), 0);  // before wait(): not lost
-  EXPECT_EQ(signals.wait(), SIGTERM);
-  std::stop_source stop;
-  std::jthread requester([&] { stop.request_stop(); });
-  EXPECT_EQ(signals.wait(stop.get_token()), std::nullopt);
-  ASSERT_EQ(std::raise(SIGINT), 0);
-  EXPECT_EQ(signals.wait(stop.get_token()), SIGINT);  // a pending signal comes first
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->endpoint, "tcp://reward:5557");
+  EXPECT_EQ(o->rpc.timeout, 1234ms);
+  EXPECT_EQ(o->rpc.retries, 0);
+  EXPECT_EQ(o->max_images_per_request, 16u);
+  EXPECT_FALSE(o->rpc.curve.enabled());
+  // No endpoint: no client (the caller scores in-process). The defaults: 10 s per attempt and two
+  // retries after the first, the same in every schema that has the fragment (the run's).
+  const auto defaults = config::Config::load(remote_reward_schema(), {});
+  EXPECT_FALSE(remote_reward_options(defaults).has_value());
+  EXPECT_EQ(defaults.get_int("reward.timeout_ms"), 10000);
+  EXPECT_EQ(defaults.get_int("reward.retries"), 2);
+  const auto run = config::Config::load(run::run_schema(), {});
+  EXPECT_EQ(run.get_int("reward.retries"), defaults.get_int("reward.retries"));
+  EXPECT_EQ(run.get_int("reward.timeout_ms"), defaults.get_int("reward.timeout_ms"));
 }
 
 }  // namespace
