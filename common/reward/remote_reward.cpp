@@ -151,6 +151,10 @@ config::Schema remote_reward_schema() {
       Entry::integer("reward.retries", kDefaultRewardRetries,
                      "Attempts of a reward request after the first one timed out.")
           .range(0, 100),
+      Entry::string("reward.input", "images",
+                    "What explorers and the trainer send the reward: images (RGB, 3 latent "
+                    "channels) or latents (the reward service decodes them, e.g. with a VAE).")
+          .one_of({"images", "latents"}),
       Entry::integer("reward.max_images_per_request",
                      static_cast<std::int64_t>(kDefaultMaxImagesPerRequest),
                      "Images per request; larger batches are split.")
@@ -173,6 +177,7 @@ std::optional<RemoteRewardOptions> remote_reward_options(const config::Config& c
   options.rpc.timeout = std::chrono::milliseconds(config.get_int("reward.timeout_ms"));
   options.rpc.retries = config.get<int>("reward.retries");
   options.max_images_per_request = config.get<std::size_t>("reward.max_images_per_request");
+  options.content = config.get_string("reward.input");
   return options;
 }
 

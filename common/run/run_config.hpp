@@ -7,6 +7,7 @@
 // needs none of the training keys, has its own schema of server keys (services/reward).
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -18,6 +19,7 @@
 #include "common/redis/client.hpp"
 #include "common/run/run_keys.hpp"
 #include "common/sampler/sampler_options.hpp"
+#include "common/store/trajectory_store.hpp"
 #include "common/task/options.hpp"
 #include "common/task/prompt_source.hpp"
 
@@ -51,6 +53,20 @@ outage::BackoffOptions redis_backoff(const config::Config& config);
 // naming a key file that is unusable.
 bus::PublisherOptions trainer_bus_options(const config::Config& config);
 
+// Whether explorers keep the image of a candidate of (iteration, prompt) for the trainer's
+// exploration sample: prompt 0 of every `every`-th iteration (0: never).
+bool samples_explored_images(std::int64_t iteration, std::int64_t prompt, int every);
+
 queue::LeaseQueueOptions explore_queue_options(const config::Config& config);
+// key_prefix RunKeys::trajectories, ttl exploration.trajectory_ttl_seconds.
+store::TrajectoryStoreOptions trajectory_store_options(const config::Config& config);
+
+// exploration.reuse: which explored trajectories the trainer trains on instead of sampling.
+enum class Reuse {
+  kOff,        // none: every rollout is sampled by the trainer (the behaviour before issue #14)
+  kOnPolicy,   // those sampled with the trainer's current weights at the rollout's step count
+  kOffPolicy,  // also those sampled with older weights, with the importance ratio against them
+};
+Reuse reuse(const config::Config& config);
 
 }  // namespace spotlight::run

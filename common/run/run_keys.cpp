@@ -11,7 +11,8 @@ constexpr std::string_view kHeartbeatTail = ":heartbeat";
 RunKeys::RunKeys(const std::string& run_id)
     : prefix("spotlight:" + run_id),
       explore_queue(prefix + ":explore"),
-      weights(prefix + ":weights") {}
+      weights(prefix + ":weights"),
+      trajectories(prefix + ":trajectory") {}
 
 std::string RunKeys::plan(std::int64_t iteration) {
   return "planner:plan:" + std::to_string(iteration);
@@ -23,6 +24,12 @@ std::string RunKeys::explorer_heartbeat(std::string_view id) {
 
 std::string RunKeys::inflight(std::string_view task_id) {
   return std::string("inflight:").append(task_id);
+}
+
+std::string RunKeys::explored_image(std::int64_t iteration, std::int64_t prompt,
+                                    std::uint64_t seed) {
+  return "explored-image:" + std::to_string(iteration) + ":" + std::to_string(prompt) + ":" +
+         std::to_string(seed);
 }
 
 std::string RunKeys::cost_ledger(std::string_view device_class, bool busy) {

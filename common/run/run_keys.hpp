@@ -15,13 +15,18 @@
 //   planner:plan:<iteration>     planner          trainer            wire::PlanRecord v1 (set once)
 //   explorer:<id>:heartbeat      explorer <id>    planner            wire::Heartbeat v1
 //   inflight:<task id>           explorers        explorers          wire::InflightCommit v1
-//   explorer:sample_steps        explorers        benchmarks, tests  Redis integer (INCRBY)
-//   explorer:resumed_steps       explorers        benchmarks, tests  Redis integer (INCRBY)
-//   cost:<class>:busy_ms         trainer, explorers trainer          Redis integer (INCRBY)
-//   cost:<class>:idle_ms         trainer, explorers trainer          Redis integer (INCRBY)
-//   <prefix>:weights:...         trainer          explorers          store::RedisWeightStore's
+//   explored-image:<i>:<p>:<s>   explorers        trainer            PNG bytes (erased once drawn)
+//   security:task_key            planner (once)   explorers, trainer raw secret (only without
+//   $SPOTLIGHT_TASK_KEY) explorer:sample_steps        explorers        benchmarks, tests  Redis
+//   integer (INCRBY) explorer:resumed_steps       explorers        benchmarks, tests  Redis integer
+//   (INCRBY) cost:<class>:busy_ms         trainer, explorers trainer          Redis integer
+//   (INCRBY) cost:<class>:idle_ms         trainer, explorers trainer          Redis integer
+//   (INCRBY) <prefix>:weights:...         trainer          explorers store::RedisWeightStore's
 //   layout
 //                                                                    (absolute; chunks, manifests)
+//   <prefix>:trajectory:<task>   explorers        trainer            wire::SeedTrajectory v1
+//   (absolute,
+//                                                                    expiring; deleted once used)
 //   <prefix>:explore:...         planner, explorers trainer          queue::RedisLeaseQueue's
 //   layout
 //                                                                    (absolute; stream, results)
@@ -42,6 +47,9 @@ struct RunKeys {
   std::string prefix;         // spotlight:<run id>
   std::string explore_queue;  // absolute: <prefix>:explore (LeaseQueueOptions::key_prefix)
   std::string weights;        // absolute: <prefix>:weights (the location in WeightsNotice)
+  // absolute: <prefix>:trajectory (TrajectoryStoreOptions::key_prefix); the kept trajectory of
+  // seed task <id> is <prefix>:trajectory:<id> (wire::SeedTrajectory, expiring).
+  std::string trajectories;
 
   // Relative keys (KeyValueStore constructed with `prefix`):
   std::string trainer_iteration = "trainer:iteration";
@@ -49,11 +57,18 @@ struct RunKeys {
   std::string planner_state = "planner:enqueued";
   std::string sample_steps = "explorer:sample_steps";
   std::string resumed_steps = "explorer:resumed_steps";
+  // The run-local task-signing key, written once by the planner when $SPOTLIGHT_TASK_KEY is
+  // unset (common/run/task_key_source.hpp).
+  static constexpr const char* kTaskKey = "security:task_key";
 
   // Relative keys with a part (the same for every run, hence static):
   static std::string plan(std::int64_t iteration);             // planner:plan:<iteration>
   static std::string explorer_heartbeat(std::string_view id);  // explorer:<id>:heartbeat
   static std::string inflight(std::string_view task_id);       // inflight:<task id>
+  // A PNG of an explored candidate kept for the trainer's exploration sample (written by the
+  // explorer before it completes the task, erased by the trainer once it has drawn the sample).
+  static std::string explored_image(std::int64_t iteration, std::int64_t prompt,
+                                    std::uint64_t seed);  // explored-image:<it>:<prompt>:<seed>
   // cost:<device class>:busy_ms or :idle_ms (device class: "reserved", "spot").
   static std::string cost_ledger(std::string_view device_class, bool busy);
 

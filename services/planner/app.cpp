@@ -8,6 +8,7 @@
 
 #include "common/log/log.hpp"
 #include "common/metrics/server.hpp"
+#include "common/run/task_signature.hpp"
 #include "common/service/main_guard.hpp"
 #include "common/signals/stop_signals.hpp"
 #include "services/planner/planner_config.hpp"
@@ -16,7 +17,8 @@ namespace spotlight::planner {
 
 int run_planner(const config::Config& config) {
   try {
-    signals::StopSignals signals;  // before the planner's thread starts
+    signals::StopSignals signals;    // before the planner's thread starts
+    (void)run::TaskKey::from_env();  // a malformed SPOTLIGHT_TASK_KEY stops the planner here
     auto registry = std::make_shared<metrics::Registry>("planner");
     const auto planner = make_planner(config, registry);
     const auto server =

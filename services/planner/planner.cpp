@@ -14,6 +14,7 @@
 #include "common/outage/failure.hpp"
 #include "common/queue/errors.hpp"
 #include "common/run/schedule.hpp"
+#include "common/run/task_key_source.hpp"
 #include "common/store/errors.hpp"
 #include "common/wire/messages.hpp"
 
@@ -46,6 +47,9 @@ void PlannerOptions::validate() const {
   require(max_wait.count() >= 0, "max_wait", "must be >= 0");
   require(heartbeat_period.count() > 0, "heartbeat_period", "must be > 0");
   require(dead_heartbeats >= 1, "dead_heartbeats", "must be >= 1");
+  require(!offload || lookahead == 0, "lookahead",
+          "must be 0 when offloading (an iteration is enqueued once its weights exist)");
+  require(rollout_steps >= 1, "rollout_steps", "must be >= 1");
 }
 
 namespace {
@@ -263,9 +267,17 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
   }
   const exploration::ExplorationDecision d = decide(t, context);
 
+  if (!parts_.task_key) {
+    parts_.task_key = run::planner_task_key(*parts_.store);
+    log::info(
+        "signing seed tasks with key {} ({})", parts_.task_key->id(),
+        run::TaskKey::from_env() ? std::string(run::kTaskKeyEnvVar) : "the run-local key in Redis");
+  }
   const auto prompt_list = run::iteration_prompts(*prompts_, options_.run_seed, t, prompts);
   const std::int64_t deadline = now_unix_ms() + budget.count();
-  const std::int64_t weights_version = std::clamp<std::int64_t>(t - 1, 0, c);
+  const std::int64_t weights_version = options_.offload ? t : std::clamp<std::int64_t>(t - 1, 0, c);
+  const bool keep = options_.keep_trajectories && d.steps == options_.rollout_steps &&
+                    options_.trained.size() > 0;
   std::vector<queue::Task> tasks;
   tasks.reserve(static_cast<std::size_t>(prompts) * static_cast<std::size_t>(d.candidates));
   for (int i = 0; i < prompts; ++i) {
@@ -278,8 +290,12 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
     task.sampler_steps = d.steps;
     task.deadline_unix_ms = deadline;
     task.attempt = 0;
+    task.max_staleness = options_.offload ? 0 : -1;
+    task.trajectory_begin = keep ? options_.trained.begin : 0;
+    task.trajectory_end = keep ? options_.trained.end : 0;
     for (int j = 0; j < d.candidates; ++j) {
       task.seed = run::candidate_seed(options_.run_seed, t, i, j);
+      run::sign(task, *parts_.task_key);
       tasks.push_back(queue::Task{run::seed_task_id(t, i, j), task.encode()});
     }
   }
@@ -313,9 +329,9 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
   }
   log::info(
       "iteration {}: enqueued {} new of {} tasks ({} prompts x {} candidates, {} steps, weights "
-      "v{}, deadline in {} s); queue depth {}; results of iteration {}: {}",
-      t, added, tasks.size(), prompts, d.candidates, d.steps, weights_version, seconds(budget),
-      queue, t - 1, previous);
+      "v{}{}, deadline in {} s); queue depth {}; results of iteration {}: {}",
+      t, added, tasks.size(), prompts, d.candidates, d.steps, weights_version,
+      keep ? ", trajectories kept" : "", seconds(budget), queue, t - 1, previous);
 }
 
 std::int64_t Planner::count_results(std::int64_t iteration, int candidates) {

@@ -1,5 +1,5 @@
 #pragma once
-// The planner of exploration.mode=async (async_protocol.md): owns the run's exploration schedule.
+// The planner of exploration.mode=async (docs/iteration.md): owns the run's exploration schedule.
 //
 //   step():
 //     c = trainer_iteration (wire::TrainerProgress)      absent: kWaitingForTrainer
@@ -16,8 +16,10 @@
 //           JSON}); append the JSON to decisions_file    (before any task of t is enqueued)
 //       enqueue_many(P x d.candidates seed tasks: id seed_task_id(t, i, j), wire::SeedTask{
 //           prompt iteration_prompts(..)[i], seed candidate_seed(run_seed, t, i, j),
-//           weights_version clamp(t - 1, 0, c), sampler_steps d.steps,
-//           deadline now + time budget, attempt 0}))
+//           weights_version clamp(t - 1, 0, c) (offload: t, max_staleness 0),
+//           sampler_steps d.steps, deadline now + time budget, attempt 0,
+//           trajectory_begin/end: the trained steps when keep_trajectories and d.steps is the
+//           rollout's step count, else none}, each signed with the run's task key))
 //       planner_state = wire::PlannerProgress{t}          (after the tasks are in the queue)
 //     kRunning
 //
@@ -51,8 +53,10 @@
 #include "common/metrics/metrics.hpp"
 #include "common/outage/outage_tracker.hpp"
 #include "common/queue/lease_queue.hpp"
+#include "common/rollout/step_window.hpp"
 #include "common/run/run_keys.hpp"
 #include "common/run/run_state.hpp"
+#include "common/run/task_signature.hpp"
 #include "common/store/key_value_store.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/options.hpp"
@@ -92,6 +96,15 @@ struct PlannerOptions {
   std::shared_ptr<const task::PromptSource> prompts;
   // Where every plan record (decision and reason) is appended as a JSON line; empty: nowhere.
   std::string decisions_file;
+  // exploration.mode=offload: iteration t is enqueued only once the trainer works on it (v_t is
+  // published; lookahead must be 0) and its tasks ask for exactly v_t: the explorers sample the
+  // rollouts with the current weights. Otherwise t is explored ahead with v_{t-1}.
+  bool offload = false;
+  // Kept trajectories (exploration.reuse=off_policy, offload): tasks sampled with the rollout's
+  // step count ask the explorers to keep the trained steps of their trajectory for the trainer.
+  bool keep_trajectories = false;
+  int rollout_steps = 10;             // sampler.steps
+  rollout::StepWindow trained{0, 9};  // trainer.train_step_begin / end against rollout_steps
 
   // Throws PlannerError naming the first bad field.
   void validate() const;
@@ -103,6 +116,9 @@ struct PlannerParts {
   std::unique_ptr<store::KeyValueStore> store;  // key prefix keys.prefix
   std::unique_ptr<exploration::ExplorerDirectory> directory;
   std::unique_ptr<exploration::ExplorationPolicy> policy;
+  // The key every task is signed with (common/run/task_signature.hpp); std::nullopt:
+  // run::planner_task_key(*store) ($SPOTLIGHT_TASK_KEY, else the run-local key), on first use.
+  std::optional<run::TaskKey> task_key;
 };
 
 enum class StepOutcome {

@@ -22,15 +22,20 @@
 #include "common/model/safetensors.hpp"
 #include "common/outage/retry.hpp"
 #include "common/queue/redis_lease_queue.hpp"
+#include "common/report/html.hpp"
+#include "common/report/page_json.hpp"
 #include "common/reward/remote_reward.hpp"
 #include "common/reward/reward_function.hpp"
 #include "common/service/exit_codes.hpp"
 #include "common/signals/stop_signals.hpp"
 #include "common/store/redis_key_value_store.hpp"
+#include "common/store/redis_trajectory_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "common/task/generator.hpp"
 #include "services/trainer/async_exploration.hpp"
 #include "services/trainer/pretrain_cache.hpp"
+#include "services/trainer/run_images.hpp"
+#include "services/trainer/run_report.hpp"
 #include "services/trainer/trainer_config.hpp"
 #include "services/trainer/trainer_metrics.hpp"
 
@@ -69,9 +74,7 @@ std::unique_ptr<reward::RewardFunction> make_reward(const config::Config& c,
     return reward::make_task_reward(policy.task_options());
   }
   // run::check_model_config has required reward.endpoint, so the options are there.
-  reward::RemoteRewardOptions options = reward::remote_reward_options(c).value();
-  options.content = c.get_string("reward.input");
-  return std::make_unique<reward::RemoteReward>(options);
+  return std::make_unique<reward::RemoteReward>(reward::remote_reward_options(c).value());
 }
 
 std::string format_validation(const ValidationReport& v) {
@@ -89,6 +92,32 @@ std::string format_validation(const ValidationReport& v) {
   }
   s << ")";
   return s.str();
+}
+
+// The newest validation grid, served read-only next to /metrics (dashboards show it).
+constexpr const char* kLatestGridRoute = "/validation/latest.png";
+constexpr std::uintmax_t kMaxServedGridBytes = std::uintmax_t{32} << 20;
+
+metrics::ContentProvider latest_grid_route(fs::path file) {
+  return [file = std::move(file)]() -> std::optional<std::string> {
+    std::error_code ec;
+    const auto size = fs::file_size(file, ec);
+    if (ec || size > kMaxServedGridBytes) return std::nullopt;
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    if (!in) return std::nullopt;
+    return bytes.str();
+  };
+}
+
+void write_report_logged(const fs::path& run_dir) {
+  try {
+    const auto path = write_run_report(run_dir);
+    SPOTLIGHT_LOG(info) << "report: " << path.string() << " (" << fs::file_size(path) << " bytes)";
+  } catch (const std::exception& e) {
+    SPOTLIGHT_LOG(warn) << "report not written: " << e.what();
+  }
 }
 
 }  // namespace
@@ -215,21 +244,30 @@ int run_train(const config::Config& c, std::stop_token stop) {
   if (options.exploration_steps > 0) exploration.sampler.steps = options.exploration_steps;
   exploration.chunk = options.micro_batch * 2;
   exploration.run_seed = options.seed;
+  exploration.reuse = run::reuse(c);
+  exploration.rollout_steps = options.sampler.steps;
+  exploration.window = rollout::trained_steps(options.sampler.steps, options.train_step_begin,
+                                              options.train_step_end);
   std::unique_ptr<SeedSource> seeds;
   if (options.mode == "none") {
     seeds = make_random_seed_source(exploration);
   } else if (options.mode == "sync") {
     seeds = make_sync_seed_source(exploration, policy, *reward);
+  } else if (options.mode == "sync-stale") {
+    seeds = make_sync_stale_seed_source(exploration, policy, *reward);
   }
   // async: explorers (spot) explore with the previous weights; the trainer reads their results
-  // and publishes its weights and progress for them and the planner.
+  // and publishes its weights and progress for them and the planner. offload: explorers sample
+  // the rollouts with the current weights; the trainer waits for them and trains.
+  const bool services = options.mode == "async" || options.mode == "offload";
   std::unique_ptr<queue::LeaseQueue> queue;
   std::unique_ptr<store::WeightStore> weight_store;
   std::unique_ptr<store::KeyValueStore> state;
+  std::unique_ptr<store::TrajectoryStore> trajectories;
   std::unique_ptr<run::RunState> run_state;
   std::unique_ptr<bus::Publisher> bus;
   std::unique_ptr<RunPublisher> publisher;
-  if (options.mode == "async") {
+  if (services) {
     const run::RunKeys keys(c.get_string("run.id"));
     const auto redis = run::redis_options(c);
     queue = std::make_unique<queue::RedisLeaseQueue>(redis, run::explore_queue_options(c));
@@ -244,27 +282,46 @@ int run_train(const config::Config& c, std::stop_token stop) {
       SPOTLIGHT_LOG(info) << "publishing notices on " << bus->bind(endpoint);
     }
     AsyncSeedOptions async;
+    async.run_id = c.get_string("run.id");
     async.group_size = options.group_size;
     async.candidates = options.candidates;
     async.run_seed = options.seed;
     async.max_wait = std::chrono::duration<double>(c.get_double("exploration.max_wait_seconds"));
+    async.offload = options.mode == "offload";
+    async.trajectories = async.offload || exploration.reuse == run::Reuse::kOffPolicy;
+    async.run_id = c.get_string("run.id");
+    async.rollout_sampler = options.sampler;
+    async.window = exploration.window;
+    async.latent_shape = policy.sample_shape();
+    async.tensor_options = policy.tensor_options();
     async.stop = stop;
-    seeds = std::make_unique<AsyncSeedSource>(async, *queue, run_state.get(), &retry);
+    if (async.trajectories) {
+      trajectories =
+          std::make_unique<store::RedisTrajectoryStore>(redis, run::trajectory_store_options(c));
+    }
+    seeds = std::make_unique<AsyncSeedSource>(async, *queue, run_state.get(), &retry,
+                                              trajectories.get(), weight_store.get());
     publisher = std::make_unique<RunPublisher>(c.get_string("run.id"), *weight_store, *state,
                                                bus.get(), &retry);
   }
   // Cost: the trainer holds reserved devices; waiting for explored seeds is its idle time. In
   // async runs the ledger in Redis sums every process of the run (explorers are spot).
   const cost::Prices prices = cost::prices_from(c);
-  const auto metrics_server =
-      metrics::MetricsServer::start(*registry, metrics::metrics_server_options(c));
-  if (metrics_server) SPOTLIGHT_LOG(info) << "metrics on " << metrics_server->url();
+  auto server_options = metrics::metrics_server_options(c);
+  const auto metrics_server = metrics::MetricsServer::start(*registry, server_options);
+  if (metrics_server) {
+    metrics_server->add_route(kLatestGridRoute, "image/png",
+                              latest_grid_route(options.run_dir / "validation" / "latest.png"));
+    SPOTLIGHT_LOG(info) << "metrics on " << metrics_server->url();
+  }
   cost::CostMeter meter(cost::DeviceClass::kReserved, cost::devices_from(c), prices);
   cost::CostReporter cost_reporter(meter, registry.get(), state.get());
   const auto run_cost = [&]() {
     cost_reporter.flush();
     return state ? cost::read_run_cost(*state, prices) : cost::run_cost_of(meter.usage(), prices);
   };
+  RunImages images(c, options, policy, *registry);
+  seeds = images.wrap(std::move(seeds), state.get());
   GrpoTrainer trainer(options, policy, *reward, std::move(seeds), reference.get());
   trainer.set_observer(publisher.get());
   TrainerMetrics trainer_metrics(*registry, options.iterations,
@@ -278,6 +335,9 @@ int run_train(const config::Config& c, std::stop_token stop) {
   std::vector<double> taus;
   double explore_seconds = 0, iteration_seconds = 0;
   int fallback_prompts = 0, iterations_run = 0;
+  // Reuse totals (per iteration in metrics.jsonl).
+  std::int64_t reused = 0, sampled = 0, off_policy = 0, rejected = 0, rollout_steps = 0;
+  double max_abs_log_ratio = 0, clip_fraction_sum = 0, ratio_sum = 0;
   // The bus's rejects (garbage frames, refused handshakes), exported after every iteration.
   const metrics::Counter bus_rejected_frames =
       registry->counter("spotlight_trainer_bus_rejected_frames_total",
@@ -296,6 +356,7 @@ int run_train(const config::Config& c, std::stop_token stop) {
   const auto on_iteration = [&](const IterationReport& r) {
     trainer_metrics.observe(r);
     export_bus_counters();
+    images.observe(r);  // the grid of a validation, with the weights it validated
     if (r.iteration < 0) {
       first_validation = r.validation;
       if (r.validation) SPOTLIGHT_LOG(info) << "base model: " << format_validation(*r.validation);
@@ -303,7 +364,8 @@ int run_train(const config::Config& c, std::stop_token stop) {
     }
     last_wall = r.wall_seconds;
     explore_seconds += r.explore_seconds;
-    if (options.mode == "async") meter.set_idle_seconds(explore_seconds);
+    // Waiting for the explorers (async: their seeds; offload: the rollouts) idles the trainer.
+    if (services) meter.set_idle_seconds(explore_seconds);
     try {
       const cost::RunCost so_far = run_cost();
       Json line{{"iteration", r.iteration},
@@ -323,6 +385,15 @@ int run_train(const config::Config& c, std::stop_token stop) {
     iteration_seconds += r.iteration_seconds;
     fallback_prompts += r.fallback_prompts;
     ++iterations_run;
+    reused += r.rollouts_reused;
+    sampled += r.rollouts_sampled;
+    off_policy += r.rollouts_off_policy;
+    rollout_steps += r.rollout_sampler_steps;
+    for (const auto& [reason, n] : r.trajectories_rejected)
+      rejected += n;
+    max_abs_log_ratio = std::max(max_abs_log_ratio, r.ratio_max_abs_log);
+    clip_fraction_sum += r.clip_fraction;
+    ratio_sum += r.ratio_mean;
     if (r.kendall_tau) taus.push_back(*r.kendall_tau);
     std::ostringstream line;
     line << std::fixed << std::setprecision(3) << "iter " << r.iteration + 1 << "/"
@@ -331,6 +402,13 @@ int run_train(const config::Config& c, std::stop_token stop) {
          << r.selected_variance << std::setprecision(1) << " | " << r.iteration_seconds
          << " s (explore " << r.explore_seconds << ", rollout " << r.rollout_seconds << ", train "
          << r.train_seconds << ")";
+    if (r.rollouts_reused > 0) {
+      line << " reused " << r.rollouts_reused << "/" << r.rollouts_reused + r.rollouts_sampled;
+      if (r.rollouts_off_policy > 0) {
+        line << std::setprecision(4) << " ratio " << r.ratio_mean << " max|log| "
+             << r.ratio_max_abs_log << " clipped " << std::setprecision(2) << r.clip_fraction;
+      }
+    }
     if (r.kendall_tau) line << " tau " << std::setprecision(2) << *r.kendall_tau;
     if (r.validation) {
       last_validation = r.validation;
@@ -368,6 +446,15 @@ int run_train(const config::Config& c, std::stop_token stop) {
     summary["mean_explore_seconds_on_critical_path"] = explore_seconds / iterations_run;
     summary["mean_iteration_seconds"] = iteration_seconds / iterations_run;
     summary["fallback_prompts"] = fallback_prompts;
+    summary["reuse"] = {{"setting", c.get_string("exploration.reuse")},
+                        {"rollouts_reused", reused},
+                        {"rollouts_sampled", sampled},
+                        {"rollouts_off_policy", off_policy},
+                        {"trajectories_rejected", rejected},
+                        {"rollout_sampler_steps", rollout_steps},
+                        {"ratio_mean", ratio_sum / iterations_run},
+                        {"ratio_max_abs_log", max_abs_log_ratio},
+                        {"clip_fraction_mean", clip_fraction_sum / iterations_run}};
   }
   if (queue) {
     try {
@@ -379,7 +466,9 @@ int run_train(const config::Config& c, std::stop_token stop) {
                           {"enqueued_total", q.enqueued_total},
                           {"acked_total", q.acked_total},
                           {"reclaimed_total", q.reclaimed_total},
-                          {"duplicate_results_total", q.duplicate_results_total}};
+                          {"duplicate_results_total", q.duplicate_results_total},
+                          {"quarantined_total", q.quarantined_total},
+                          {"requeued_total", q.requeued_total}};
     } catch (const std::exception& e) {  // Redis away at the end: the summary is written anyway
       SPOTLIGHT_LOG(warn) << "queue statistics unavailable for summary.json: " << e.what();
     }
@@ -399,6 +488,7 @@ int run_train(const config::Config& c, std::stop_token stop) {
     SPOTLIGHT_LOG(warn) << "cost ledger unavailable: " << e.what();
   }
   durable::write_file(options.run_dir / "summary.json", summary.dump(2) + "\n");
+  write_report_logged(options.run_dir);
   if (first_validation && last_validation && first_validation->per_category.empty()) {
     // A prompt file: the reward service grades validation.
     SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(4) << "done: validation reward "
@@ -437,13 +527,23 @@ int run_validate(const config::Config& c) {
   apply_threads(c);
   policy::Policy policy(policy_options(c), task_options(c));
   auto reward = reward::make_task_reward(policy.task_options());
-  GrpoTrainer evaluator(grpo_options(c), policy, *reward, make_random_seed_source({}));
+  const GrpoOptions options = grpo_options(c);
+  GrpoTrainer evaluator(options, policy, *reward, make_random_seed_source({}));
+  // The validation grids of deferred validation points, drawn with each point's weights.
+  metrics::Registry registry("trainer");
+  RunImages images(c, options, policy, registry);
   const auto start = std::chrono::steady_clock::now();
-  const int scored = evaluator.validate_deferred();
+  const int scored = evaluator.validate_deferred([&](int64_t version, const ValidationReport& v) {
+    IterationReport r;
+    r.iteration = version - 1;
+    r.validation = v;
+    images.observe(r);
+  });
   SPOTLIGHT_LOG(info)
       << "validated " << scored << " saved weights in " << std::fixed << std::setprecision(1)
       << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
       << " s into " << (fs::path(c.get_string("run.dir")) / "validation.jsonl");
+  write_report_logged(c.get_string("run.dir"));
   return 0;
 }
 
@@ -550,15 +650,60 @@ int run_train(const config::Config& c) {
   return done.get();
 }
 
-int run_subcommand(const std::string& subcommand, const config::Config& c) {
+int run_report_command(const std::vector<std::string>& args) {
+  if (args.size() < 2 || args.size() > 3) {
+    std::cerr << "usage: spotlight-trainer report RUN_DIR [OUT.html]\n";
+    return 2;
+  }
+  try {
+    const auto path = write_run_report(args[1], args.size() == 3 ? fs::path(args[2]) : fs::path());
+    std::cout << path.string() << std::endl;
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "spotlight-trainer report: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int run_page_command(const std::vector<std::string>& args) {
+  if (args.size() != 3) {
+    std::cerr << "usage: spotlight-trainer page PAGE.json OUT.html\n";
+    return 2;
+  }
+  try {
+    std::ifstream in(args[1], std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read '" + args[1] + "'");
+    std::ostringstream json;
+    json << in.rdbuf();
+    const fs::path page_file(args[1]);
+    const auto page = report::page_from_json(json.str(), page_file.parent_path());
+    report::write_html(args[2], page);
+    std::cout << args[2] << std::endl;
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "spotlight-trainer page: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int run_subcommand(const std::vector<std::string>& args, const config::Config& c) {
+  const std::string subcommand = args.empty() ? "" : args[0];
   if (subcommand == "pretrain") return run_pretrain(c);
   if (subcommand == "train") return run_train(c);
   if (subcommand == "eval") return run_eval(c);
   if (subcommand == "validate") return run_validate(c);
   if (subcommand == "bench") return run_bench(c);
+  if (subcommand == "report") return run_report_command(args);
+  if (subcommand == "page") return run_page_command(args);
   std::cerr << "usage: spotlight-trainer pretrain|train|eval|validate|bench [--config FILE] [--set "
-               "key=value]...\n";
+               "key=value]...\n"
+               "       spotlight-trainer report RUN_DIR [OUT.html]\n"
+               "       spotlight-trainer page PAGE.json OUT.html\n";
   return 2;
+}
+
+int run_subcommand(const std::string& subcommand, const config::Config& c) {
+  return run_subcommand(std::vector<std::string>{subcommand}, c);
 }
 
 }  // namespace spotlight::trainer

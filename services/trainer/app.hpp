@@ -8,11 +8,14 @@
 //   eval      validation score of a checkpoint (model.base)
 //   validate  scores the weights a run with validation.defer saved (<run.dir>/validation.jsonl)
 //   bench     sampler throughput and the DiT forward's share of measured sgemm FLOP/s
+//   report RUN_DIR [OUT.html]   the run report (run_report.hpp) of a run directory, on demand
+//   page PAGE.json OUT.html     a report page from a JSON description (common/report/page_json.hpp)
 // Each returns a process exit code (common/service/exit_codes.hpp); configuration problems throw
 // config::ConfigError, unwritable files durable::WriteError (main's guard maps them to 2 and 6).
 
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "common/config/config.hpp"
 
@@ -27,7 +30,12 @@ int run_eval(const config::Config& config);
 int run_validate(const config::Config& config);
 int run_bench(const config::Config& config);
 
-// Dispatches args[0] to one of the above; unknown subcommands print usage and return 2.
+int run_report_command(const std::vector<std::string>& args);  // args: "report", RUN_DIR [, OUT]
+int run_page_command(const std::vector<std::string>& args);    // args: "page", PAGE.json, OUT
+
+// Dispatches args[0] (the positional words of the command line) to one of the above; unknown
+// subcommands print usage and return 2.
+int run_subcommand(const std::vector<std::string>& args, const config::Config& config);
 int run_subcommand(const std::string& subcommand, const config::Config& config);
 
 }  // namespace spotlight::trainer

@@ -54,6 +54,20 @@ std::vector<std::string> sample_messages() {
   commit.step_index = 4;
   commit.latent = {0.5f, -1.0f, 2.0f, 0.0f, 1e-3f, 3.5f};
   commit.latent_shape = {1, 2, 3};
+  wire::SeedTrajectory trajectory;
+  trajectory.task_id = "i3/p2/c7";
+  trajectory.run_id = "run-1";
+  trajectory.seed = 42;
+  trajectory.weights_version = 2;
+  trajectory.weights_checksum = "0123456789abcdef";
+  trajectory.sampler_steps = 3;
+  trajectory.noise_level = 0.7;
+  trajectory.step_begin = 0;
+  trajectory.step_end = 2;
+  trajectory.latent_shape = {2};
+  trajectory.latents = {0.5f, -1.0f, 2.0f, 0.0f, 1e-3f, 3.5f};
+  trajectory.log_probs = {-1.0f, 0.25f};
+  trajectory.checksum = "fedcba9876543210";
   wire::WeightsNotice notice;
   notice.version = 7;
   notice.checksum = "0123456789abcdef";
@@ -101,14 +115,23 @@ std::vector<std::string> sample_messages() {
   const wire::PlanRecord plan{
       .iteration = 8, .candidates = 16, .steps = 6, .reason = R"({"policy":"bandit"})"};
   const wire::PlannerProgress planned{.enqueued_through = 8, .unix_ms = 2};
-  return {task.encode(),      result.encode(),
-          commit.encode(),    notice.encode(),
-          event.encode(),     request.encode(),
-          reply.encode(),     failed.encode(),
-          heartbeat.encode(), progress.encode(),
-          timing.encode(),    plan.encode(),
-          planned.encode(),   latents.encode(),
-          parts.encode(),     wire::Writer("unknown_type", 1).str("x", "y").finish()};
+  return {task.encode(),
+          result.encode(),
+          commit.encode(),
+          trajectory.encode(),
+          notice.encode(),
+          event.encode(),
+          request.encode(),
+          reply.encode(),
+          failed.encode(),
+          heartbeat.encode(),
+          progress.encode(),
+          timing.encode(),
+          plan.encode(),
+          planned.encode(),
+          latents.encode(),
+          parts.encode(),
+          wire::Writer("unknown_type", 1).str("x", "y").finish()};
 }
 
 std::vector<std::string> wire_seeds() {
@@ -151,6 +174,7 @@ void fuzz_wire_dispatch(std::string_view input) {
     d.on<wire::SeedTask>([](wire::SeedTask) {});
     d.on<wire::SeedResult>([](wire::SeedResult) {});
     d.on<wire::InflightCommit>([](wire::InflightCommit) {});
+    d.on<wire::SeedTrajectory>([](wire::SeedTrajectory) {});
     d.on<wire::WeightsNotice>([](wire::WeightsNotice) {});
     d.on<wire::IterationEvent>([](wire::IterationEvent) {});
     d.on<wire::RewardRequest>([](wire::RewardRequest) {});
@@ -317,6 +341,7 @@ const FuzzTarget kTargets[] = {
     {"wire_seed_task", fuzz_message<wire::SeedTask>, wire_seeds},
     {"wire_seed_result", fuzz_message<wire::SeedResult>, wire_seeds},
     {"wire_inflight_commit", fuzz_message<wire::InflightCommit>, wire_seeds},
+    {"wire_seed_trajectory", fuzz_message<wire::SeedTrajectory>, wire_seeds},
     {"wire_weights_notice", fuzz_message<wire::WeightsNotice>, wire_seeds},
     {"wire_iteration_event", fuzz_message<wire::IterationEvent>, wire_seeds},
     {"wire_reward_request", fuzz_message<wire::RewardRequest>, wire_seeds},

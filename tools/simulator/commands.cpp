@@ -1,30 +1,27 @@
 #include "tools/simulator/commands.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/config/arguments.hpp"
+#include "common/config/error.hpp"
+#include "common/report/html.hpp"
+#include "common/report/page_json.hpp"
 #include "tools/simulator/calibration.hpp"
 #include "tools/simulator/calibrations.hpp"
 #include "tools/simulator/study.hpp"
 
 namespace spotlight::simulator {
-
-const char* const kUsage =
-    "usage: spotlight-sim fit --measured MEASURED.json --out FITTED.json\n"
-    "       spotlight-sim check --measured MEASURED.json --fitted FITTED.json [--replays N]\n"
-    "       spotlight-sim study --fitted FITTED.json --out STUDY.jsonl [--hardware H100|H200]\n"
-    "             [--reserved R] [--offsets N] [--ratios 0.5,1,2,4] [--gains 1,2,4]\n"
-    "             [--calibrations embedded,published] [--modes none,sync,...] [--published-"
-    "iterations N] [TRACE.json ...]\n";
-
 namespace {
 
 std::string format(const char* spec, double x) {
@@ -34,22 +31,8 @@ std::string format(const char* spec, double x) {
   return buf;
 }
 
-const std::string& required(const Arguments& a, const std::string& name) {
-  const auto it = a.options.find(name);
-  if (it == a.options.end()) throw UsageError(a.command + ": --" + name + " is required");
-  return it->second;
-}
-
-std::string optional(const Arguments& a, const std::string& name, const std::string& fallback) {
-  const auto it = a.options.find(name);
-  return it == a.options.end() ? fallback : it->second;
-}
-
-void allow(const Arguments& a, std::set<std::string> names) {
-  for (const auto& [k, v] : a.options) {
-    if (!names.count(k)) throw UsageError(a.command + ": unknown option --" + k);
-  }
-}
+using config::ArgumentParser;
+using config::ConfigError;
 
 template <typename T>
 std::vector<T> parse_list(const std::string& name, const std::string& text) {
@@ -57,28 +40,25 @@ std::vector<T> parse_list(const std::string& name, const std::string& text) {
   std::stringstream s(text);
   for (std::string item; std::getline(s, item, ',');) {
     try {
+      std::size_t used = item.size();
       if constexpr (std::is_same_v<T, double>) {
-        out.push_back(std::stod(item));
+        out.push_back(std::stod(item, &used));
       } else if constexpr (std::is_same_v<T, int>) {
-        out.push_back(std::stoi(item));
+        out.push_back(std::stoi(item, &used));
       } else {
         out.push_back(item);
       }
+      if (used != item.size()) throw std::invalid_argument(item);
     } catch (const std::exception&) {
-      throw UsageError("--" + name + ": cannot read '" + item + "'");
+      throw ConfigError("", "option --" + name + ": cannot read '" + item + "'");
     }
   }
-  if (out.empty()) throw UsageError("--" + name + " is empty");
+  if (out.empty()) throw ConfigError("", "option --" + name + " is empty");
   return out;
 }
 
-int number(const Arguments& a, const std::string& name, int fallback) {
-  const std::string text = optional(a, name, std::to_string(fallback));
-  try {
-    return std::stoi(text);
-  } catch (const std::exception&) {
-    throw UsageError("--" + name + ": not an integer: " + text);
-  }
+int integer(const config::Arguments& a, const std::string& name) {
+  return static_cast<int>(a.integer(name));
 }
 
 void print_checks(const std::vector<ConfigCheck>& checks) {
@@ -95,9 +75,16 @@ void print_checks(const std::vector<ConfigCheck>& checks) {
               kMinRunsToCheck);
 }
 
-int fit_command(const Arguments& a) {
-  allow(a, {"measured", "out"});
-  const Measured m = load_measured(required(a, "measured"));
+int fit_command(const std::vector<std::string>& words) {
+  ArgumentParser parser("usage: spotlight-sim fit --measured MEASURED.json --out FITTED.json");
+  parser.option("measured", "MEASURED.json", "what scripts/sim-calibrate measured")
+      .option("out", "FITTED.json", "where the fitted parameters go");
+  const auto a = parser.parse(words);
+  if (a.help()) {
+    std::cout << parser.help();
+    return 0;
+  }
+  const Measured m = load_measured(a.text("measured"));
   const FitReport r = fit(m);
   const auto& p = r.params;
   std::printf(
@@ -112,16 +99,26 @@ int fit_command(const Arguments& a) {
       "w %.3f, validation noise %.4f; curve objective %.2f\n",
       p.stale_flip, p.steps_gamma, p.eta, p.noise, p.step_noise, p.validation_noise, r.objective);
   print_checks(r.checks);
-  write_fitted(required(a, "out"), r, required(a, "measured"));
-  std::fprintf(stderr, "wrote %s\n", required(a, "out").c_str());
+  write_fitted(a.text("out"), r, a.text("measured"));
+  std::fprintf(stderr, "wrote %s\n", a.text("out").c_str());
   return 0;
 }
 
-int check_command(const Arguments& a) {
-  allow(a, {"measured", "fitted", "replays"});
-  const Measured m = load_measured(required(a, "measured"));
-  const LearningParams p = load_fitted(required(a, "fitted"));
-  const auto checks = check(m, p, number(a, "replays", 400));
+int check_command(const std::vector<std::string>& words) {
+  ArgumentParser parser(
+      "usage: spotlight-sim check --measured MEASURED.json --fitted FITTED.json [--replays N]\n"
+      "Exit 1 when a checked configuration falls outside its measured interval.");
+  parser.option("measured", "MEASURED.json", "what scripts/sim-calibrate measured")
+      .option("fitted", "FITTED.json", "spotlight-sim fit's parameters")
+      .option("replays", "N", "simulated runs per configuration", "400");
+  const auto a = parser.parse(words);
+  if (a.help()) {
+    std::cout << parser.help();
+    return 0;
+  }
+  const Measured m = load_measured(a.text("measured"));
+  const LearningParams p = load_fitted(a.text("fitted"));
+  const auto checks = check(m, p, integer(a, "replays"));
   print_checks(checks);
   const bool all = std::all_of(checks.begin(), checks.end(),
                                [](const auto& c) { return c.within || !c.checked; });
@@ -142,34 +139,53 @@ std::vector<Trace> load_traces(const std::vector<std::string>& given) {
   std::vector<Trace> traces;
   for (const auto& p : paths)
     traces.push_back(Trace::load(p));
-  if (traces.empty()) throw UsageError("study: no trace");
+  if (traces.empty()) throw ConfigError("", "study: no trace");
   return traces;
 }
 
-int study_command(const Arguments& a) {
-  allow(a, {"fitted", "out", "hardware", "reserved", "offsets", "ratios", "gains", "calibrations",
-            "modes", "published-iterations"});
+int study_command(const std::vector<std::string>& words) {
+  ArgumentParser parser(
+      "usage: spotlight-sim study --fitted FITTED.json --out STUDY.jsonl [options] [TRACE.json "
+      "...]\n"
+      "The cluster study: every mode on every trace (default: deploy/traces/availability_*.json)\n"
+      "and reserved:spot ratio, over trace offsets, as JSON lines for scripts/sim_report.py.");
+  parser.option("fitted", "FITTED.json", "spotlight-sim fit's parameters")
+      .option("out", "STUDY.jsonl", "where the study's JSON lines go")
+      .option("hardware", "H100|H200", "per-step costs of this GPU (step_costs.hpp)", "H200")
+      .option("reserved", "GPUS", "reserved GPUs of the trainer", "32")
+      .option("offsets", "N", "trace offsets (paired runs) per configuration", "30")
+      .option("ratios", "R,R,...", "spot GPUs per reserved GPU")
+      .option("gains", "G,G,...", "assumed selection gains of the sensitivity table")
+      .option("calibrations", "NAME,...", "embedded and/or published", "embedded,published")
+      .option("modes", "MODE,...", "modes to run (default: every mode)")
+      .option("published-iterations", "N", "plain GRPO's iterations to the published target");
+  const auto a = parser.parse(words);
+  if (a.help()) {
+    std::cout << parser.help();
+    return 0;
+  }
   StudyOptions s;
-  s.base.costs = estimated_step_costs(optional(a, "hardware", "H200"));
-  s.base.reserved_gpus = number(a, "reserved", 32);
+  s.base.costs = estimated_step_costs(a.text("hardware"));
+  s.base.reserved_gpus = integer(a, "reserved");
   s.base.prompts = 48;
   s.base.group_size = 24;
   s.base.rollout_steps = 10;
   s.base.trained_steps = 9;
   s.base.sync_steps = 10;
   s.base.bandit.steps = {5, 10};
-  s.offsets = number(a, "offsets", 30);
-  if (a.options.count("ratios")) s.ratios = parse_list<double>("ratios", a.options.at("ratios"));
-  if (a.options.count("gains")) s.gains = parse_list<double>("gains", a.options.at("gains"));
-  if (a.options.count("modes")) {
-    s.modes = parse_list<std::string>("modes", a.options.at("modes"));
+  s.offsets = integer(a, "offsets");
+  if (a.given("ratios")) s.ratios = parse_list<double>("ratios", a.text("ratios"));
+  if (a.given("gains")) s.gains = parse_list<double>("gains", a.text("gains"));
+  if (a.given("modes")) {
+    s.modes = parse_list<std::string>("modes", a.text("modes"));
     for (const auto& m : s.modes)
       parse_mode(m);
   }
-  if (s.base.reserved_gpus < 1 || s.offsets < 1) throw UsageError("study: --reserved, --offsets");
-  s.traces = load_traces(a.positional);
+  if (s.base.reserved_gpus < 1) throw ConfigError("", "option --reserved: must be >= 1");
+  if (s.offsets < 1) throw ConfigError("", "option --offsets: must be >= 1");
+  s.traces = load_traces(a.positional());
 
-  const std::string fitted_path = required(a, "fitted");
+  const std::string fitted_path = a.text("fitted");
   const LearningParams fitted = load_fitted(fitted_path);
   double embedded_target = 0;
   {
@@ -179,20 +195,20 @@ int study_command(const Arguments& a) {
   }
   const EmbeddedShape shape;
   PublishedTarget published;
-  published.iterations = number(a, "published-iterations", published.iterations);
-  for (const auto& name :
-       parse_list<std::string>("calibrations", optional(a, "calibrations", "embedded,published"))) {
+  if (a.given("published-iterations")) published.iterations = integer(a, "published-iterations");
+  for (const auto& name : parse_list<std::string>("calibrations", a.text("calibrations"))) {
     if (name == "embedded") {
       s.calibrations.push_back(embedded_calibration(fitted, shape, s.base, embedded_target));
     } else if (name == "published") {
       s.calibrations.push_back(published_calibration(fitted, shape, s.base, published));
     } else {
-      throw UsageError("--calibrations: embedded or published, not " + name);
+      throw ConfigError("", "option --calibrations: embedded or published, not " + name);
     }
     std::fprintf(stderr, "calibration %s: %s\n", name.c_str(), s.calibrations.back().about.c_str());
   }
-  std::ofstream out(required(a, "out"));
-  if (!out) throw std::runtime_error("study: cannot write " + required(a, "out"));
+  const std::string out_path = a.text("out");
+  std::ofstream out(out_path);
+  if (!out) throw std::runtime_error("study: cannot write " + out_path);
   // What the model predicts for DanceGRPO's best-of-N pools (G = 8: an assumed top-4 + bottom-4).
   for (const auto& c : s.calibrations) {
     ClusterOptions bo = s.base;
@@ -214,35 +230,55 @@ int study_command(const Arguments& a) {
   }
   out << nlohmann::json{{"published_figures", figures}}.dump() << "\n";
   run_study(s, out, [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
-  std::fprintf(stderr, "wrote %s\n", required(a, "out").c_str());
+  std::fprintf(stderr, "wrote %s\n", out_path.c_str());
   return 0;
 }
 
-}  // namespace
-
-Arguments parse_arguments(int argc, const char* const* argv) {
-  Arguments a;
-  if (argc < 2) throw UsageError("no command");
-  a.command = argv[1];
-  for (int i = 2; i < argc; ++i) {
-    const std::string word = argv[i];
-    if (word.rfind("--", 0) == 0) {
-      if (i + 1 >= argc) throw UsageError(word + " needs a value");
-      a.options[word.substr(2)] = argv[++i];
-    } else if (!word.empty() && word[0] == '-') {
-      throw UsageError("unknown option " + word);
-    } else {
-      a.positional.push_back(word);
-    }
+int page_command(const std::vector<std::string>& words) {
+  ArgumentParser parser(
+      "usage: spotlight-sim page PAGE.json OUT.html\n"
+      "A report page described as JSON (common/report/page_json.hpp) as one self-contained HTML\n"
+      "file (scripts/sim_report.py writes the study's).");
+  const auto a = parser.parse(words);
+  if (a.help()) {
+    std::cout << parser.help();
+    return 0;
   }
-  return a;
+  if (a.positional().size() != 2) throw ConfigError("", "page: PAGE.json and OUT.html");
+  const std::filesystem::path page_file(a.positional()[0]);
+  std::ifstream in(page_file, std::ios::binary);
+  if (!in) throw std::runtime_error("page: cannot read " + page_file.string());
+  std::ostringstream json;
+  json << in.rdbuf();
+  const auto page = report::page_from_json(json.str(), page_file.parent_path());
+  const auto bytes = report::write_html(a.positional()[1], page);
+  std::fprintf(stderr, "wrote %s (%zu bytes)\n", a.positional()[1].c_str(), bytes);
+  return 0;
 }
 
-int run_command(const Arguments& a) {
-  if (a.command == "fit") return fit_command(a);
-  if (a.command == "check") return check_command(a);
-  if (a.command == "study") return study_command(a);
-  throw UsageError("unknown command " + a.command);
+constexpr const char* kUsage =
+    "usage: spotlight-sim COMMAND [options]   (spotlight-sim COMMAND --help: its options)\n"
+    "  fit    fit the learning model to what scripts/sim-calibrate measured\n"
+    "  check  replay every measured configuration with the fitted parameters\n"
+    "  study  the cluster study over traces, ratios and modes (JSON lines)\n"
+    "  page   a report page's JSON as one self-contained HTML file\n";
+
+}  // namespace
+
+int run_command_line(int argc, const char* const* argv) {
+  const std::string command = argc > 1 ? argv[1] : "";
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::cout << kUsage;
+    return 0;
+  }
+  const std::vector<std::string> words(argv + std::min(argc, 2), argv + argc);
+  if (command == "fit") return fit_command(words);
+  if (command == "check") return check_command(words);
+  if (command == "study") return study_command(words);
+  if (command == "page") return page_command(words);
+  throw ConfigError("", command.empty()
+                            ? "no command (fit, check, study or page)"
+                            : "unknown command '" + command + "' (fit, check, study or page)");
 }
 
 }  // namespace spotlight::simulator

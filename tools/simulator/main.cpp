@@ -2,21 +2,16 @@
 #include <exception>
 #include <iostream>
 
+#include "common/config/error.hpp"
 #include "common/log/log.hpp"
 #include "tools/simulator/commands.hpp"
 
 int main(int argc, char** argv) {
-  using namespace spotlight::simulator;
   try {
     spotlight::log::set_level(spotlight::log::Level::kError);
-    const Arguments arguments = parse_arguments(argc, argv);
-    if (arguments.command == "--help" || arguments.command == "-h" || arguments.command == "help") {
-      std::cout << kUsage;
-      return 0;
-    }
-    return run_command(arguments);
-  } catch (const UsageError& e) {
-    std::cerr << "spotlight-sim: " << e.what() << "\n" << kUsage;
+    return spotlight::simulator::run_command_line(argc, argv);
+  } catch (const spotlight::config::ConfigError& e) {
+    std::cerr << "spotlight-sim: " << e.what() << "\n(spotlight-sim --help lists the commands)\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "spotlight-sim: " << e.what() << "\n";

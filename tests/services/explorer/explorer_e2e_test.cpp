@@ -165,16 +165,16 @@ class ExplorerBinaryTest : public ::testing::Test {
 
   std::vector<std::string> args(const std::string& id,
                                 std::chrono::milliseconds lease_timeout) const {
-    return {"--set", "redis.port=" + std::to_string(server_->port()),
-            "--set", "run.id=" + run_id_,
-            "--set", "model.preset=micro",
-            "--set", "trainer.iterations=1",
-            "--set", "explorer.id=" + id,
-            "--set", "explorer.batch=4",
-            "--set", "explorer.heartbeat_ms=100",
-            "--set", "explorer.grace_seconds=" + std::to_string(kGraceSeconds),
-            "--set", "exploration.lease_timeout_ms=" + std::to_string(lease_timeout.count()),
-            "--set", "run.threads=1"};
+    return {"--set", "redis.port=" + std::to_string(server_->port()), "--set", "run.id=" + run_id_,
+            "--set", "model.preset=micro", "--set", "trainer.iterations=1",
+            // The task limits the tests' tasks need (run seed, prompts, candidates, steps).
+            "--set", "run.seed=" + std::to_string(testing::kRunSeed), "--set",
+            "trainer.prompts_per_iteration=8", "--set", "exploration.candidates=32", "--set",
+            "sampler.steps=1000", "--set", "explorer.id=" + id, "--set", "explorer.batch=4",
+            "--set", "explorer.heartbeat_ms=100", "--set",
+            "explorer.grace_seconds=" + std::to_string(kGraceSeconds), "--set",
+            "exploration.lease_timeout_ms=" + std::to_string(lease_timeout.count()), "--set",
+            "run.threads=1"};
   }
 
   std::unique_ptr<spotlight::testing::RedisServer> server_;
@@ -188,7 +188,9 @@ TEST_F(ExplorerBinaryTest, CompletesTheTasksThenExitsWhenTheRunEnds) {
   SPOTLIGHT_REQUIRE_EXPLORER_BINARY();
   start_run("e2e-finish", 30s);
   const auto tasks = testing::seed_tasks(run_id_, 0, 2, 3, 0, 4);
-  ASSERT_EQ(testing::enqueue(*queue_, tasks), 6);
+  ASSERT_EQ(
+      testing::enqueue(*queue_, tasks, testing::run_task_key(server_->client_options(), run_id_)),
+      6);
 
   auto a = args("e2e-1", 30s);
   a.insert(a.end(), {"--set", "metrics.bind=127.0.0.1:0"});
@@ -245,7 +247,9 @@ TEST_F(ExplorerBinaryTest, SigtermMidRunExitsInGraceAndLosesNoTask) {
   constexpr auto kLeaseTimeout = 600s;
   start_run("e2e-sigterm", kLeaseTimeout);
   const auto tasks = testing::seed_tasks(run_id_, 0, 8, 32, 0, 20);  // 256 tasks
-  ASSERT_EQ(testing::enqueue(*queue_, tasks), 256);
+  ASSERT_EQ(
+      testing::enqueue(*queue_, tasks, testing::run_task_key(server_->client_options(), run_id_)),
+      256);
 
   ExplorerProcess process(args("e2e-2", kLeaseTimeout));
   ASSERT_TRUE(wait_for([&] { return queue_->result_count() >= 8; }, kWait)) << process.output();
@@ -284,10 +288,13 @@ TEST_F(ExplorerBinaryTest, SigtermMidRunExitsInGraceAndLosesNoTask) {
 TEST_F(ExplorerBinaryTest, NoticeFileCommitsTheChunkInFlightAndAnotherExplorerResumesIt) {
   SPOTLIGHT_REQUIRE_EXPLORER_BINARY();
   constexpr auto kLeaseTimeout = 600s;
-  constexpr int kLongSteps = 3000;  // one chunk of 4 that takes seconds: the notice lands inside
+  // One chunk of 4 that takes seconds, so the notice lands inside (the most steps a run allows).
+  constexpr int kLongSteps = 1000;
   start_run("e2e-notice", kLeaseTimeout);
   const auto tasks = testing::seed_tasks(run_id_, 0, 1, 4, 0, kLongSteps);
-  ASSERT_EQ(testing::enqueue(*queue_, tasks), 4);
+  ASSERT_EQ(
+      testing::enqueue(*queue_, tasks, testing::run_task_key(server_->client_options(), run_id_)),
+      4);
   char dir_template[] = "/tmp/explorer-notice-XXXXXX";
   ASSERT_NE(::mkdtemp(dir_template), nullptr);
   const std::filesystem::path dir = dir_template;
@@ -300,7 +307,11 @@ TEST_F(ExplorerBinaryTest, NoticeFileCommitsTheChunkInFlightAndAnotherExplorerRe
   ExplorerProcess first(a);
   ASSERT_TRUE(wait_for([&] { return kv_->counter(keys_->sample_steps) > 0; }, kWait))
       << first.output();
-  std::ofstream(notice) << "spot instance reclaim\n";
+  {  // written whole, then renamed into place: the explorer polls and may not read half a file
+    const auto part = dir / "preempted.part";
+    std::ofstream(part) << "spot instance reclaim\n";
+    std::filesystem::rename(part, notice);
+  }
   const auto status = first.wait_exit(std::chrono::seconds(kGraceSeconds));
   ASSERT_TRUE(status) << "still running after the notice\n" << first.output();
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << first.output();

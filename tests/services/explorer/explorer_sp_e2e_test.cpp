@@ -83,7 +83,8 @@ TEST(ExplorerSp, SigkillOfAGroupMemberMidJobLosesNoTask) {
   weights.publish(0, testing::micro_policy(21)->weights_bytes());
   kv.put(keys.trainer_iteration, wire::TrainerProgress{.iteration = 0}.encode());
   const auto tasks = testing::seed_tasks(run_id, 0, 4, 4, 0, 20);  // 16 tasks, 4 chunks
-  ASSERT_EQ(testing::enqueue(queue, tasks), 16);
+  ASSERT_EQ(testing::enqueue(queue, tasks, testing::run_task_key(server.client_options(), run_id)),
+            16);
 
   const auto dir = spotlight::testing::make_temp_dir("spotlight-explorer-sp");
   spotlight::testing::Process explorer(
@@ -92,6 +93,10 @@ TEST(ExplorerSp, SigkillOfAGroupMemberMidJobLosesNoTask) {
        "--set", "run.id=" + run_id,
        "--set", "model.preset=micro",
        "--set", "trainer.iterations=1",
+       "--set", "run.seed=" + std::to_string(testing::kRunSeed),
+       "--set", "trainer.prompts_per_iteration=8",
+       "--set", "exploration.candidates=32",
+       "--set", "sampler.steps=1000",
        "--set", "explorer.id=sp-1",
        "--set", "explorer.batch=4",
        "--set", "explorer.heartbeat_ms=100",

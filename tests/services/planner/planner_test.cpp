@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "common/config/error.hpp"
 #include "common/metrics/metrics.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/run/schedule.hpp"
@@ -82,6 +83,8 @@ class PlannerTest : public RedisFixture {
         EXPECT_EQ(task.weights_version, std::clamp<std::int64_t>(t - 1, 0, trainer)) << id;
         EXPECT_EQ(task.sampler_steps, steps);
         EXPECT_EQ(task.attempt, 0);
+        EXPECT_EQ(task.trajectory_end, 0) << id << ": on-policy reuse keeps no trajectory";
+        EXPECT_EQ(task.max_staleness, -1) << id << ": the explorer's own bound";
         EXPECT_GE(task.deadline_unix_ms, begin_ms + budget_ms);
         EXPECT_LE(task.deadline_unix_ms, end_ms + budget_ms);
       }
@@ -152,6 +155,57 @@ TEST_F(PlannerTest, UsesTheTrainersVersionsAndTimingAheadOfIt) {
   EXPECT_EQ(versions,
             (std::map<std::int64_t, std::set<std::int64_t>>{{1, {0}}, {2, {1}}, {3, {1}}}));
   EXPECT_EQ(planner_state(), 3);
+}
+
+TEST_F(PlannerTest, OffloadEnqueuesTheRolloutsOfAnIterationOnceItsWeightsExist) {
+  // G = 4 seeds per prompt at the rollout's 6 steps, whatever exploration.* says; lookahead 1 in
+  // the file is ignored: iteration t is enqueued only once the trainer works on it (v_t exists).
+  const auto c = make_config({"exploration.mode=offload", "trainer.group_size=4", "sampler.steps=6",
+                              "exploration.steps=3", "trainer.train_step_end=-2"});
+  EXPECT_THROW(
+      make_planner(make_config({"exploration.mode=offload", "planner.policy=bandit"}), nullptr),
+      config::ConfigError);
+  auto planner = make_planner(c, nullptr);
+  EXPECT_EQ(planner->step(), StepOutcome::kWaitingForTrainer);
+  for (std::int64_t k : {0, 1}) {
+    set_trainer_iteration(k);
+    EXPECT_EQ(planner->step(), StepOutcome::kRunning);
+    EXPECT_EQ(planner->step(), StepOutcome::kRunning);  // nothing more until the trainer moves
+    const auto tasks = stream_tasks();
+    EXPECT_EQ(tasks.size(), static_cast<std::size_t>(3 * 4 * (k + 1)));
+    for (const auto& [id, task] : tasks) {
+      SCOPED_TRACE(id);
+      EXPECT_LE(task.iteration, k);
+      EXPECT_EQ(task.weights_version, task.iteration) << "exactly v_k";
+      EXPECT_EQ(task.max_staleness, 0);
+      EXPECT_EQ(task.sampler_steps, 6);
+      EXPECT_EQ(task.trajectory_begin, 0);
+      EXPECT_EQ(task.trajectory_end, 4);  // trained steps [0, 6 - 2)
+      EXPECT_LT(run::parse_seed_task_id(id)->candidate, 4);
+    }
+  }
+}
+
+TEST_F(PlannerTest, OffPolicyReuseAsksForTrajectoriesOfRolloutLengthTasksOnly) {
+  set_trainer_iteration(0);
+  const auto reuse = make_config({"exploration.reuse=off_policy", "sampler.steps=6"});
+  make_planner(reuse, nullptr)->step();
+  auto tasks = stream_tasks();
+  ASSERT_EQ(tasks.size(), 2u * 3u * 5u);
+  for (const auto& [id, task] : tasks) {
+    EXPECT_EQ(task.weights_version, 0) << id;
+    EXPECT_EQ(task.max_staleness, -1) << id << ": the explorer's own bound";
+    EXPECT_EQ(task.trajectory_begin, 0) << id;
+    EXPECT_EQ(task.trajectory_end, 5) << id;  // all but the last step
+  }
+}
+
+TEST_F(PlannerTest, ShortExplorationAsksForNoTrajectory) {
+  set_trainer_iteration(0);
+  make_planner(make_config({"exploration.reuse=off_policy", "exploration.steps=4"}), nullptr)
+      ->step();
+  for (const auto& [id, task] : stream_tasks())
+    EXPECT_EQ(task.trajectory_end, 0) << id << ": 4 exploration steps are not a rollout";
 }
 
 TEST_F(PlannerTest, NeverEnqueuesBeyondTheLastIteration) {
