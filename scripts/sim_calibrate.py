@@ -12,6 +12,12 @@ benchmark (scripts/sim-measure makes them): their iteration-0 candidate rewards 
 base, and runs that explore with fewer steps than they roll out (N = G, every candidate trained)
 give the ranking agreement of partial exploration.
 
+--base MEASURED.json takes the base's candidate rewards and the partial-step taus from an earlier
+measured file when the inputs' run directories are gone (a clean clone): the committed one makes
+a refit from a new results.json one command:
+
+  scripts/sim-calibrate RESULTS.json --base deploy/sim/calibration/measured.json
+
 Writes to --out (default deploy/sim/calibration):
   measured.json  what the fit uses, made from the inputs above (configurations = mode x N x S,
                  each with its runs, Kaplan-Meier median iterations-to-target and a bootstrap 95%
@@ -129,6 +135,8 @@ def main():
     p.add_argument("--out", default=os.path.join(root, "deploy", "sim", "calibration"))
     p.add_argument("--build", default=os.environ.get("SPOTLIGHT_BUILD_DIR",
                                                      os.path.join(root, "build")))
+    p.add_argument("--base", help="an earlier measured.json: base candidates and partial-step "
+                   "taus when no run directory gives them")
     p.add_argument("--no-fit", action="store_true", help="write measured.json only")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -253,10 +261,18 @@ def main():
     for (steps, rollout, group), values in sorted(partial.items()):
         taus.append({"what": "steps", "steps": steps, "rollout_steps": rollout, "staleness": 0,
                      "group": group, "tau": sum(values) / len(values), "groups": len(values)})
+    sources += [os.path.relpath(os.path.abspath(d), root) for d in a.runs]
+    if a.base and not base_candidates:
+        earlier = json.load(open(a.base))
+        base_candidates = {f"{i:06d}": r for i, r in enumerate(earlier["base_candidates"])}
+        if not partial:
+            taus += [t for t in earlier["taus"] if t["what"] == "steps"]
+        sources.append(f"{os.path.relpath(os.path.abspath(a.base), root)} (base candidates and "
+                       "partial-step taus)")
     measured = {
         "about": "Made by scripts/sim-calibrate for spotlight-sim fit; every figure here was "
                  "measured by the runs named in `source`.",
-        "source": sources + [os.path.relpath(os.path.abspath(d), root) for d in a.runs],
+        "source": sources,
         "recipe": recipe,
         "base_score": base_score,
         "base_candidates": [base_candidates[k] for k in sorted(base_candidates)],
@@ -265,7 +281,8 @@ def main():
     }
     if not measured["base_candidates"]:
         raise SystemExit("sim-calibrate: no base candidate rewards: give a sync run's directory "
-                         "(its metrics.jsonl) with --runs or results whose run directories exist")
+                         "(its metrics.jsonl) with --runs, results whose run directories exist, "
+                         "or --base deploy/sim/calibration/measured.json")
     path = os.path.join(a.out, "measured.json")
     with open(path, "w") as f:
         json.dump(measured, f, indent=1)
