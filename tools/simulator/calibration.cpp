@@ -400,6 +400,36 @@ std::vector<ConfigCheck> check(const Measured& measured, const LearningParams& p
       ++n;
     }
     k.curve_rmse = n > 0 ? std::sqrt(sq / n) : 0;
+    // End-of-run progress over the last `smooth` validations.
+    const auto tail_mean = [&](const std::vector<double>& curve) {
+      const std::size_t m = std::min<std::size_t>(
+          curve.size(), static_cast<std::size_t>(std::max(1, c.replay.smooth)));
+      double sum = 0;
+      for (std::size_t i = curve.size() - m; i < curve.size(); ++i)
+        sum += curve[i];
+      return m > 0 ? sum / static_cast<double>(m) : 0.0;
+    };
+    std::vector<double> ends;
+    for (const auto& run : c.runs) {
+      std::vector<double> scores;
+      for (const auto& [version, score] : run.curve)
+        scores.push_back(score);
+      if (!scores.empty()) ends.push_back(tail_mean(scores) - measured.base_score);
+    }
+    if (!ends.empty()) {
+      double mean = 0, var = 0;
+      for (double e : ends)
+        mean += e / static_cast<double>(ends.size());
+      for (double e : ends)
+        var += ends.size() > 1 ? (e - mean) * (e - mean) / static_cast<double>(ends.size() - 1) : 0;
+      k.measured_progress = mean;
+      k.measured_progress_se = std::sqrt(var / static_cast<double>(ends.size()));
+    }
+    if (!s.mean_observed.empty()) {
+      k.simulated_progress = tail_mean(s.mean_observed) - measured.base_score;
+    }
+    k.progress_within =
+        std::abs(k.simulated_progress - k.measured_progress) <= 2 * k.measured_progress_se + 1e-12;
     out.push_back(k);
   }
   return out;
@@ -569,7 +599,11 @@ void write_fitted(const std::filesystem::path& path, const FitReport& r,
                       {"simulated_reached_share", c.simulated_reached},
                       {"checked", c.checked},
                       {"within_ci", c.within},
-                      {"curve_rmse", c.curve_rmse}});
+                      {"curve_rmse", c.curve_rmse},
+                      {"measured_end_progress", c.measured_progress},
+                      {"measured_end_progress_se", c.measured_progress_se},
+                      {"simulated_end_progress", c.simulated_progress},
+                      {"end_progress_within", c.progress_within}});
   }
   Json taus = Json::object();
   for (const auto& [k, v] : r.taus)

@@ -89,6 +89,13 @@ struct ConfigCheck {
   bool checked = false;  // measured_runs >= kMinRunsToCheck
   bool within = false;
   double curve_rmse = 0;  // simulated against measured mean curve
+  // Progress at the end of the run: the mean over runs of the last `smooth` validations minus
+  // the base score. Its ratio to plain GRPO's is the selection effect the embedded runs measure
+  // best (iterations-to-target is censored in half of them).
+  double measured_progress = 0, measured_progress_se = 0;  // over runs
+  double simulated_progress = 0;
+  // |simulated - measured| <= 2 standard errors (checked with the same run count rule).
+  bool progress_within = false;
 };
 
 struct FitReport {

@@ -1,8 +1,10 @@
 // The calibration check: the committed fit (deploy/sim/calibration/fitted.json) replayed in the
-// embedded benchmark's configuration reproduces every measured iterations-to-target with at least
+// embedded benchmark's configuration reproduces every measured configuration with at least
 // kMinRunsToCheck runs (deploy/sim/calibration/measured.json, made from our runs by
-// scripts/sim-calibrate) within its bootstrap 95% interval; and a mis-fitted model does not, so
-// the check can fail.
+// scripts/sim-calibrate): its iterations-to-target within the bootstrap 95% interval and its
+// progress at the end of the run within two standard errors, so the selection effect (sync and
+// async against none) as measured. A mis-fitted model, and one in which selection buys nothing,
+// fail the same check.
 #include "tools/simulator/calibration.hpp"
 
 #include <cmath>
@@ -19,7 +21,7 @@ std::filesystem::path calibration_dir() {
   return std::filesystem::path(src ? src : ".") / "deploy" / "sim" / "calibration";
 }
 
-TEST(Calibration, TheFitReproducesTheMeasuredIterationsToTarget) {
+TEST(Calibration, TheFitReproducesTheMeasuredRuns) {
   const Measured measured = load_measured(calibration_dir() / "measured.json");
   const LearningParams fitted = load_fitted(calibration_dir() / "fitted.json");
   ASSERT_FALSE(measured.configs.empty());
@@ -31,8 +33,33 @@ TEST(Calibration, TheFitReproducesTheMeasuredIterationsToTarget) {
     EXPECT_TRUE(c.within) << c.label << ": simulated median " << c.simulated_median
                           << " outside the measured interval [" << c.ci_low << ", " << c.ci_high
                           << "] around " << c.measured_median;
+    EXPECT_TRUE(c.progress_within)
+        << c.label << ": simulated end progress " << c.simulated_progress << " against "
+        << c.measured_progress << " +- " << c.measured_progress_se << " measured";
   }
-  EXPECT_GT(checked, 0);
+  // Plain GRPO and at least one selecting configuration: the selection effect is checked.
+  EXPECT_GE(checked, 2);
+}
+
+TEST(Calibration, AModelInWhichSelectionBuysNothingFailsTheCheck) {
+  const Measured measured = load_measured(calibration_dir() / "measured.json");
+  const LearningParams fitted = load_fitted(calibration_dir() / "fitted.json");
+  const auto none_progress = [&](const LearningParams& p) {
+    for (const auto& c : check(measured, p, 200))
+      if (c.label == "none") return c.simulated_progress;
+    ADD_FAILURE() << "no plain GRPO configuration measured";
+    return 0.0;
+  };
+  // Every update points the true way (rho = 1) whatever the groups' contrast, so selection
+  // cannot help; eta is scaled so that plain GRPO still progresses as fitted.
+  LearningParams flat = fitted;
+  flat.noise = 0;
+  flat.eta *= none_progress(fitted) / none_progress(flat);
+  const auto checks = check(measured, flat, 200);
+  int outside = 0;
+  for (const auto& c : checks)
+    outside += (c.checked && c.label != "none" && !c.progress_within) ? 1 : 0;
+  EXPECT_GT(outside, 0);
 }
 
 TEST(Calibration, AMisFittedModelFailsTheCheck) {
