@@ -3,7 +3,8 @@
 
   scripts/sim_report.py deploy/sim/study.jsonl --out deploy/sim
 
-Writes report.md (every mode against every baseline, per calibration, trace and reserved:spot
+Writes report.md and page.json (the same as a report page: `spotlight-sim page` renders it as
+report.html) (every mode against every baseline, per calibration, trace and reserved:spot
 ratio: medians over the trace offsets and 2.5-97.5% ranges of the ratios paired by offset; the
 selection gain the paper's figures need), frontier.png (time against cost per trace, the Pareto
 frontier over modes and ratios) and sensitivity.png (speed-up and saving against none as a
@@ -91,6 +92,37 @@ def crossing(xs, ys, level):
     return None
 
 
+class Report:
+    """The report as markdown lines and, block for block, as a report page (page.json, rendered by
+    `spotlight-sim page`)."""
+
+    def __init__(self, title, subtitle):
+        self.lines = [f"# {title}\n"]
+        self.page = {"title": title, "subtitle": subtitle, "sections": []}
+
+    def section(self, ident, title, level=2):
+        self.lines.append(f"\n{'#' * level} {title}\n")
+        self.page["sections"].append({"id": ident, "title": title, "blocks": []})
+
+    def block(self, block):
+        if not self.page["sections"]:
+            self.page["sections"].append({"id": "about", "title": "About", "blocks": []})
+        self.page["sections"][-1]["blocks"].append(block)
+
+    def para(self, text):
+        self.lines.append(text + "\n")
+        self.block({"type": "paragraph", "text": text.replace("`", "").replace("**", "")})
+
+    def table(self, header, rows):
+        self.lines.append("| " + " | ".join(header) + " |")
+        self.lines.append("|---" * len(header) + "|")
+        for r in rows:
+            self.lines.append("| " + " | ".join(str(c) for c in r) + " |")
+        self.lines.append("")
+        self.block({"type": "table", "header": header,
+                    "rows": [[str(c).replace("`", "") for c in r] for r in rows]})
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -105,44 +137,46 @@ def main():
     ratios = head["ratios"]
     gains = head["gains"]
     costs = head["costs"]
-    lines = []
-    w = lines.append
-    w("# Cluster study: Spotlight against every baseline at Qwen-Image scale\n")
-    w(f"Made by `scripts/sim-study` from `{os.path.basename(a.study)}` (spotlight-sim study). "
-      "Every figure below is a **simulation** under the assumptions listed at the end; none is a "
-      "measurement of a cluster. Medians over "
-      f"{head['offsets']} starting offsets per trace (run i starts at i/{head['offsets']} of the "
-      "trace and uses learning seed i); ratios are paired by offset (reference / mode: > 1 means "
-      "the mode is faster or cheaper), with the 2.5-97.5% range over offsets in brackets.\n")
-    w(f"Shape: {head['reserved_gpus']} reserved GPUs ({costs['hardware']}); {head['prompts']} "
-      f"prompts x {head['group_size']} images per iteration; {head['rollout_steps']} SDE steps per "
-      f"rollout, {head['trained_steps']} trained; t = {costs['seconds_per_sample_step']} s per "
-      f"sample-step ({'measured' if costs['measured'] else 'assumed'}); spot = "
-      f"{costs['spot_price_ratio']} x reserved; reserved:spot ratios 1:"
-      + ", 1:".join(f"{r:g}" for r in ratios) + ".\n")
+    rep = Report("Cluster study: Spotlight against every baseline at Qwen-Image scale",
+                 f"spotlight-sim study, {head['offsets']} trace offsets per configuration")
+    rep.section("about", "How to read it")
+    rep.para(f"Made by `scripts/sim-study` from `{os.path.basename(a.study)}` (spotlight-sim study). "
+             "Every figure below is a **simulation** under the assumptions listed at the end; none "
+             f"is a measurement of a cluster. Medians over {head['offsets']} starting offsets per "
+             f"trace (run i starts at i/{head['offsets']} of the trace and uses learning seed i); "
+             "ratios are paired by offset (reference / mode: > 1 means the mode is faster or "
+             "cheaper), with the 2.5-97.5% range over offsets in brackets.")
+    rep.para(f"Shape: {head['reserved_gpus']} reserved GPUs ({costs['hardware']}); "
+             f"{head['prompts']} prompts x {head['group_size']} images per iteration; "
+             f"{head['rollout_steps']} SDE steps per rollout, {head['trained_steps']} trained; t = "
+             f"{costs['seconds_per_sample_step']} s per sample-step "
+             f"({'measured' if costs['measured'] else 'assumed'}); spot = "
+             f"{costs['spot_price_ratio']} x reserved; reserved:spot ratios 1:"
+             + ", 1:".join(f"{r:g}" for r in ratios) + ".")
 
     needed = {}
     for cal in calibrations:
         cinfo = next(c for c in head["calibrations"] if c["name"] == cal)
-        w(f"\n## Calibration `{cal}`\n")
-        w(f"{cinfo['about']}. Target score {cinfo['target_score']}.\n")
+        rep.section(f"calibration-{cal}", f"Calibration `{cal}`")
+        rep.para(f"{cinfo['about']}. Target score {cinfo['target_score']}.")
         none = idx.get(cal, None, None, "none")
         sync = idx.get(cal, None, None, "sync")
-        w("| baseline (reserved GPUs only) | reached | iterations | time (h) | cost |")
-        w("|---|---|---|---|---|")
+        rows = []
         for name, rs in (("none", none), ("sync", sync)):
             if not rs:
                 continue
             v = list(rs.values())
-            w(f"| {name} | {sum(r['reached'] for r in v)}/{len(v)} | "
-              f"{fmt(median([r['iterations'] for r in v]), '{:.0f}')} | "
-              f"{fmt(median([r['seconds'] / 3600 for r in v]))} | "
-              f"{fmt(median([r['cost'] for r in v]), '{:.0f}')} |")
-        w("")
-        w("| trace | ratio | mode | reached | iterations | time (h) | cost | spot GPUs held | spot "
-          "busy | fallback prompts | " + " | ".join(
-              f"vs {b}: speed-up | vs {b}: cost ratio" for b in BASELINES) + " |")
-        w("|---" * (10 + 2 * len(BASELINES)) + "|")
+            rows.append([name, f"{sum(r['reached'] for r in v)}/{len(v)}",
+                         fmt(median([r['iterations'] for r in v]), '{:.0f}'),
+                         fmt(median([r['seconds'] / 3600 for r in v])),
+                         fmt(median([r['cost'] for r in v]), '{:.0f}')])
+        rep.table(["baseline (reserved GPUs only)", "reached", "iterations", "time (h)", "cost"],
+                  rows)
+        header = ["trace", "ratio", "mode", "reached", "iterations", "time (h)", "cost",
+                  "spot GPUs held", "spot busy", "fallback prompts"]
+        for b in BASELINES:
+            header += [f"vs {b}: speed-up", f"vs {b}: cost ratio"]
+        rows = []
         for trace in traces:
             for ratio in ratios:
                 refs = {b: idx.get(cal, trace, ratio, b) for b in BASELINES}
@@ -166,15 +200,15 @@ def main():
                         for field in ("seconds", "cost"):
                             m, lo, hi = interval(paired(refs[b], rs, field))
                             cells.append(f"{fmt(m)} [{fmt(lo)}, {fmt(hi)}]")
-                    w("| " + " | ".join(cells) + " |")
+                    rows.append(cells)
+        rep.table(header, rows)
         # Sensitivity: assumed gains.
-        w("\n### What selection must gain\n")
-        w("async stopped after iterations(none)/g iterations for an assumed gain g of selection "
-          "in iterations to the target; its time and cost against none at each ratio (median over "
-          "traces and offsets):\n")
-        w("| ratio | " + " | ".join(f"g={g:g}: speed-up / cost ratio" for g in gains) + " |")
-        w("|---" * (1 + len(gains)) + "|")
+        rep.section(f"gain-{cal}", f"`{cal}`: what selection must gain", level=3)
+        rep.para("async stopped after iterations(none)/g iterations for an assumed gain g of "
+                 "selection in iterations to the target; its time and cost against none at each "
+                 "ratio (median over traces and offsets):")
         needed[cal] = {}
+        rows = []
         for ratio in ratios:
             speed, cheap = [], []
             cells = [f"1:{ratio:g}"]
@@ -187,63 +221,83 @@ def main():
                 speed.append(median(s_all) if s_all else float("nan"))
                 cheap.append(median(c_all) if c_all else float("nan"))
                 cells.append(f"{fmt(speed[-1])} / {fmt(cheap[-1])}")
-            w("| " + " | ".join(cells) + " |")
+            rows.append(cells)
             needed[cal][ratio] = {
                 "speed-up 4x": crossing(gains, speed, 4.0),
                 "cost ratio 1.4x": crossing(gains, cheap, 1.4),
                 "cost ratio 6.4x": crossing(gains, cheap, 6.4),
                 "speed": speed, "cheap": cheap}
-        w("\nGain g of selection (iterations of none / iterations of async) at which async "
-          "reaches the paper's figures against none (linear interpolation between the simulated "
-          "gains; 'beyond' if not within them):\n")
-        w("| ratio | 4x sooner | 1.4x cheaper | 6.4x cheaper |")
-        w("|---|---|---|---|")
+        rep.table(["ratio"] + [f"g={g:g}: speed-up / cost ratio" for g in gains], rows)
+        for what, title in (("speed", "speed-up against none"), ("cheap", "cost ratio against none")):
+            rep.block({"type": "line_chart", "title": f"{cal}: {title} for an assumed gain g",
+                       "x_label": "g = iterations(none) / iterations(async)",
+                       "y_label": f"{title} (median)",
+                       "series": [{"name": f"1:{r:g}", "x": gains,
+                                   "y": [None if math.isnan(v) else v
+                                         for v in needed[cal][r][what]]} for r in ratios]})
+        rep.para("Gain g of selection (iterations of none / iterations of async) at which async "
+                 "reaches the paper's figures against none (linear interpolation between the "
+                 "simulated gains; 'beyond' if not within them):")
+        rows = []
         for ratio in ratios:
             n = needed[cal][ratio]
-            w(f"| 1:{ratio:g} | "
-              + " | ".join(fmt(n[k], "{:.2f}") if n[k] is not None else f"beyond {gains[-1]:g}"
-                           for k in ("speed-up 4x", "cost ratio 1.4x", "cost ratio 6.4x")) + " |")
+            rows.append([f"1:{ratio:g}"] + [
+                fmt(n[k], "{:.2f}") if n[k] is not None else f"beyond {gains[-1]:g}"
+                for k in ("speed-up 4x", "cost ratio 1.4x", "cost ratio 6.4x")])
+        rep.table(["ratio", "4x sooner", "1.4x cheaper", "6.4x cheaper"], rows)
     if best:
-        w("\n## Best-of-N pools (the model's answer to DanceGRPO's experiment)\n")
-        w("Iterations to the target training on the G max-variance images of N explored with full "
-          "steps and fresh weights, against plain GRPO (N = G); G = 8 is an assumption (the "
-          "pools' top and bottom 4).\n")
-        w("| calibration | N | iterations | gain |")
-        w("|---|---|---|---|")
+        rep.section("best-of-n", "Best-of-N pools (the model's answer to DanceGRPO's experiment)")
+        rep.para("Iterations to the target training on the G max-variance images of N explored "
+                 "with full steps and fresh weights, against plain GRPO (N = G); G = 8 is an "
+                 "assumption (the pools' top and bottom 4).")
+        rows = []
         for b in best:
             for pool in b.get("pools", []):
-                w(f"| {b['best_of_n']} | {pool['candidates']} | {pool['iterations']} | "
-                  f"{fmt(pool['gain'])} |")
-    w("\n## Assumptions and sources\n")
-    w("| figure | value | measured or assumed | source |")
-    w("|---|---|---|---|")
-    w(f"| t: one sample, one step, one GPU | {costs['seconds_per_sample_step']} s | "
-      f"{'measured' if costs['measured'] else 'assumed'} | {costs['source']} |")
-    w(f"| trained step / sampler step | {costs['train_cost_factor']} | assumed | forward + backward |")
-    w(f"| spot GPU start-up | {costs['explorer_startup_seconds']} s | assumed | boot and weights |")
-    w(f"| weights to spot GPUs (offload, per iteration) | {costs['weight_publish_seconds']} s | "
-      "assumed | on the critical path of offload only |")
-    w(f"| data-parallel efficiency per doubling | {costs['dp_efficiency_per_doubling']} | assumed "
-      "| none-matched's extra reserved GPUs |")
-    w(f"| spot price | {costs['spot_price_ratio']} x reserved | assumed | the reference result's "
-      "69-77% below reserved; billed per second while held |")
-    w(f"| planner | time margin {head['time_margin']}, trainer waits at most "
-      f"{head['max_wait_share']} x its compute | configuration | the services' defaults |")
+                rows.append([b["best_of_n"], pool["candidates"], pool["iterations"],
+                             fmt(pool["gain"])])
+        rep.table(["calibration", "N", "iterations", "gain"], rows)
+    rep.section("assumptions", "Assumptions and sources")
+    rows = [
+        ["t: one sample, one step, one GPU", f"{costs['seconds_per_sample_step']} s",
+         "measured" if costs["measured"] else "assumed", costs["source"]],
+        ["trained step / sampler step", costs["train_cost_factor"], "assumed",
+         "forward + backward"],
+        ["spot GPU start-up", f"{costs['explorer_startup_seconds']} s", "assumed",
+         "boot and weights"],
+        ["weights to spot GPUs (offload, per iteration)", f"{costs['weight_publish_seconds']} s",
+         "assumed", "on the critical path of offload only"],
+        ["data-parallel efficiency per doubling", costs["dp_efficiency_per_doubling"], "assumed",
+         "none-matched's extra reserved GPUs"],
+        ["spot price", f"{costs['spot_price_ratio']} x reserved", "assumed",
+         "the reference result's 69-77% below reserved; billed per second while held"],
+        ["planner", f"time margin {head['time_margin']}, trainer waits at most "
+         f"{head['max_wait_share']} x its compute", "configuration", "the services' defaults"]]
     for c in head["calibrations"]:
         lp = c["learning"]
-        w(f"| learning model `{c['name']}` | z0 {lp['z0']:.3f}, sigma_d {lp['sigma_d']:.3f}, K "
-          f"{lp['reward_levels']}, f_stale {lp['stale_flip']:.3f}, gamma {lp['steps_gamma']:.2f}, "
-          f"eta {lp['eta']:.4g}, c {lp['noise']:.4g}, w {lp['step_noise']:.3f}, off-policy "
-          f"efficiency {lp['offpolicy_efficiency']} | fitted / assumed | {c['about']} |")
+        rows.append([f"learning model `{c['name']}`",
+                     f"z0 {lp['z0']:.3f}, sigma_d {lp['sigma_d']:.3f}, K {lp['reward_levels']}, "
+                     f"f_stale {lp['stale_flip']:.3f}, gamma {lp['steps_gamma']:.2f}, eta "
+                     f"{lp['eta']:.4g}, c {lp['noise']:.4g}, w {lp['step_noise']:.3f}, off-policy "
+                     f"efficiency {lp['offpolicy_efficiency']}", "fitted / assumed", c["about"]])
     for f in figures:
-        w(f"| {f['what']} | {f['value']} | published{'' if f['certain'] else ' (unsure)'} | "
-          f"{f['source']}{': ' + f['note'] if f['note'] else ''} |")
+        rows.append([f["what"], f["value"], "published" + ("" if f["certain"] else " (unsure)"),
+                     f["source"] + (": " + f["note"] if f["note"] else "")])
+    rep.table(["figure", "value", "measured or assumed", "source"], rows)
+    lines = rep.lines
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(os.path.join(out, "needed.json"), "w") as f:
         json.dump(needed, f, indent=1)
     plots(out, head, idx, calibrations, traces, ratios, gains, needed)
-    print(f"wrote {out}/report.md, frontier.png, sensitivity.png")
+    rep.section("figures", "Time against cost, and the gain selection must bring")
+    rep.block({"type": "figures", "figures": [
+        {"file": "frontier.png", "caption": "Median time and cost to the target per trace; grey: "
+         "the Pareto frontier over modes and reserved:spot ratios"},
+        {"file": "sensitivity.png", "caption": "Speed-up and cost ratio against none for an "
+         "assumed gain of selection"}]})
+    with open(os.path.join(out, "page.json"), "w") as f:
+        json.dump(rep.page, f, indent=1)
+    print(f"wrote {out}/report.md, page.json, frontier.png, sensitivity.png")
 
 
 def plots(out, head, idx, calibrations, traces, ratios, gains, needed):

@@ -113,12 +113,28 @@ Calibration published_calibration(const LearningParams& fitted, const EmbeddedSh
     (LearningModel(p, 0).score() < target.base_score ? lo : hi) = mid;
   }
   p.z0 = 0.5 * (lo + hi);
-  double log_lo = std::log(1e-6), log_hi = std::log(10.0);
-  for (int i = 0; i < 30; ++i) {
+  // Iterations to the target fall roughly as 1/eta: a few proportional corrections find the
+  // neighbourhood, then bisection on log eta within a factor 1.5 either side finds the boundary
+  // (the iterations are an integer median, so the answer is an interval of eta; its middle).
+  const auto iterations_at = [&](double eta) {
+    p.eta = eta;
+    return none_iterations(p, shape, target.target_score, 3, 4 * target.iterations);
+  };
+  double eta = 1e-2;
+  for (int i = 0; i < 6; ++i) {
+    const int its = iterations_at(eta);
+    if (its >= 4 * target.iterations) {
+      eta *= 4;  // not reached: far too slow
+      continue;
+    }
+    const double correction = std::max(1, its) / static_cast<double>(target.iterations);
+    eta *= std::clamp(correction, 0.25, 4.0);
+    if (std::abs(correction - 1) < 0.02) break;
+  }
+  double log_lo = std::log(eta / 1.5), log_hi = std::log(eta * 1.5);
+  for (int i = 0; i < 12; ++i) {
     const double mid = 0.5 * (log_lo + log_hi);
-    p.eta = std::exp(mid);
-    const int its = none_iterations(p, shape, target.target_score, 3, 4 * target.iterations);
-    (its > target.iterations ? log_lo : log_hi) = mid;
+    (iterations_at(std::exp(mid)) > target.iterations ? log_lo : log_hi) = mid;
   }
   p.eta = std::exp(0.5 * (log_lo + log_hi));
   c.learning = p;

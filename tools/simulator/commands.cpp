@@ -178,7 +178,8 @@ int study_command(const std::vector<std::string>& words) {
       .option("gains", "G,G,...", "assumed selection gains of the sensitivity table")
       .option("calibrations", "NAME,...", "embedded and/or published", "embedded,published")
       .option("modes", "MODE,...", "modes to run (default: every mode)")
-      .option("published-iterations", "N", "plain GRPO's iterations to the published target");
+      .option("published-iterations", "N", "plain GRPO's iterations to the published target")
+      .option("jobs", "N", "threads (the output is the same for any number)", "1");
   const auto a = parser.parse(words);
   if (a.help()) {
     std::cout << parser.help();
@@ -194,6 +195,8 @@ int study_command(const std::vector<std::string>& words) {
   s.base.sync_steps = 10;
   s.base.bandit.steps = {5, 10};
   s.offsets = integer(a, "offsets");
+  s.jobs = integer(a, "jobs");
+  if (s.jobs < 1) throw ConfigError("", "option --jobs: must be >= 1");
   if (a.given("ratios")) s.ratios = parse_list<double>("ratios", a.text("ratios"));
   if (a.given("gains")) s.gains = parse_list<double>("gains", a.text("gains"));
   if (a.given("modes")) {

@@ -37,6 +37,17 @@ std::uint64_t signed_key(std::int64_t v) {
   return static_cast<std::uint64_t>(v);
 }
 
+// Tag of plain_group's stream (below kReward's candidate indices, which are >= 0 and small).
+constexpr std::uint64_t kPlainGroup = ~std::uint64_t{0};
+
+// Successes of `levels` Bernoulli(p) trials from the stream.
+int successes(Mix64& rng, double p, int levels) {
+  int n = 0;
+  for (int k = 0; k < levels; ++k)
+    n += static_cast<double>(rng() >> 11) * 0x1.0p-53 < p ? 1 : 0;
+  return n;
+}
+
 }  // namespace
 
 double uniform01(std::uint64_t key) {
@@ -60,8 +71,9 @@ LearningModel::LearningModel(LearningParams params, std::uint64_t run_seed)
   if (!(p_.sigma_d >= 0) || !(p_.eta >= 0) || !(p_.noise >= 0)) {
     throw std::invalid_argument("learning model: sigma_d, eta and noise must be >= 0");
   }
-  // s(z) by the trapezoid rule over the standard normal on [-6, 6].
-  constexpr int kNodes = 241;
+  // s(z) by the trapezoid rule over the standard normal on [-6, 6], nodes 0.25 apart (for an
+  // integrand as smooth as the logistic the rule's error is far below the validation noise).
+  constexpr int kNodes = 49;
   double total = 0;
   for (int k = 0; k < kNodes; ++k) {
     const double x = -6.0 + 12.0 * k / (kNodes - 1);
@@ -136,12 +148,11 @@ double LearningModel::observed_reward(std::int64_t iteration, int prompt, int ca
 std::vector<double> LearningModel::plain_group(std::int64_t iteration, int prompt,
                                                int group_size) const {
   const double p = sigmoid(z_ - difficulty(iteration, prompt));
-  std::vector<double> g;
-  for (int j = 0; j < group_size; ++j) {
-    g.push_back(draw_reward(
-        p, seeds::derive(seed_, {kReward, signed_key(iteration), static_cast<std::uint64_t>(prompt),
-                                 static_cast<std::uint64_t>(j)})));
-  }
+  Mix64 rng{seeds::derive(
+      seed_, {kReward, signed_key(iteration), static_cast<std::uint64_t>(prompt), kPlainGroup})};
+  std::vector<double> g(static_cast<std::size_t>(std::max(0, group_size)));
+  for (double& r : g)
+    r = static_cast<double>(successes(rng, p, p_.reward_levels)) / p_.reward_levels;
   return g;
 }
 
@@ -155,67 +166,73 @@ std::vector<double> LearningModel::selected_group(std::int64_t iteration, int pr
       seed_, {kSelection, signed_key(iteration), static_cast<std::uint64_t>(prompt),
               static_cast<std::uint64_t>(candidates), static_cast<std::uint64_t>(steps),
               static_cast<std::uint64_t>(staleness)})};
-  // Observed levels: every observation is Binomial(K, p) / K whether flipped or not.
+  // Observed levels: every observation is Binomial(K, p) / K whether flipped or not. The counts
+  // per level follow a multinomial, drawn as a chain of binomials over the levels.
   std::vector<int> counts(static_cast<std::size_t>(k_levels) + 1, 0);
-  int left = candidates;
-  double mass_left = 1.0;
-  for (int level = 0; level <= k_levels && left > 0; ++level) {
-    const double mass = std::exp(std::lgamma(k_levels + 1.0) - std::lgamma(level + 1.0) -
-                                 std::lgamma(k_levels - level + 1.0)) *
-                        std::pow(p, level) * std::pow(1 - p, k_levels - level);
-    int n = left;
-    if (level < k_levels) {
-      const double q = mass_left > 0 ? std::clamp(mass / mass_left, 0.0, 1.0) : 1.0;
-      n = std::binomial_distribution<int>(left, q)(rng);
+  {
+    int left = candidates;
+    double mass_left = 1.0;
+    double mass = std::pow(1 - p, k_levels);  // P(level 0)
+    for (int level = 0; level <= k_levels && left > 0; ++level) {
+      int n = left;
+      if (level < k_levels) {
+        const double q = mass_left > 0 ? std::clamp(mass / mass_left, 0.0, 1.0) : 1.0;
+        n = std::binomial_distribution<int>(left, q)(rng);
+      }
+      counts[static_cast<std::size_t>(level)] = n;
+      left -= n;
+      mass_left -= mass;
+      // P(level + 1) from P(level): x (K - level) / (level + 1) x p / (1 - p).
+      mass = p < 1 ? mass * (k_levels - level) / (level + 1.0) * p / (1 - p)
+                   : (level + 1 == k_levels ? 1.0 : 0.0);
     }
-    counts[static_cast<std::size_t>(level)] = n;
-    left -= n;
-    mass_left -= mass;
   }
-  // The k lowest and G-k highest levels, for the k of maximum variance.
-  const auto take = [&](int lowest) {
-    std::vector<int> picked;
-    std::vector<int> c = counts;
+  // The k lowest and G-k highest levels, for the k of maximum variance: the sum and sum of
+  // squares of each split from the sorted counts, without building the groups.
+  std::vector<int> c(counts.size());
+  const auto split = [&](int lowest, std::vector<int>* picked) {
+    double sum = 0, squares = 0;
+    std::copy(counts.begin(), counts.end(), c.begin());
     int need = lowest;
     for (int level = 0; level <= k_levels && need > 0; ++level) {
       const int n = std::min(need, c[static_cast<std::size_t>(level)]);
-      picked.insert(picked.end(), static_cast<std::size_t>(n), level);
+      sum += static_cast<double>(n) * level;
+      squares += static_cast<double>(n) * level * level;
+      if (picked) picked->insert(picked->end(), static_cast<std::size_t>(n), level);
       c[static_cast<std::size_t>(level)] -= n;
       need -= n;
     }
     need = group_size - lowest;
     for (int level = k_levels; level >= 0 && need > 0; --level) {
       const int n = std::min(need, c[static_cast<std::size_t>(level)]);
-      picked.insert(picked.end(), static_cast<std::size_t>(n), level);
+      sum += static_cast<double>(n) * level;
+      squares += static_cast<double>(n) * level * level;
+      if (picked) picked->insert(picked->end(), static_cast<std::size_t>(n), level);
       need -= n;
     }
-    return picked;
+    return squares - sum * sum / group_size;  // G x the variance
   };
-  std::vector<int> best;
+  int best_lowest = 0;
   double best_variance = -1;
   for (int lowest = 0; lowest <= group_size; ++lowest) {
-    const std::vector<int> picked = take(lowest);
-    double mean = 0, var = 0;
-    for (int v : picked)
-      mean += v / static_cast<double>(picked.size());
-    for (int v : picked)
-      var += (v - mean) * (v - mean);
-    if (var > best_variance + 1e-12) {
+    const double var = split(lowest, nullptr);
+    if (var > best_variance + 1e-9) {
       best_variance = var;
-      best = picked;
+      best_lowest = lowest;
     }
   }
+  std::vector<int> best;
+  best.reserve(static_cast<std::size_t>(group_size));
+  split(best_lowest, &best);
   const double f = flip_probability(steps, rollout_steps, staleness);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   std::vector<double> g;
+  g.reserve(best.size());
   for (int level : best) {
     if (reuse || f <= 0 || u(rng) >= f) {
       g.push_back(static_cast<double>(level) / k_levels);
     } else {
-      int successes = 0;
-      for (int k = 0; k < k_levels; ++k)
-        successes += u(rng) < p ? 1 : 0;
-      g.push_back(static_cast<double>(successes) / k_levels);
+      g.push_back(static_cast<double>(successes(rng, p, k_levels)) / k_levels);
     }
   }
   return g;

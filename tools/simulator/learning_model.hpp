@@ -88,7 +88,8 @@ class LearningModel {
   // Probability that an exploration observation is a redraw instead of the seed's own reward.
   double flip_probability(int steps, int rollout_steps, int staleness) const;
 
-  // The G rewards plain GRPO trains on for that prompt (candidates 0..G-1).
+  // The G rewards plain GRPO trains on for that prompt: G independent draws at the current
+  // weights (a stream of their own, not reward() of candidates 0..G-1; the same distribution).
   std::vector<double> plain_group(std::int64_t iteration, int prompt, int group_size) const;
   // The G rewards trained on after exploring `candidates` seeds of that prompt (steps,
   // staleness as in observed_reward) and keeping the G of maximum observed variance (the k

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -65,6 +67,34 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// f(0), ..., f(n - 1) on up to `jobs` threads, results in index order.
+template <typename F>
+std::vector<ClusterResult> for_offsets(int n, int jobs, const F& f) {
+  std::vector<ClusterResult> out(static_cast<std::size_t>(n));
+  if (jobs <= 1) {
+    for (int i = 0; i < n; ++i)
+      out[static_cast<std::size_t>(i)] = f(i);
+    return out;
+  }
+  std::vector<std::thread> threads;
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(jobs));
+  for (int j = 0; j < jobs; ++j) {
+    threads.emplace_back([&, j] {
+      try {
+        for (int i = j; i < n; i += jobs)
+          out[static_cast<std::size_t>(i)] = f(i);
+      } catch (...) {
+        errors[static_cast<std::size_t>(j)] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads)
+    t.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  return out;
 }
 
 bool wanted(const StudyOptions& s, const std::string& mode) {
@@ -140,9 +170,11 @@ void run_study(const StudyOptions& s, std::ostream& out,
     std::vector<double> none_iterations;
     for (const char* mode : {"none", "sync"}) {
       if (!wanted(s, mode) && std::string(mode) != "none") continue;
+      const auto results = for_offsets(s.offsets, s.jobs, [&](int i) {
+        return simulate_cluster(parse_mode(mode), options_for(s, c, 1, i, nullptr), nullptr);
+      });
       for (int i = 0; i < s.offsets; ++i) {
-        const ClusterOptions o = options_for(s, c, 1, i, nullptr);
-        const ClusterResult r = simulate_cluster(parse_mode(mode), o, nullptr);
+        const ClusterResult& r = results[static_cast<std::size_t>(i)];
         if (std::string(mode) == "none") none_iterations.push_back(r.iterations);
         out << run_json(c.name, "", 0, mode, i, r).dump() << "\n";
       }
@@ -154,9 +186,11 @@ void run_study(const StudyOptions& s, std::ostream& out,
         std::vector<double> held;
         for (const char* mode : {"offload", "async", "async-reuse"}) {
           if (!wanted(s, mode)) continue;
+          const auto results = for_offsets(s.offsets, s.jobs, [&](int i) {
+            return simulate_cluster(parse_mode(mode), options_for(s, c, ratio, i, &trace), &trace);
+          });
           for (int i = 0; i < s.offsets; ++i) {
-            const ClusterOptions o = options_for(s, c, ratio, i, &trace);
-            const ClusterResult r = simulate_cluster(parse_mode(mode), o, &trace);
+            const ClusterResult& r = results[static_cast<std::size_t>(i)];
             if (std::string(mode) == "async") held.push_back(r.mean_held_spot);
             out << run_json(c.name, trace.name, ratio, mode, i, r).dump() << "\n";
           }
@@ -165,19 +199,25 @@ void run_study(const StudyOptions& s, std::ostream& out,
           double mean_held = 0;
           for (double h : held)
             mean_held += h / static_cast<double>(held.size());
-          for (int i = 0; i < s.offsets; ++i) {
+          const auto results = for_offsets(s.offsets, s.jobs, [&](int i) {
             ClusterOptions o = options_for(s, c, ratio, i, nullptr);
             o.matched_spot_gpus = mean_held;
-            const ClusterResult r = simulate_cluster(Mode::kNoneMatched, o, nullptr);
+            return simulate_cluster(Mode::kNoneMatched, o, nullptr);
+          });
+          for (int i = 0; i < s.offsets; ++i) {
+            const ClusterResult& r = results[static_cast<std::size_t>(i)];
             out << run_json(c.name, trace.name, ratio, "none-matched", i, r).dump() << "\n";
           }
         }
         for (double g : s.gains) {
           const int iterations = std::max(1, static_cast<int>(std::ceil(none_median / g - 1e-9)));
-          for (int i = 0; i < s.offsets; ++i) {
+          const auto results = for_offsets(s.offsets, s.jobs, [&](int i) {
             ClusterOptions o = options_for(s, c, ratio, i, &trace);
             o.fixed_iterations = iterations;
-            const ClusterResult r = simulate_cluster(Mode::kAsync, o, &trace);
+            return simulate_cluster(Mode::kAsync, o, &trace);
+          });
+          for (int i = 0; i < s.offsets; ++i) {
+            const ClusterResult& r = results[static_cast<std::size_t>(i)];
             Json line = run_json(c.name, trace.name, ratio, "async-gain", i, r);
             line["gain"] = g;
             out << line.dump() << "\n";

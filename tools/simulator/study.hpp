@@ -40,6 +40,9 @@ struct StudyOptions {
   int offsets = 30;
   std::vector<double> gains{1, 1.5, 2, 3, 4, 6, 8};
   std::vector<std::string> modes{"none", "sync", "offload", "async", "async-reuse", "none-matched"};
+  // Threads that run the offsets of one configuration at once; the output is the same for any
+  // number (every run depends only on its options, lines are written in offset order).
+  int jobs = 1;
 };
 
 // Runs everything and writes one JSON object per line to `out`; `progress` sees a line per

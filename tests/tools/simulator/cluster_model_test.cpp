@@ -3,12 +3,15 @@
 // simulation that drives the real lease queue, reaper and bandit.
 #include "tools/simulator/cluster_model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "tools/simulator/simulation.hpp"
+#include "tools/simulator/study.hpp"
 
 namespace spotlight::simulator {
 namespace {
@@ -148,6 +151,28 @@ TEST(ClusterModel, AsyncReuseTrainsWithoutRollingOutOnTheReservedGpus) {
 // The fluid cluster model against the task-level simulation (real lease queue, reaper, bandit,
 // one seed task at a time) on the same run with a full, constant pool: the same learning, and
 // iterations and time within a few percent.
+TEST(Study, WritesTheSameLinesOnAnyNumberOfThreads) {
+  StudyOptions s;
+  s.base = small();
+  Calibration c;
+  c.name = "test";
+  c.learning = s.base.learning;
+  c.target_score = s.base.target_score;
+  s.calibrations = {c};
+  s.traces = {constant_trace(4)};
+  s.ratios = {1};
+  s.gains = {2};
+  s.offsets = 5;
+  std::ostringstream one, three;
+  run_study(s, one);
+  s.jobs = 3;
+  run_study(s, three);
+  EXPECT_EQ(one.str(), three.str());
+  // A line per run: none and sync, then offload, async, async-reuse, none-matched and the gain.
+  const std::string lines = one.str();
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 1 + 7 * s.offsets);
+}
+
 TEST(ClusterModel, AgreesWithTheTaskLevelSimulation) {
   ClusterOptions fluid = small();
   fluid.fixed_candidates = 0;
