@@ -323,6 +323,13 @@ process::Process* Cluster::process(const std::string& name) {
   return nullptr;
 }
 
+std::string Cluster::log_tail(const std::string& name, std::size_t bytes) const {
+  for (const auto& m : members_) {
+    if (m->record.name == name) return tail_of(m->record.log, bytes);
+  }
+  return "";
+}
+
 process::Process& Cluster::add(const std::string& name, const std::string& role,
                                std::vector<std::string> argv) {
   if (process(name) != nullptr) throw ClusterError("add: a process called " + name + " exists");

@@ -120,6 +120,8 @@ class Cluster {
   // ClusterError when there is no such process or it still runs, else as start().
   process::Process& restart(const std::string& name,
                             const std::map<std::string, std::string>& env = {});
+  // The last `bytes` of the log of the process called `name` ("" when none).
+  std::string log_tail(const std::string& name, std::size_t bytes = 4000) const;
   // The --config/--set words the run's services get (the run's sources, and with the services
   // the Redis, bus and reward endpoints): the command line of an explorer started elsewhere.
   std::vector<std::string> service_args() const { return run_args(); }
