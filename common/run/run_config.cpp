@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
-#include "common/bus/follower_thread.hpp"
 #include "common/bus/publisher.hpp"
 #include "common/config/error.hpp"
 #include "common/metrics/server.hpp"
 #include "common/reward/remote_reward.hpp"
+#include "common/run/bus_subscription.hpp"
 #include "common/task/errors.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/prompt_file.hpp"

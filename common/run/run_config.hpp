@@ -9,10 +9,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 
-#include "common/bus/follower_thread.hpp"
 #include "common/config/config.hpp"
 #include "common/config/schema.hpp"
 #include "common/outage/backoff.hpp"
@@ -54,17 +52,6 @@ outage::BackoffOptions redis_backoff(const config::Config& config);
 // bus.handshake_timeout_ms and CURVE from bus.curve.server_secret_file. Throws config::ConfigError
 // naming a key file that is unusable.
 bus::PublisherOptions trainer_bus_options(const config::Config& config);
-
-// How the planner and explorers follow the trainer's bus: the endpoint (bus.subscribe_endpoint,
-// else bus.trainer_endpoint), the subscriber's frame limit and CURVE client keys, the recovery
-// period (bus.resync_ms). std::nullopt when bus.subscribe is false or there is no endpoint.
-// Throws config::ConfigError naming an unusable key file.
-struct BusSubscription {
-  std::string endpoint;
-  bus::SubscriberOptions subscriber;
-  bus::FollowerThreadOptions follower;
-};
-std::optional<BusSubscription> bus_subscription(const config::Config& config);
 
 // Whether explorers keep the image of a candidate of (iteration, prompt) for the trainer's
 // exploration sample: prompt 0 of every `every`-th iteration (0: never).
