@@ -11,6 +11,7 @@
 #include "common/bus/follower_thread.hpp"
 #include "common/config/error.hpp"
 #include "common/queue/redis_lease_queue.hpp"
+#include "common/run/bus_subscription.hpp"
 #include "common/run/run_config.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "services/planner/redis_explorer_directory.hpp"
