@@ -2,8 +2,7 @@
 
 namespace spotlight::queue {
 
-std::vector<std::optional<std::string>> LeaseQueue::results(
-    std::span<const std::string> task_ids) {
+std::vector<std::optional<std::string>> LeaseQueue::results(std::span<const std::string> task_ids) {
   std::vector<std::optional<std::string>> out;
   out.reserve(task_ids.size());
   for (const auto& id : task_ids)
@@ -11,6 +10,8 @@ std::vector<std::optional<std::string>> LeaseQueue::results(
   return out;
 }
 
-bool LeaseQueue::wait_result_notice(std::chrono::milliseconds /*timeout*/) { return false; }
+bool LeaseQueue::wait_result_notice(std::chrono::milliseconds /*timeout*/) {
+  return false;
+}
 
 }  // namespace spotlight::queue

@@ -651,8 +651,8 @@ QueueStats RedisLeaseQueue::stats() {
 
 void RedisLeaseQueue::destroy() {
   call([&] {
-    client_.command({"DEL", keys_.notices, keys_.stream, keys_.dead, keys_.results, keys_.index, keys_.errors,
-                     keys_.stats, keys_.payloads, keys_.quarantine});
+    client_.command({"DEL", keys_.notices, keys_.stream, keys_.dead, keys_.results, keys_.index,
+                     keys_.errors, keys_.stats, keys_.payloads, keys_.quarantine});
     group_ready_ = false;
   });
 }

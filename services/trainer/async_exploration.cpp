@@ -120,8 +120,8 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
         ++lost_tasks;
         --missing;
       }
-      SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": result of '" << id
-                          << "' quarantined (" << checked.problem << "); "
+      SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": result of '" << id << "' quarantined ("
+                          << checked.problem << "); "
                           << (lost[i][j]   ? "the task is lost for this iteration"
                               : q.requeued ? "the task runs again"
                                            : "its holder completes it");

@@ -207,7 +207,7 @@ TEST_F(RedisAclTest, EveryRoleDoesItsWorkAndExplorersCannotWriteWhatIsNotTheirs)
   const auto found = trainer_queue.results(ids);
   ASSERT_EQ(found.size(), 3u);
   EXPECT_EQ(found[0], "result");
-  EXPECT_EQ(found[1], "result-2");  // failed once, then reclaimed and completed
+  EXPECT_EQ(found[1], "result-2");    // failed once, then reclaimed and completed
   EXPECT_EQ(found[2], std::nullopt);  // rejected
   EXPECT_TRUE(trainer_queue.wait_result_notice(std::chrono::milliseconds(10)));
   EXPECT_FALSE(trainer_queue.wait_result_notice(std::chrono::milliseconds(10)));  // one flag
