@@ -48,6 +48,11 @@ class RedisLeaseQueue final : public LeaseQueue {
   std::vector<Lease> reclaim_from(std::string_view dead_consumer, std::string_view consumer,
                                   int max_count) override;
   std::optional<std::string> result(std::string_view task_id) override;
+  // One HMGET.
+  std::vector<std::optional<std::string>> results(std::span<const std::string> task_ids) override;
+  bool has_result_notices() const override { return true; }
+  // BLPOP on <key_prefix>:notices (the socket timeout outlasts the block).
+  bool wait_result_notice(std::chrono::milliseconds timeout) override;
   QuarantineOutcome quarantine(std::string_view task_id, std::string_view result,
                                std::string_view reason) override;
   std::vector<QuarantinedResult> quarantined(int max_count) override;
@@ -73,7 +78,7 @@ class RedisLeaseQueue final : public LeaseQueue {
 
  private:
   struct Keys {
-    std::string stream, dead, results, index, errors, stats, payloads, quarantine;
+    std::string stream, dead, results, index, errors, stats, payloads, quarantine, notices;
   };
   FailOutcome fail_with(const Lease& lease, std::string_view error, int max_deliveries);
   template <typename Fn>

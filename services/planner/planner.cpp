@@ -417,8 +417,12 @@ int Planner::run(std::stop_token stop) {
                    failures_in_a_row, seconds(wait), e.what());
       }
     }
-    std::unique_lock lock(mutex);
-    wake.wait_for(lock, stop, wait, [] { return false; });  // ends early on a stop request
+    if (parts_.wait_for_event) {
+      parts_.wait_for_event(wait, stop);  // ends early on an iteration event or a stop request
+    } else {
+      std::unique_lock lock(mutex);
+      wake.wait_for(lock, stop, wait, [] { return false; });  // ends early on a stop request
+    }
     if (stop.stop_requested()) {
       log_summary("stop requested");
       return 0;

@@ -28,7 +28,9 @@
 // were it to re-enqueue an iteration (it died between enqueue and planner_state), the queue
 // ignores task ids it has seen, so nothing is enqueued twice.
 //
-// run(stop) loops step() every poll_interval until kFinished (returns 0) or a stop request
+// run(stop) loops step() every poll_interval, and at once when parts.wait_for_event reports an
+// iteration event of the trainer's bus (planner_config.cpp wires it when bus.subscribe is on),
+// until kFinished (returns 0) or a stop request
 // (returns 0 after the current pass). A failed pass (Redis unavailable, or any queue/store error)
 // is counted, and the next one waits an exponential back-off from poll_interval up to
 // max_backoff; it never ends the loop, except when Redis refuses the credentials or permissions
@@ -40,6 +42,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -119,6 +122,11 @@ struct PlannerParts {
   // The key every task is signed with (common/run/task_signature.hpp); std::nullopt:
   // run::planner_task_key(*store) ($SPOTLIGHT_TASK_KEY, else the run-local key), on first use.
   std::optional<run::TaskKey> task_key;
+  // Waits up to `timeout` between passes and returns early when the trainer announces an
+  // iteration (or stop is requested): the planner plans on iteration events. Empty: it sleeps
+  // poll_interval between passes. Either way every pass reads the trainer's progress from Redis,
+  // so a lost event costs at most one poll_interval.
+  std::function<void(std::chrono::milliseconds timeout, std::stop_token stop)> wait_for_event;
 };
 
 enum class StepOutcome {

@@ -2,10 +2,16 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "common/bus/follower_thread.hpp"
 #include "common/config/error.hpp"
 #include "common/queue/redis_lease_queue.hpp"
+#include "common/run/bus_subscription.hpp"
 #include "common/run/run_config.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "services/planner/redis_explorer_directory.hpp"
@@ -100,6 +106,18 @@ std::unique_ptr<Planner> make_planner(const config::Config& c,
         options.heartbeat_period * options.dead_heartbeats);
   }
   parts.policy = exploration_policy(c);
+  if (auto bus = run::bus_subscription(c)) {
+    // Iteration events wake the loop; the pass itself reads the trainer's progress from Redis, so
+    // the follower needs no snapshot of its own (a lost event costs one planner.poll_ms).
+    auto events = std::make_shared<bus::FollowerThread>(
+        bus->subscriber, bus->endpoint, std::vector<std::string>{"iteration"},
+        [](const std::string&) { return std::optional<bus::Notice>(); }, [](const bus::Notice&) {},
+        bus->follower);
+    auto seen = std::make_shared<std::uint64_t>(0);
+    parts.wait_for_event = [events, seen](std::chrono::milliseconds timeout, std::stop_token stop) {
+      *seen = events->wait_newer(*seen, timeout, std::move(stop));
+    };
+  }
   return std::make_unique<Planner>(options, keys, std::move(parts), std::move(registry));
 }
 

@@ -287,6 +287,8 @@ int run_train(const config::Config& c, std::stop_token stop) {
     async.candidates = options.candidates;
     async.run_seed = options.seed;
     async.max_wait = std::chrono::duration<double>(c.get_double("exploration.max_wait_seconds"));
+    async.notices = c.get_bool("bus.subscribe");  // wait on the result bell
+    async.resync = std::chrono::milliseconds(c.get_int("bus.resync_ms"));
     async.offload = options.mode == "offload";
     async.trajectories = async.offload || exploration.reuse == run::Reuse::kOffPolicy;
     async.run_id = c.get_string("run.id");

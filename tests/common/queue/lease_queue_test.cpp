@@ -3,9 +3,11 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -105,6 +107,46 @@ TEST_F(LeaseQueueTest, LeaseCompleteAndNothingAcknowledgedComesBack) {
     EXPECT_EQ(result.substr(0, 10), "result-of-");
   });
   EXPECT_EQ(walked, seen);
+}
+
+// results(ids) is one HMGET in the ids' order; complete() rings the bell that a consumer on another
+// connection waits on (a duplicate result does not), and many results between two waits are one
+// ring.
+TEST_F(LeaseQueueTest, ResultsInOneBatchAndTheBellWakesAWaiter) {
+  auto q = make_queue();
+  auto consumer = make_queue();  // the trainer's own connection
+  EXPECT_TRUE(consumer.has_result_notices());
+  EXPECT_TRUE(consumer.results({}).empty());
+  for (int i = 0; i < 3; ++i)
+    q.enqueue("t" + std::to_string(i), "p");
+  const std::vector<std::string> ids = {"t2", "none", "t0"};
+  EXPECT_EQ(consumer.results(ids), (std::vector<std::optional<std::string>>(3)));
+  EXPECT_FALSE(consumer.wait_result_notice(milliseconds(20)));  // nothing recorded yet
+
+  auto leases = q.lease("a", 3, milliseconds(0));
+  ASSERT_EQ(leases.size(), 3u);
+  bool woken = false;
+  std::thread waiter([&] { woken = consumer.wait_result_notice(kPatience); });
+  const auto before = std::chrono::steady_clock::now();
+  q.complete(leases[0], "r-" + leases[0].task_id);
+  waiter.join();
+  EXPECT_TRUE(woken);
+  EXPECT_LT(std::chrono::steady_clock::now() - before, kPatience);
+  for (std::size_t i = 1; i < leases.size(); ++i)
+    q.complete(leases[i], "r-" + leases[i].task_id);
+  EXPECT_TRUE(consumer.wait_result_notice(milliseconds(20)));   // two results, one ring
+  EXPECT_FALSE(consumer.wait_result_notice(milliseconds(20)));  // taken
+  EXPECT_EQ(consumer.results(ids),
+            (std::vector<std::optional<std::string>>{"r-t2", std::nullopt, "r-t0"}));
+  // A duplicate result records nothing and rings nothing.
+  q.enqueue("t3", "p");
+  auto again = q.lease("b", 1, milliseconds(0));
+  ASSERT_EQ(again.size(), 1u);
+  Lease stale = again[0];
+  stale.task_id = "t0";  // a late duplicate of a recorded task
+  EXPECT_FALSE(q.complete(stale, "other").recorded);
+  EXPECT_FALSE(consumer.wait_result_notice(milliseconds(20)));
+  EXPECT_EQ(consumer.result("t0"), "r-t0");
 }
 
 TEST_F(LeaseQueueTest, EnqueueIsIdempotentPerTaskId) {
