@@ -79,16 +79,29 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   std::vector<std::vector<int>> quarantines(n, std::vector<int>(static_cast<size_t>(candidates)));
   std::vector<std::vector<bool>> lost(n, std::vector<bool>(static_cast<size_t>(candidates)));
   size_t missing = n * static_cast<size_t>(candidates);
-  int quarantined = 0, lost_tasks = 0;
+  int quarantined = 0, lost_tasks = 0, purged = 0;
   // Poll the results until all are in (or lost) or the deadline passes. Each poll reads only the
   // missing ones.
   while (missing > 0) {
     for (size_t i = 0; i < n; ++i) {
+      // The planner purges a prompt's waiting tasks together (its contrast is reached): one look
+      // per prompt and poll at its first missing task, then at the others only if that one was.
+      std::optional<bool> prompt_purged;
       for (int j = 0; j < candidates; ++j) {
         if (found[i][j] || lost[i][j]) continue;
         const std::string id = run::seed_task_id(iteration, static_cast<int>(i), j);
         const auto bytes = call(retry_, [&] { return queue_.result(id); });
-        if (!bytes) continue;
+        if (!bytes) {
+          if (prompt_purged.value_or(true) && call(retry_, [&] { return queue_.purged(id); })) {
+            lost[i][j] = true;  // it will never come
+            ++purged;
+            --missing;
+            prompt_purged = true;
+          } else if (!prompt_purged) {
+            prompt_purged = false;
+          }
+          continue;
+        }
         const run::ExpectedResult expected{
             id, o_.run_id, iteration, static_cast<int64_t>(i),
             run::candidate_seed(o_.run_seed, iteration, static_cast<int>(i), j)};
@@ -173,6 +186,11 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
                         << (o_.offload ? " offloaded rollouts" : " explored seeds")
                         << " missing at the deadline; " << out.fallback_prompts
                         << " prompts fell back to the trainer's own seeds";
+  }
+  if (purged > 0) {
+    SPOTLIGHT_LOG(info) << "iteration " << iteration << ": " << purged
+                        << " candidates not explored (the planner purged them: their prompts "
+                           "had their contrast)";
   }
   if (quarantined > 0) {
     SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": " << quarantined
