@@ -271,8 +271,9 @@ exploration::ExplorationDecision Planner::decide(std::int64_t t,
   record["preemption_rate"] = finish_model_.preemption_rate();
   if (d.candidates > 0 && context.live_explorers && *context.live_explorers > 0) {
     const double budget = seconds(context.training_time.value_or(context.time_budget));
-    const exploration::ExplorationWork work{std::int64_t{context.prompts} * d.candidates, d.steps,
-                                            context.queue_depth};
+    // The work is P x the policy's N (adaptive: the cap leaves room, the budget stops at P x N).
+    const exploration::ExplorationWork work{std::int64_t{context.prompts} * budget_candidates,
+                                            d.steps, context.queue_depth};
     if (const auto p = finish_model_.predict(work, *context.live_explorers, budget)) {
       record["predicted_seconds"] = p->mean_seconds;
       record["predicted_sd_seconds"] = p->sd_seconds;
@@ -386,19 +387,19 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
                        std::vector<bool>(static_cast<std::size_t>(d.candidates), false));
     open.satisfied.assign(static_cast<std::size_t>(prompts), false);
     open.enqueued_at = std::chrono::steady_clock::now();
+    open.budget_samples = std::int64_t{prompts} * d.candidates;
     if (options_.adaptive) {
-      std::int64_t budget = std::int64_t{prompts} * d.candidates;
+      // P x the policy's N, from the plan record (which also holds it for a restarted planner).
       if (const auto record = state_.plan(t)) {
         if (const auto why = nlohmann::json::parse(record->reason, nullptr, false);
             why.is_object() && why.contains("budget_candidates")) {
-          budget = std::int64_t{prompts} * why["budget_candidates"].get<std::int64_t>();
+          open.budget_samples =
+              std::int64_t{prompts} * why["budget_candidates"].get<std::int64_t>();
         }
       }
-      open.budget_samples = budget;
     }
     if (context.live_explorers && *context.live_explorers > 0) {
-      const exploration::ExplorationWork work{std::int64_t{prompts} * d.candidates, d.steps,
-                                              context.queue_depth};
+      const exploration::ExplorationWork work{open.budget_samples, d.steps, context.queue_depth};
       if (const auto p =
               finish_model_.predict(work, *context.live_explorers,
                                     seconds(context.training_time.value_or(context.time_budget)))) {
