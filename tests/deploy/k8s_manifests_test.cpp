@@ -283,14 +283,14 @@ TEST(K8sManifests, RunConfigIsAnAsyncRecipe) {
 // The autoscaling overlay: the base plus a KEDA ScaledObject that keeps the explorer Deployment at
 // the planner's spotlight_planner_desired_explorers (exported by services/planner).
 TEST(K8sManifests, AutoscaleOverlayScalesExplorersOnTheDesiredCount) {
-  const fs::path dir = k8s_dir() / "autoscale";
+  const fs::path dir = k8s_dir().parent_path() / "k8s-autoscale";
   const YAML::Node kustomization = YAML::LoadFile((dir / "kustomization.yaml").string());
   EXPECT_EQ(kustomization["namespace"].as<std::string>(""), "spotlight");
   bool base = false;
   std::vector<YAML::Node> scaled;
   for (const auto& resource : kustomization["resources"]) {
     const auto file = resource.as<std::string>();
-    if (file == "..") {
+    if (file == "../k8s") {
       base = true;
       continue;
     }
@@ -329,7 +329,7 @@ TEST(K8sManifests, KustomizeRenders) {
   if (std::system("command -v kubectl >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "kubectl not installed: `kubectl kustomize` not run (the checks above ran)";
   }
-  for (const fs::path& dir : {k8s_dir(), k8s_dir() / "autoscale"}) {
+  for (const fs::path& dir : {k8s_dir(), k8s_dir().parent_path() / "k8s-autoscale"}) {
     const std::string cmd = "kubectl kustomize '" + dir.string() + "' >/dev/null";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   }
