@@ -122,7 +122,6 @@ TEST_F(RedisAclTest, EveryRoleDoesItsWorkAndExplorersCannotWriteWhatIsNotTheirs)
   EXPECT_EQ(explorer_weights.fetch(0).value_or("").size(), 1000u);
   EXPECT_EQ(explorer_weights.latest_version(), 0);
   explorer_kv.put(kKeys.explorer_heartbeat("e1"), "1");
-  explorer_kv.put_if_absent("explorer:e1:seen", "1");
   explorer_kv.add("explorer:sample_steps", 8);
   explorer_kv.add("cost:spot:busy_ms", 5);
   explorer_kv.put("inflight:i0/p0/c0", "commit");
@@ -150,6 +149,7 @@ TEST_F(RedisAclTest, EveryRoleDoesItsWorkAndExplorersCannotWriteWhatIsNotTheirs)
       {"SET", p + kKeys.trainer_timing, "{}"},
       {"SET", p + "planner:plan:1", "{}"},
       {"SET", p + "planner:enqueued", "5"},
+      {"SET", p + "explorer:e1:seen", "1"},  // no such key any more
       {"SET", p + run::RunKeys::kTaskKey, "attacker's key"},
       {"DEL", p + "weights:latest"},
       {"SET", p + "weights:latest", "7"},
