@@ -22,6 +22,12 @@
 //                                        with the reason, and the task enqueued again (with the
 //                                        payload it was first enqueued with) unless it is still
 //                                        waiting or leased
+//   purge(tasks, reason)                 tasks nobody needs any more (an iteration the trainer has
+//                                        passed, a prompt already explored enough) leave the queue
+//                                        unrun if they are waiting or were given back; a task
+//                                        leased to a live holder is left to complete. A purged
+//                                        task is remembered (purged() is true, never enqueued
+//                                        again) and counted apart: purged is not lost
 //
 // Result notices: complete() that records a result also rings the queue's result bell (in the same
 // atomic step), and wait_result_notice(timeout) blocks until it rang since the last call. The
@@ -33,6 +39,9 @@
 // nothing acknowledged is delivered again; nothing unacknowledged is lost (it stays leased until
 // completed, reclaimed or dead-lettered). A task may *run* more than once (a lease can expire
 // while its holder still works): complete() tells the later runs they were duplicates.
+// Accounting: every task enqueued (requeues included) ends acknowledged, dead-lettered or purged,
+// or is still in the queue: enqueued_total + requeued_total ==
+// acked_total + dead_lettered_total + purged_total + length.
 //
 // Errors: QueueUnavailable when the store cannot be reached, QueueError otherwise (see
 // common/queue/errors.hpp). Every operation is safe to retry after QueueUnavailable: enqueue and
@@ -148,6 +157,7 @@ struct QueueStats {
   std::int64_t duplicate_results_total = 0;
   std::int64_t quarantined_total = 0;  // results moved aside by quarantine()
   std::int64_t requeued_total = 0;     // tasks enqueued again by quarantine()
+  std::int64_t purged_total = 0;       // tasks removed unrun by purge()
 };
 
 class LeaseQueue {
@@ -201,6 +211,18 @@ class LeaseQueue {
   // Waits up to `timeout` for the result bell and takes it. True: a result was recorded since
   // the bell was last taken; false: none within `timeout` (or no bell, see has_result_notices).
   virtual bool wait_result_notice(std::chrono::milliseconds timeout);
+
+  // Removes the tasks among `task_ids` that wait unrun (never delivered, or given back by fail()
+  // or release()) and marks them purged with `reason`, atomically; tasks that are leased to a
+  // holder, completed, dead-lettered or unknown are left as they are. Returns the ids it purged.
+  // Idempotent: a purged task is not purged (nor enqueued) again. A queue that cannot purge
+  // (the default) purges nothing, which only costs the work of running what was not needed.
+  virtual std::vector<std::string> purge(std::span<const std::string> task_ids,
+                                         std::string_view reason) {
+    return {};
+  }
+  // Whether purge() removed the task (its result will never come).
+  virtual bool purged(std::string_view task_id) { return false; }
   // Moves the recorded result of `task_id` aside with `reason` if it is still `result` (nothing
   // happens otherwise), then enqueues the task again unless it is still waiting or leased.
   // Atomic. For the consumer of results that found one invalid.

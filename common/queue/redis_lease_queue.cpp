@@ -1,6 +1,7 @@
 #include "common/queue/redis_lease_queue.hpp"
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <utility>
 
@@ -229,6 +230,30 @@ return {len, pending, oldest, redis.call('XLEN', KEYS[2]), redis.call('HLEN', KE
         redis.call('HGETALL', KEYS[4])}
 )lua";
 
+// KEYS: stream, index, purged, counters. ARGV: group, reason, task ids...
+// Returns the ids purged. A task is purged when its entry is still in the stream and is either
+// undelivered (not pending) or parked under "~released" (given back); a live holder's lease is
+// left to complete.
+constexpr const char* kPurgeLua = R"lua(
+local out = {}
+for i = 3, #ARGV do
+  local task = ARGV[i]
+  local id = redis.call('HGET', KEYS[2], task)
+  if id and redis.call('HEXISTS', KEYS[3], task) == 0 and
+     #redis.call('XRANGE', KEYS[1], id, id) > 0 then
+    local p = redis.call('XPENDING', KEYS[1], ARGV[1], id, id, 1)
+    if #p == 0 or p[1][2] == '~released' then
+      if #p > 0 then redis.call('XACK', KEYS[1], ARGV[1], id) end
+      redis.call('XDEL', KEYS[1], id)
+      redis.call('HSET', KEYS[3], task, ARGV[2])
+      out[#out + 1] = task
+    end
+  end
+end
+if #out > 0 then redis.call('HINCRBY', KEYS[4], 'purged', #out) end
+return out
+)lua";
+
 // The scripts, each loaded once per connection (see redis::Script).
 struct Scripts {
   Script enqueue{kEnqueueLua};
@@ -241,6 +266,7 @@ struct Scripts {
   Script reclaim_from{std::string(kPrelude) + kReclaimFromLua};
   Script stats{kStatsLua};
   Script quarantine{kQuarantineLua};
+  Script purge{kPurgeLua};
 };
 
 const Scripts& scripts() {
@@ -291,7 +317,7 @@ void LeaseQueueOptions::validate() const {
   for (const auto& [name, value] : names) {
     if (value->empty()) throw InvalidQueueOptions(name, "must not be empty");
     if (*value == "index" || *value == "errors" || *value == "stats" || *value == "payloads" ||
-        *value == "quarantine" || *value == "notices") {
+        *value == "quarantine" || *value == "notices" || *value == "purged") {
       throw InvalidQueueOptions(name, "'" + *value + "' is reserved");
     }
   }
@@ -318,7 +344,8 @@ RedisLeaseQueue::RedisLeaseQueue(redis::RedisClient client, LeaseQueueOptions op
                p + ":stats",
                p + ":payloads",
                p + ":quarantine",
-               p + ":notices"};
+               p + ":notices",
+               p + ":purged"};
 }
 
 RedisLeaseQueue::~RedisLeaseQueue() = default;
@@ -545,6 +572,30 @@ bool RedisLeaseQueue::wait_result_notice(std::chrono::milliseconds timeout) {
   });
 }
 
+std::vector<std::string> RedisLeaseQueue::purge(std::span<const std::string> task_ids,
+                                                std::string_view reason) {
+  std::vector<std::string> out;
+  if (task_ids.empty()) return out;
+  return call([&] {
+    ensure_group();
+    const std::array<std::string_view, 4> keys{keys_.stream, keys_.index, keys_.purged,
+                                               keys_.stats};
+    std::vector<std::string_view> argv{options_.group, reason};
+    argv.insert(argv.end(), task_ids.begin(), task_ids.end());
+    const Reply r = client_.eval(scripts().purge, keys, argv);
+    out.clear();
+    for (const Reply& id : r.as_array())
+      out.push_back(id.as_string());
+    return out;
+  });
+}
+
+bool RedisLeaseQueue::purged(std::string_view task_id) {
+  return call([&] {
+    return client_.command({"HEXISTS", keys_.purged, task_id}).as_integer() == 1;
+  });
+}
+
 QuarantineOutcome RedisLeaseQueue::quarantine(std::string_view task_id, std::string_view result,
                                               std::string_view reason) {
   return call([&] {
@@ -644,6 +695,7 @@ QueueStats RedisLeaseQueue::stats() {
       if (name == "duplicate_results") s.duplicate_results_total = value;
       if (name == "quarantined") s.quarantined_total = value;
       if (name == "requeued") s.requeued_total = value;
+      if (name == "purged") s.purged_total = value;
     }
     return s;
   });
@@ -652,7 +704,7 @@ QueueStats RedisLeaseQueue::stats() {
 void RedisLeaseQueue::destroy() {
   call([&] {
     client_.command({"DEL", keys_.notices, keys_.stream, keys_.dead, keys_.results, keys_.index,
-                     keys_.errors, keys_.stats, keys_.payloads, keys_.quarantine});
+                     keys_.errors, keys_.stats, keys_.payloads, keys_.quarantine, keys_.purged});
     group_ready_ = false;
   });
 }

@@ -265,14 +265,44 @@ const config::Schema& run_schema() {
                      "(else they wait for exploration.lease_timeout_ms)."),
       Entry::string("planner.policy", "fixed",
                     "How much to explore per iteration: fixed (exploration.candidates and "
-                    "exploration.steps) or bandit (an arm of planner.candidates x planner.steps "
-                    "per iteration, within the predicted training time).")
-          .one_of({"fixed", "bandit"}),
+                    "exploration.steps), bandit (a UCB arm of planner.candidates x "
+                    "planner.steps per iteration, within the predicted training time) or "
+                    "deadline (the widest arm that finishes before the trainer needs it with "
+                    "probability planner.finish_probability).")
+          .one_of({"fixed", "bandit", "deadline"}),
+      Entry::boolean("planner.purge_passed", true,
+                     "Remove the waiting seed tasks of iterations the trainer has passed (counted "
+                     "as purged, not lost); false: they stay queued and run (the old behaviour)."),
+      Entry::real("planner.finish_probability", 0.9,
+                  "deadline: the probability the chosen exploration must finish in time; also "
+                  "what spotlight_planner_desired_explorers is sized for.")
+          .check("must be in (0, 1)",
+                 [](const config::Value& v) {
+                   const double p = std::get<double>(v);
+                   return p > 0 && p < 1;
+                 }),
+      Entry::real("planner.preemption_delay_seconds", 1.0,
+                  "Finish-time model: how long a preempted sample waits for a new explorer.")
+          .at_least(0),
+      Entry::string("exploration.allocation", "fixed",
+                    "How candidates are spread over an iteration's prompts: fixed (N each) or "
+                    "adaptive (ordered by each prompt's Beta posterior of success; a prompt "
+                    "whose best G rewards reach exploration.contrast_target stops being "
+                    "explored and the pool moves on to prompts still all alike).")
+          .one_of({"fixed", "adaptive"}),
+      Entry::integer("exploration.adaptive_cap", 3,
+                     "adaptive: a prompt may get up to this many times the N the policy "
+                     "decided; the iteration still explores P x N samples in all.")
+          .range(1, 64),
+      Entry::real("exploration.contrast_target", 0.02,
+                  "adaptive: the best-G reward variance at which a prompt is explored enough.")
+          .positive(),
       Entry::double_list("planner.candidates", {8, 16, 24, 32},
-                         "bandit: candidates-per-prompt (N) arms.")
+                         "bandit, deadline: candidates-per-prompt (N) arms.")
           .check("must be integers >= 1",
                  [](const config::Value& v) { return whole_numbers_at_least(v, 1); }),
-      Entry::double_list("planner.steps", {4, 6, 10}, "bandit: exploration sampler-step arms.")
+      Entry::double_list("planner.steps", {4, 6, 10},
+                         "bandit, deadline: exploration sampler-step arms.")
           .check("must be integers >= 2",
                  [](const config::Value& v) { return whole_numbers_at_least(v, 2); }),
       Entry::real("planner.time_margin", 0.9,

@@ -14,6 +14,7 @@
 //   trainer:timing               trainer            planner            wire::TrainerTiming v1
 //   planner:enqueued             planner            planner (restart)  wire::PlannerProgress v1
 //   planner:plan:<iteration>     planner            trainer            wire::PlanRecord v1 (set once)
+//   planner:prompt:<hash>        planner            planner (restart)  wire::PromptPosterior v1
 //   explorer:<id>:heartbeat      explorer <id>      planner            wire::Heartbeat v1
 //   inflight:<task id>           explorers          explorers          wire::InflightCommit v1
 //   explored-image:<i>:<p>:<s>   explorers          trainer            PNG bytes (erased once drawn)
@@ -65,7 +66,9 @@ struct RunKeys {
   static constexpr const char* kTaskKey = "security:task_key";
 
   // Relative keys with a part (the same for every run, hence static):
-  static std::string plan(std::int64_t iteration);             // planner:plan:<iteration>
+  static std::string plan(std::int64_t iteration);  // planner:plan:<iteration>
+  // planner:prompt:<16 hex digits of FNV-1a 64 of the prompt text>
+  static std::string prompt_posterior(std::string_view prompt_text);
   static std::string explorer_heartbeat(std::string_view id);  // explorer:<id>:heartbeat
   static std::string inflight(std::string_view task_id);       // inflight:<task id>
   // A PNG of an explored candidate kept for the trainer's exploration sample (written by the

@@ -38,8 +38,16 @@ PlannerOptions planner_options(const config::Config& c) {
   o.heartbeat_period = std::chrono::milliseconds(c.get_int("explorer.heartbeat_ms"));
   o.task = run::task_options(c);
   o.prompts = run::prompt_source(c);
+  o.adaptive = c.get_string("exploration.allocation") == "adaptive" && !o.offload;
+  o.adaptive_cap = c.get<int>("exploration.adaptive_cap");
+  o.purge_passed = c.get_bool("planner.purge_passed");
+  o.allocation.group_size = c.get<int>("trainer.group_size");
+  o.allocation.contrast_target = c.get_double("exploration.contrast_target");
+  o.finish_probability = c.get_double("planner.finish_probability");
+  o.allocation.probability = o.finish_probability;
+  o.finish.preemption_delay_seconds = c.get_double("planner.preemption_delay_seconds");
   o.decisions_file = c.get_string("planner.decisions_file");
-  if (o.decisions_file.empty() && c.get_string("planner.policy") == "bandit") {
+  if (o.decisions_file.empty()) {
     o.decisions_file = (std::filesystem::path(c.get_string("run.dir")) / "planner.jsonl").string();
   }
   return o;
@@ -63,6 +71,19 @@ exploration::BanditOptions bandit_options(const config::Config& c) {
   return o;
 }
 
+exploration::DeadlineOptions deadline_options(const config::Config& c) {
+  exploration::DeadlineOptions o;
+  o.candidates.clear();
+  for (double n : c.get_double_list("planner.candidates"))
+    o.candidates.push_back(static_cast<int>(n));
+  o.steps.clear();
+  for (double s : c.get_double_list("planner.steps"))
+    o.steps.push_back(static_cast<int>(s));
+  o.group_size = c.get<int>("trainer.group_size");
+  o.probability = c.get_double("planner.finish_probability");
+  return o;
+}
+
 std::unique_ptr<exploration::ExplorationPolicy> exploration_policy(const config::Config& c) {
   if (c.get_string("exploration.mode") == "offload") {
     if (c.get_string("planner.policy") != "fixed") {
@@ -74,6 +95,9 @@ std::unique_ptr<exploration::ExplorationPolicy> exploration_policy(const config:
   }
   if (c.get_string("planner.policy") == "bandit") {
     return std::make_unique<exploration::BanditExplorationPolicy>(bandit_options(c));
+  }
+  if (c.get_string("planner.policy") == "deadline") {
+    return std::make_unique<exploration::DeadlineExplorationPolicy>(deadline_options(c));
   }
   return std::make_unique<exploration::FixedExplorationPolicy>(fixed_exploration(c));
 }

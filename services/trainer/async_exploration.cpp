@@ -80,7 +80,7 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   std::vector<std::vector<int>> quarantines(n, std::vector<int>(static_cast<size_t>(candidates)));
   std::vector<std::vector<bool>> lost(n, std::vector<bool>(static_cast<size_t>(candidates)));
   size_t missing = n * static_cast<size_t>(candidates);
-  int quarantined = 0, lost_tasks = 0;
+  int quarantined = 0, lost_tasks = 0, purged = 0;
   // Read the missing results (one batch per round) until all are in (or lost) or the deadline
   // passes; between rounds sleep on the result bell, or poll without one.
   const bool bell = o_.notices && queue_.has_result_notices();
@@ -97,10 +97,24 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
       }
     }
     const auto values = call(retry_, [&] { return queue_.results(ids); });
+    // The planner purges a prompt's waiting tasks together (its contrast is reached): one look per
+    // prompt and round at its first missing task, then at the others only if that one was purged.
+    std::vector<std::optional<bool>> prompt_purged(n);
     for (size_t k = 0; k < ids.size() && k < values.size(); ++k) {
       const auto& bytes = values[k];
-      if (!bytes) continue;
       const auto [i, j] = where[k];
+      if (!bytes) {
+        if (prompt_purged[i].value_or(true) &&
+            call(retry_, [&] { return queue_.purged(ids[k]); })) {
+          lost[i][j] = true;  // it will never come
+          ++purged;
+          --missing;
+          prompt_purged[i] = true;
+        } else if (!prompt_purged[i]) {
+          prompt_purged[i] = false;
+        }
+        continue;
+      }
       const std::string& id = ids[k];
       const run::ExpectedResult expected{
           id, o_.run_id, iteration, static_cast<int64_t>(i),
@@ -192,6 +206,11 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
                         << (o_.offload ? " offloaded rollouts" : " explored seeds")
                         << " missing at the deadline; " << out.fallback_prompts
                         << " prompts fell back to the trainer's own seeds";
+  }
+  if (purged > 0) {
+    SPOTLIGHT_LOG(info) << "iteration " << iteration << ": " << purged
+                        << " candidates not explored (the planner purged them: their prompts "
+                           "had their contrast)";
   }
   if (quarantined > 0) {
     SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": " << quarantined

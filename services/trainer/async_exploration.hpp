@@ -2,7 +2,9 @@
 // The trainer's side of exploration.mode=async and offload (docs/iteration.md, docs/reuse.md):
 //  - AsyncSeedSource reads what the explorers found for an iteration from the lease queue's
 //    results, waiting up to a deadline, and selects the G of maximum variance per prompt;
-//    prompts with fewer than G explored seeds fall back to random seeds (counted). offload
+//    prompts with fewer than G explored seeds fall back to random seeds (counted). Tasks the
+//    planner purged (exploration.allocation=adaptive: their prompt had its contrast) are not
+//    waited for. offload
 //    selects nothing: the G seeds of a prompt are its candidates 0..G-1 (none's seeds), which
 //    the explorers sampled with the current weights.
 //    The wait sleeps on the queue's result bell (rung by complete() in the script that records a
