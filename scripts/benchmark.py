@@ -155,6 +155,10 @@ class Study:
                            capture_output=True, text=True)
         return "exploration.mode" not in r.stderr
 
+    def prioritised(self, cmd):
+        """cmd under SCHED_FIFO at --realtime's priority, or as it is without --realtime."""
+        return ["chrt", "--fifo", str(self.a.realtime)] + cmd if self.a.realtime else cmd
+
     def cpus(self, roles):
         return ",".join(str(self.a.reserved_cpu if r == "reserved" else self.a.spot_cpu)
                         for r in roles)
@@ -191,11 +195,10 @@ class Study:
             cmd += ["--spot-cpus", self.cpus(["spot"])]
         for s in self.settings():
             cmd += ["--set", s]
-        if self.a.realtime:
-            # SCHED_FIFO, inherited by every process the launcher starts (redis included): on its
-            # pinned core each role then runs ahead of any ordinary process, so the timed
-            # interval measures the roles, not whatever else the machine is doing.
-            cmd = ["chrt", "--fifo", str(self.a.realtime)] + cmd
+        # SCHED_FIFO (with --realtime), inherited by every process the launcher starts (redis
+        # included): on its pinned core each role then runs ahead of any ordinary process, so the
+        # timed interval measures the roles, not whatever else the machine is doing.
+        cmd = self.prioritised(cmd)
         load_before = load_average()
         started = time.time()
         with open(os.path.join(run_dir, "launcher.log"), "w") as log:
@@ -210,10 +213,9 @@ class Study:
                 "--set", f"run.dir={run_dir}", "--set", f"run.threads={self.a.validation_threads}"]
         for s in self.settings():
             vcmd += ["--set", s]
-        if self.a.realtime:
-            # Outside the timed interval, but on a busy machine it would otherwise take 3-5x as
-            # long (and it is most of a run's wall time).
-            vcmd = ["chrt", "--fifo", str(self.a.realtime)] + vcmd
+        # Validation too: outside the timed interval, but on a busy machine it would otherwise take
+        # 3-5x as long (and it is most of a run's wall time).
+        vcmd = self.prioritised(vcmd)
         with open(os.path.join(run_dir, "logs", "validate.log"), "w") as log:
             subprocess.run(vcmd, stdout=log, stderr=subprocess.STDOUT, check=True,
                            env=dict(os.environ, OMP_WAIT_POLICY="passive"))

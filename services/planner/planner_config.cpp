@@ -53,14 +53,22 @@ PlannerOptions planner_options(const config::Config& c) {
   return o;
 }
 
+namespace {
+
+// The arms' axes (planner.candidates, planner.steps), which both arm policies read.
+std::vector<int> int_list(const config::Config& c, const std::string& key) {
+  std::vector<int> out;
+  for (double x : c.get_double_list(key))
+    out.push_back(static_cast<int>(x));
+  return out;
+}
+
+}  // namespace
+
 exploration::BanditOptions bandit_options(const config::Config& c) {
   exploration::BanditOptions o;
-  o.candidates.clear();
-  for (double n : c.get_double_list("planner.candidates"))
-    o.candidates.push_back(static_cast<int>(n));
-  o.steps.clear();
-  for (double s : c.get_double_list("planner.steps"))
-    o.steps.push_back(static_cast<int>(s));
+  o.candidates = int_list(c, "planner.candidates");
+  o.steps = int_list(c, "planner.steps");
   o.group_size = c.get<int>("trainer.group_size");
   o.time_margin = c.get_double("planner.time_margin");
   o.exploration = c.get_double("planner.ucb_exploration");
@@ -73,12 +81,8 @@ exploration::BanditOptions bandit_options(const config::Config& c) {
 
 exploration::DeadlineOptions deadline_options(const config::Config& c) {
   exploration::DeadlineOptions o;
-  o.candidates.clear();
-  for (double n : c.get_double_list("planner.candidates"))
-    o.candidates.push_back(static_cast<int>(n));
-  o.steps.clear();
-  for (double s : c.get_double_list("planner.steps"))
-    o.steps.push_back(static_cast<int>(s));
+  o.candidates = int_list(c, "planner.candidates");
+  o.steps = int_list(c, "planner.steps");
   o.group_size = c.get<int>("trainer.group_size");
   o.probability = c.get_double("planner.finish_probability");
   return o;
