@@ -18,7 +18,7 @@
 #include "common/wire/error.hpp"
 #include "common/wire/messages.hpp"
 #include "services/reward/fair_queue.hpp"
-#include "services/reward/memory_trim.hpp"
+#include "services/reward/reclaimer.hpp"
 
 namespace spotlight::reward {
 namespace {
@@ -115,6 +115,7 @@ struct RewardService::Impl {
   RewardServiceOptions options;
   std::shared_ptr<metrics::Registry> registry;
   std::mutex handle_mutex;  // one batch at a time through the (thread-compatible) reward
+  Reclaimer reclaimer;      // before server: the replies the server still holds release into it
   std::optional<rpc::RpcServer> server;
 
   std::mutex mutex;  // guards queue, first_waiting
@@ -409,17 +410,17 @@ void RewardService::Impl::answer(std::shared_ptr<FairJob> job, bool then_trim) {
   rpc::RpcReply reply(reply_body(j));
   const std::string peer = j.client;
   const std::uint64_t id = j.rpc_id;
-  // Unmapping a large request's frame takes milliseconds: the reading thread does it after
-  // sending, rather than the scorer; then, when the queue had emptied, it returns free memory.
+  // Unmapping a large request's frame takes milliseconds: once the reply is sent, the reclaimer
+  // does it (and, when the queue had emptied, returns free memory), so that neither the reading
+  // thread nor the scorer keeps small requests waiting meanwhile.
   struct Release {
+    Reclaimer* reclaimer = nullptr;
     std::shared_ptr<FairJob> job;
     bool trim = false;
-    ~Release() {
-      job.reset();
-      if (trim) return_free_memory();
-    }
+    ~Release() { reclaimer->release(std::move(job), trim); }
   };
   auto release = std::make_shared<Release>();
+  release->reclaimer = &reclaimer;
   release->job = std::move(job);
   release->trim = then_trim;
   reply.release_after_send = std::move(release);
