@@ -51,7 +51,17 @@ std::vector<FairQueue::Slice> FairQueue::take() {
     if (client_pending(clients_.at(*it))) active.push_back(it);
   }
   if (active.empty()) return out;
-  const bool alone = active.size() == 1;
+  // Light clients: all they have pending fits in one share (small requests). While heavy clients
+  // wait too, the light ones get a batch of their own, at most every other batch: a small request
+  // then waits for the batch in progress and its own few images, not for everybody's shares.
+  std::vector<std::list<std::string>::iterator> light;
+  for (const auto& it : active) {
+    if (pending_units(clients_.at(*it)) <= options_.client_units) light.push_back(it);
+  }
+  const bool light_step = !light.empty() && light.size() < active.size() && !last_step_light_;
+  last_step_light_ = light_step;
+  if (light_step) active = std::move(light);
+  const bool alone = active.size() == 1 && !light_step;
   std::size_t room = options_.max_batch_units;
   std::size_t visited = 0;
   for (const auto& it : active) {
@@ -93,6 +103,13 @@ void FairQueue::finish(const std::shared_ptr<FairJob>& job) {
 
 void FairQueue::cancel(const std::shared_ptr<FairJob>& job) {
   job->units = job->scheduled;
+}
+
+std::size_t FairQueue::pending_units(const Client& c) {
+  std::size_t n = 0;
+  for (const auto& j : c.jobs)
+    n += j->units - j->scheduled;
+  return n;
 }
 
 bool FairQueue::has_work() const {

@@ -3,7 +3,9 @@
 // without sockets or threads. Jobs (requests) queue per client; a batch is one round-robin pass
 // over the clients with unscheduled work, taking up to `client_units` units (images) from each,
 // so a client that sends huge requests gets the same share of every batch as one that sends
-// small ones, and a newcomer waits at most one batch of everybody's shares.
+// small ones. A small request (all its client has pending fits in one share) waits at most for
+// the batch in progress: while heavy clients wait too, the small ones get a batch of their own
+// every other batch.
 //
 //   FairQueue queue(options);
 //   if (queue.admit(job) != Admission::kAdmitted) answer "busy";       // memory budget
@@ -13,7 +15,11 @@
 // take() is equivalent to:
 //
 //   active = clients with a job that has unscheduled units, in round-robin order from `cursor`
-//   if |active| == 1: that client may fill the batch (up to max_batch_units); else one pass:
+//   light  = the active clients whose unscheduled units all fit in one share (<= client_units)
+//   if light and heavy clients are active and the last batch was not light-only:
+//     active = light                            // a light-only batch; the next one is a full pass
+//   if |active| == 1 and not light-only: that client may fill the batch (up to max_batch_units);
+//   else one pass:
 //   for client in active:                       // each at most once
 //     share = client_units
 //     for job in client's jobs, oldest first, while share > 0 and the batch has room:
@@ -91,12 +97,14 @@ class FairQueue {
   };
   static bool pending(const FairJob& job) { return job.scheduled < job.units; }
   bool client_pending(const Client& c) const;
+  static std::size_t pending_units(const Client& c);
 
   FairQueueOptions options_;
   std::map<std::string, Client> clients_;
   std::list<std::string> order_;  // round-robin order of the clients in clients_
   std::size_t jobs_ = 0;
   std::size_t bytes_ = 0;
+  bool last_step_light_ = false;  // the last take() served only light clients
 };
 
 }  // namespace spotlight::reward

@@ -36,26 +36,54 @@ FairQueueOptions options(std::size_t client_units, std::size_t max_batch_units) 
   return o;
 }
 
-TEST(FairQueue, ASmallRequestIsInTheNextBatchBesideHugeOnes) {
+TEST(FairQueue, ASmallRequestGetsTheNextBatchToItselfBesideHugeOnes) {
   FairQueue q(options(8, 256));
   for (const char* heavy : {"h1", "h2", "h3", "h4"})
     ASSERT_EQ(q.admit(job(heavy, 5000)), Admission::kAdmitted);
   auto first = q.take();
   EXPECT_EQ(shares(first),
             (std::map<std::string, std::size_t>{{"h1", 8}, {"h2", 8}, {"h3", 8}, {"h4", 8}}));
-  const auto light = job("good", 4);
+  // Two small requests arrive while the first batch is scored: the next batch is theirs alone
+  // (it waits for none of the heavy shares), the one after is the heavy clients' again.
+  const auto light = job("good", 4), other = job("other", 8);
   ASSERT_EQ(q.admit(light), Admission::kAdmitted);
-  const auto second = q.take();
-  EXPECT_EQ(shares(second)["good"], 4u);
-  for (const char* heavy : {"h1", "h2", "h3", "h4"})
-    EXPECT_EQ(shares(second)[heavy], 8u) << heavy;
+  ASSERT_EQ(q.admit(other), Admission::kAdmitted);
+  EXPECT_EQ(shares(q.take()), (std::map<std::string, std::size_t>{{"good", 4}, {"other", 8}}));
+  EXPECT_EQ(light->scheduled, 4u);
+  const auto third = q.take();
+  EXPECT_EQ(shares(third),
+            (std::map<std::string, std::size_t>{{"h1", 8}, {"h2", 8}, {"h3", 8}, {"h4", 8}}));
   // Slices continue where the last one ended.
-  for (const auto& s : second) {
+  for (const auto& s : third) {
     if (s.job->client == "h1") {
       EXPECT_EQ(s.begin, 8u);
     }
   }
-  EXPECT_EQ(light->scheduled, 4u);
+}
+
+// Small requests arriving before every batch never starve the heavy clients: every other batch
+// is a full pass, in which the small ones take their share like everybody else.
+TEST(FairQueue, SmallRequestsGetAtMostEveryOtherBatchToThemselves) {
+  FairQueue q(options(8, 256));
+  const auto heavy = job("heavy", 1000);
+  q.admit(heavy);
+  std::vector<std::shared_ptr<FairJob>> small;
+  std::size_t light_only = 0;
+  for (int round = 0; round < 10; ++round) {
+    small.push_back(job("small-" + std::to_string(round), 4));
+    q.admit(small.back());
+    const auto batch = shares(q.take());
+    if (batch.count("heavy") == 0) {
+      ++light_only;
+    } else {
+      EXPECT_EQ(batch.at("heavy"), 8u) << "round " << round;
+    }
+    for (const auto& s : small) {
+      if (s->scheduled == s->units) q.finish(s);
+    }
+  }
+  EXPECT_EQ(light_only, 5u);
+  EXPECT_EQ(heavy->scheduled, 5u * 8u);
 }
 
 TEST(FairQueue, ALoneClientFillsTheBatchAndKeepsItsOrder) {
