@@ -51,17 +51,23 @@ std::vector<FairQueue::Slice> FairQueue::take() {
     if (client_pending(clients_.at(*it))) active.push_back(it);
   }
   if (active.empty()) return out;
-  // Light clients: all they have pending fits in one share (small requests). While heavy clients
-  // wait too, the light ones get a batch of their own, at most every other batch: a small request
-  // then waits for the batch in progress and its own few images, not for everybody's shares.
-  std::vector<std::list<std::string>::iterator> light;
-  for (const auto& it : active) {
-    if (pending_units(clients_.at(*it)) <= options_.client_units) light.push_back(it);
+  const bool alone = active.size() == 1;
+  if (!alone) {
+    // Every light client (all it has pending fits in one share), and one heavy client's share:
+    // the first heavy client in round-robin order, taken first so that light clients cannot
+    // crowd it out. The other heavy clients keep their places for the next batches.
+    std::vector<std::list<std::string>::iterator> chosen;
+    bool heavy_chosen = false;
+    for (const auto& it : active) {
+      if (pending_units(clients_.at(*it)) <= options_.client_units) continue;
+      if (!heavy_chosen) chosen.push_back(it);
+      heavy_chosen = true;
+    }
+    for (const auto& it : active) {
+      if (pending_units(clients_.at(*it)) <= options_.client_units) chosen.push_back(it);
+    }
+    active = std::move(chosen);
   }
-  const bool light_step = !light.empty() && light.size() < active.size() && !last_step_light_;
-  last_step_light_ = light_step;
-  if (light_step) active = std::move(light);
-  const bool alone = active.size() == 1 && !light_step;
   std::size_t room = options_.max_batch_units;
   std::size_t visited = 0;
   for (const auto& it : active) {

@@ -1,11 +1,12 @@
 #pragma once
 // FairQueue: the reward service's admission control and scheduling (issue #13.4), as plain logic
-// without sockets or threads. Jobs (requests) queue per client; a batch is one round-robin pass
-// over the clients with unscheduled work, taking up to `client_units` units (images) from each,
-// so a client that sends huge requests gets the same share of every batch as one that sends
-// small ones. A small request (all its client has pending fits in one share) waits at most for
-// the batch in progress: while heavy clients wait too, the small ones get a batch of their own
-// every other batch.
+// without sockets or threads. Jobs (requests) queue per client. While several clients wait, a
+// batch holds the whole of what every light client has pending (at most `client_units` units,
+// images, each: small requests) and one share (`client_units`) of one heavy client, the heavy
+// clients taking turns. So a small request waits for the batch in progress and its own, each at
+// most one heavy share beside the small requests, however large the heavy ones are; heavy
+// clients get a share each in turn, and a client that sends huge requests never gets more than
+// one that sends small ones.
 //
 //   FairQueue queue(options);
 //   if (queue.admit(job) != Admission::kAdmitted) answer "busy";       // memory budget
@@ -15,16 +16,14 @@
 // take() is equivalent to:
 //
 //   active = clients with a job that has unscheduled units, in round-robin order from `cursor`
-//   light  = the active clients whose unscheduled units all fit in one share (<= client_units)
-//   if light and heavy clients are active and the last batch was not light-only:
-//     active = light                            // a light-only batch; the next one is a full pass
-//   if |active| == 1 and not light-only: that client may fill the batch (up to max_batch_units);
-//   else one pass:
+//   if |active| == 1: that client may fill the batch (up to max_batch_units)
+//   else: active = [the first heavy client in active, if any] + every light client in active
+//         (light: its unscheduled units all fit in one share, <= client_units)
 //   for client in active:                       // each at most once
-//     share = client_units
+//     share = client_units (the lone client: max_batch_units)
 //     for job in client's jobs, oldest first, while share > 0 and the batch has room:
 //       slice = the next min(share, room, job's unscheduled units) units of job
-//     cursor = the client after it
+//     move client to the back of the round-robin order
 //   stop at max_batch_units units or max_batch_slices slices
 //
 // Budget: a job holds its `bytes` from admit() to finish(); admit() refuses a job that would take
@@ -104,7 +103,6 @@ class FairQueue {
   std::list<std::string> order_;  // round-robin order of the clients in clients_
   std::size_t jobs_ = 0;
   std::size_t bytes_ = 0;
-  bool last_step_light_ = false;  // the last take() served only light clients
 };
 
 }  // namespace spotlight::reward
