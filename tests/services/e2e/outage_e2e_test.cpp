@@ -215,6 +215,19 @@ TEST(RedisOutage, EveryServiceRidesThroughAKillAndAPauseAndTheJobLosesNothing) {
     if (name != "trainer") {
       EXPECT_GE(lost, 2u) << name << " polls Redis and must see both";
     }
+    if (name.starts_with("explorer")) {
+      // An explorer learns that the run finished only from Redis, so it says Redis was restored
+      // before it exits, whether the run ended during the pause or after it.
+      const auto lines = testing::read_lines(log);
+      std::optional<std::size_t> last_restored, finished;
+      for (std::size_t i = 0; i < lines.size(); ++i) {
+        if (lines[i].find("redis restored") != std::string::npos) last_restored = i;
+        if (lines[i].find("run finished") != std::string::npos) finished = i;
+      }
+      EXPECT_TRUE(finished.has_value()) << name << " did not see the run finish";
+      EXPECT_TRUE(finished && last_restored && *last_restored < *finished)
+          << name << " exited before saying Redis was restored";
+    }
   }
 
   // The figures (printed, not asserted: wall times on a shared machine).
