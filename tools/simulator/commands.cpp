@@ -232,10 +232,11 @@ int study_command(const std::vector<std::string>& words) {
   const std::string out_path = a.text("out");
   std::ofstream out(out_path);
   if (!out) throw std::runtime_error("study: cannot write " + out_path);
-  // What the model predicts for DanceGRPO's best-of-N pools (G = 8: an assumed top-4 + bottom-4).
+  // What the model predicts for DanceGRPO's best-of-N pools: it trained on the top 8 and bottom 8
+  // rewards (G = 16) of 16, 64 and 256 images per prompt.
   for (const auto& c : s.calibrations) {
     ClusterOptions bo = s.base;
-    bo.group_size = 8;
+    bo.group_size = 16;
     nlohmann::json line{{"best_of_n", c.name}, {"group_size", bo.group_size}};
     for (const auto& b : best_of_n(c, bo, {16, 64, 256}, 3)) {
       line["pools"].push_back(
