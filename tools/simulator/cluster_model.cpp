@@ -63,13 +63,22 @@ class Cluster {
       adjust_pool();
     }
     start_iteration();
+    // Events at one instant come in short chains (a tick, a plan, the trainer's step); a long
+    // chain without time moving is a loop that would never end.
+    constexpr int kMaxEventsAtOneInstant = 100000;
+    int at_this_instant = 0;
     while (!done_) {
       double next = trainer_event();
       if (uses_spot(mode_)) {
         next = std::min({next, next_tick_, reacquire_at_, next_ready(), drain_event()});
       }
       if (next == kInf) throw std::logic_error("cluster: no next event");
-      if (next > now_) advance(next);
+      if (next > now_) {
+        advance(next);
+        at_this_instant = 0;
+      } else if (++at_this_instant > kMaxEventsAtOneInstant) {
+        throw std::logic_error("cluster: time stopped at " + std::to_string(now_) + " s");
+      }
       if (uses_spot(mode_)) {
         if (now_ >= next_tick_ - kEps) {
           next_tick_ += trace_->gap_seconds;
@@ -121,11 +130,18 @@ class Cluster {
   }
   // When the current block drains at the present rate (an event: the trainer or the idle check
   // may act then).
+  //
+  // Late in a long run (days of simulated time) the clock's resolution is coarser than what
+  // rounding leaves of a block (a drained block can keep a few 1e-9 GPU-seconds): now + left /
+  // ready would round to now, time would stop and the loop spin forever. Such a block drains in
+  // the clock's next tick.
   double drain_event() const {
     if (!block_ || block_->remaining() <= kEps) return kInf;
     if (block_->available_at > now_ + kEps) return block_->available_at;
     const int ready = ready_count();
-    return ready > 0 ? now_ + block_->remaining() / ready : kInf;
+    if (ready <= 0) return kInf;
+    const double at = now_ + block_->remaining() / ready;
+    return at > now_ ? at : std::nextafter(now_, kInf);
   }
 
   void advance(double to) {
