@@ -167,6 +167,7 @@ std::vector<BestOfN> best_of_n(const Calibration& c, const ClusterOptions& shape
   const int base = median_of(plain);
   for (int n : pools) {
     std::vector<int> its;
+    its.reserve(static_cast<std::size_t>(std::max(0, runs)));
     for (int r = 0; r < runs; ++r)
       its.push_back(iterations_to(c.learning, shape, n, c.target_score, 9100 + r, limit));
     BestOfN b;

@@ -50,7 +50,9 @@ std::vector<T> parse_list(const std::string& name, const std::string& text) {
       }
       if (used != item.size()) throw std::invalid_argument(item);
     } catch (const std::exception&) {
-      throw ConfigError("", "option --" + name + ": cannot read '" + item + "'");
+      std::string what = "option --";
+      what.append(name).append(": cannot read '").append(item).append("'");
+      throw ConfigError("", what);
     }
   }
   if (out.empty()) throw ConfigError("", "option --" + name + " is empty");
@@ -157,6 +159,7 @@ std::vector<Trace> load_traces(const std::vector<std::string>& given) {
     std::sort(paths.begin(), paths.end());
   }
   std::vector<Trace> traces;
+  traces.reserve(paths.size());
   for (const auto& p : paths)
     traces.push_back(Trace::load(p));
   if (traces.empty()) throw ConfigError("", "study: no trace");
