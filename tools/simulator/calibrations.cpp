@@ -77,6 +77,7 @@ LearningParams scale_noise(LearningParams params, double from_samples, double to
 int none_iterations(const LearningParams& params, const ClusterOptions& shape, double target,
                     int runs, int limit) {
   std::vector<int> its;
+  its.reserve(static_cast<std::size_t>(std::max(0, runs)));
   for (int r = 0; r < runs; ++r)
     its.push_back(iterations_to(params, shape, 0, target, 9000 + r, limit));
   return median_of(its);
@@ -162,6 +163,7 @@ std::vector<BestOfN> best_of_n(const Calibration& c, const ClusterOptions& shape
   std::vector<BestOfN> out;
   const int limit = 200000;
   std::vector<int> plain;
+  plain.reserve(static_cast<std::size_t>(std::max(0, runs)));
   for (int r = 0; r < runs; ++r)
     plain.push_back(iterations_to(c.learning, shape, 0, c.target_score, 9100 + r, limit));
   const int base = median_of(plain);
