@@ -60,8 +60,7 @@ std::optional<std::string> binary_path() {
 class ExplorerProcess {
  public:
   explicit ExplorerProcess(const std::vector<std::string>& args)
-      : dir_(spotlight::testing::make_temp_dir("spotlight-explorer-e2e")),
-        process_(options(args, dir_.path / "explorer.log")) {}
+      : dir_("spotlight-explorer-e2e"), process_(options(args, dir_.path / "explorer.log")) {}
 
   void signal(int signo) { process_.signal(signo); }
 
@@ -81,15 +80,7 @@ class ExplorerProcess {
     o.log = log;
     return o;
   }
-  struct TempDir {  // removed after the process is gone (members are destroyed in reverse)
-    std::filesystem::path path;
-    ~TempDir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  };
-
-  TempDir dir_;
+  spotlight::testing::TempDir dir_;  // removed after the process is gone
   spotlight::testing::Process process_;
 };
 

@@ -24,8 +24,7 @@ using spotlight::testing::wait_for;
 class PlannerProcess {
  public:
   explicit PlannerProcess(const std::vector<std::string>& args)
-      : dir_{spotlight::testing::make_temp_dir("planner-e2e")},
-        process_(binary(), args, dir_.path / "planner.log") {}
+      : dir_("planner-e2e"), process_(binary(), args, dir_.path / "planner.log") {}
 
   void signal(int signo) { process_.signal(signo); }
 
@@ -41,15 +40,7 @@ class PlannerProcess {
     if (::access(path.c_str(), X_OK) != 0) throw std::runtime_error(path.string() + " not built");
     return path;
   }
-  struct TempDir {  // removed after the process is gone (members are destroyed in reverse)
-    std::filesystem::path path;
-    ~TempDir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  };
-
-  TempDir dir_;
+  spotlight::testing::TempDir dir_;  // removed after the process is gone
   spotlight::testing::Process process_;
 };
 
