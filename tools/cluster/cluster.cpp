@@ -333,7 +333,13 @@ void Cluster::finish(Member& m, const char* how) {
 void Cluster::drain() {
   const auto deadline = Clock::now() + o_.drain_timeout;
   for (auto& m : members_) {
-    if (m->record.role == "trainer" && m->process->running()) return;  // not ended yet
+    if (m->record.role != "trainer") continue;
+    if (m->process->running()) return;  // not ended yet
+    // Planner and explorers exit by themselves only on a finished job: a trainer this cluster
+    // stopped (a stop request, the stop_with process) or one that failed did not finish it.
+    const auto status = m->process->exit_status();
+    const bool stopped = m->record.stopped_by == "sigterm" || m->record.stopped_by == "sigkill";
+    if (stopped || !status || !status->success()) return;
   }
   for (auto& m : members_) {
     const std::string& role = m->record.role;

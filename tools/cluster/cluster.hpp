@@ -22,8 +22,9 @@
 // - Every process's output goes to <run.dir>/logs/<name>.log; names are trainer, planner,
 //   reward, redis, explorer-1..N.
 // - stop() first gives planner and explorers `drain_timeout` to exit by themselves (they do once
-//   the trainer has finished), then SIGTERMs everything left (explorers, planner, reward, redis:
-//   redis flushes its AOF) and SIGKILLs what outlives `grace`. The destructor stops too.
+//   the trainer has finished the job; after a stop request or a failed trainer nobody waits),
+//   then SIGTERMs everything left (explorers, planner, reward, redis: redis flushes its AOF) and
+//   SIGKILLs what outlives `grace`. The destructor stops too.
 // - Not thread-safe: one thread drives a Cluster (and must outlive its processes: they die with
 //   it, PR_SET_PDEATHSIG).
 // - The library is for the launcher binary (spotlight-cluster) and for end-to-end tests and
@@ -123,8 +124,9 @@ class Cluster {
   // trainer is terminated (SIGTERM, grace, SIGKILL). Returns its exit status.
   process::ExitStatus wait_trainer(std::stop_token stop = {});
   // Gives planner, explorers and processes of role "driver" drain_timeout to exit by themselves
-  // once the trainer has ended (they do when the job is finished); stop() does this first. Use
-  // it to read what they recorded in Redis before stop() ends Redis.
+  // once the trainer has finished the job by itself (they exit then); returns at once when the
+  // trainer was stopped or failed. stop() does this first. Use it to read what they recorded in
+  // Redis before stop() ends Redis.
   void drain();
   // Stops every process left (see the contract). Idempotent.
   void stop();

@@ -33,7 +33,7 @@ Flags:
   --manifest FILE          where to write the manifest (default <run.dir>/cluster.json)
   --grace-ms MS            SIGTERM grace before SIGKILL when stopping (default 10000)
   --drain-ms MS            how long planner and explorers may take to exit on their own after
-                           the trainer (default 20000)
+                           the trainer finished the job (default 20000; no wait after a stop)
   --driver COMMAND         a benchmark's harness: a shell command started once the trainer runs
                            (process "driver", on the spot CPUs, stopped first); in COMMAND,
                            {service-args} becomes the services' --config/--set words (endpoints

@@ -83,6 +83,34 @@ TEST(ClusterServices, StartsRedisAndTheServicesPinnedAndStopsThemAfterTheTrainer
   std::filesystem::remove_all(dir);
 }
 
+// Planner and explorers exit by themselves only on a finished job, so after a stop request (a
+// Ctrl-C on the demo) stop() terminates them at once instead of waiting drain_timeout first.
+TEST(ClusterServices, AfterAStopRequestTheServicesAreTerminatedWithoutWaitingForTheDrain) {
+  SPOTLIGHT_REQUIRE_REDIS_SERVER();
+  const auto dir = testing::make_temp_dir("spotlight-cluster-stop");
+  ClusterOptions o;
+  o.bin_dir = testing::write_fake_services(
+      dir / "bin", {.trainer = "exec sleep 600", .services = "exec sleep 600"});
+  o.run.overrides = {"run.dir=" + (dir / "run").string(), "run.id=s", "exploration.mode=async"};
+  o.explorers = 1;
+  o.drain_timeout = 90s;  // waiting for it would show here (the test's timeout is 120 s)
+  o.grace = 5s;
+  o.redis_server = *testing::RedisServer::find_executable();
+  Cluster cluster(o);
+  cluster.start();
+  std::stop_source stop;
+  stop.request_stop();
+  EXPECT_EQ(cluster.wait_trainer(stop.get_token()).signal, SIGTERM);
+  const auto start = std::chrono::steady_clock::now();
+  cluster.stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 60s) << "stop() waited for the drain";
+  const auto manifest = nlohmann::json::parse(read_text(cluster.write_manifest()));
+  for (const auto& p : manifest["processes"]) {
+    EXPECT_EQ(p["stopped_by"], "sigterm") << p.dump();
+  }
+  std::filesystem::remove_all(dir);
+}
+
 // The hooks end-to-end tests use: Redis first and alone (to be written to before any service
 // runs), with more arguments (a password) that the readiness probe logs in through; a reward
 // server of the test's own; each role's environment (its Redis credentials).
