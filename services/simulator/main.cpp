@@ -1,14 +1,18 @@
 // spotlight-sim: the cluster-scale simulator (services/simulator/simulation.hpp).
 //
 //   spotlight-sim [--hardware H100|H200] [--sizes 16,32,64,128] [--seeds 3] [--reserved 32]
-//                 [--kappa K] [--signal std|informative] [--out FILE.md] [TRACE.json ...]
-//   (traces default: deploy/traces/availability_*.json; kappa: how polarised prompts are)
+//                 [--kappa K] [--signal std|informative] [--out FILE.md]
+//                 [--measured RESULTS.json | --estimate] [TRACE.json ...]
+//   (traces default: deploy/traces/availability_*.json; kappa: how polarised prompts are;
+//    t, the per-sample-step time: --measured, else deploy/gpu/<hardware>.json when it exists
+//    (scripts/gpu-check's results), else the FLOP estimate; --estimate forces the estimate)
 #include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -28,7 +32,7 @@ std::vector<int> parse_list(const std::string& text) {
 int usage() {
   std::cerr << "usage: spotlight-sim [--hardware H100|H200] [--sizes 16,32,64,128] [--seeds N] "
                "[--reserved GPUS] [--kappa K] [--signal std|informative] [--max-iterations N] "
-               "[--out FILE.md] [TRACE.json ...]\n";
+               "[--out FILE.md] [--measured RESULTS.json | --estimate] [TRACE.json ...]\n";
   return 2;
 }
 
@@ -42,6 +46,8 @@ int main(int argc, char** argv) {
     StudyOptions o;
     std::string out_path;
     std::vector<std::string> traces;
+    std::optional<std::filesystem::path> measured;
+    bool estimate = false;
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       const auto value = [&]() -> std::string {
@@ -74,6 +80,10 @@ int main(int argc, char** argv) {
           throw std::invalid_argument("--signal must be std or informative");
       } else if (a == "--out") {
         out_path = value();
+      } else if (a == "--measured") {
+        measured = value();
+      } else if (a == "--estimate") {
+        estimate = true;
       } else if (a == "--help" || a == "-h") {
         return usage();
       } else if (!a.empty() && a[0] == '-') {
@@ -83,10 +93,22 @@ int main(int argc, char** argv) {
         traces.push_back(a);
       }
     }
+    const char* src = std::getenv("SPOTLIGHT_SOURCE_DIR");
+    const std::filesystem::path source_dir(src ? src : ".");
+    if (measured && estimate)
+      throw std::invalid_argument("--measured and --estimate exclude each other");
+    if (!measured && !estimate) measured = measured_results_for(o.sim.hardware, source_dir);
+    if (measured) {
+      o.sim.measured_step_time = read_measured_step_time(*measured, o.sim.hardware);
+      o.sim.seconds_per_sample_step = o.sim.measured_step_time->seconds_per_sample_step;
+      std::cerr << "t = " << o.sim.seconds_per_sample_step << " s per sample-step, measured on "
+                << o.sim.measured_step_time->device << " (" << measured->string() << ")\n";
+    } else {
+      std::cerr << "t = " << o.sim.seconds_per_sample_step
+                << " s per sample-step, the FLOP estimate for " << o.sim.hardware << "\n";
+    }
     if (traces.empty()) {
-      const char* src = std::getenv("SPOTLIGHT_SOURCE_DIR");
-      const std::filesystem::path dir =
-          std::filesystem::path(src ? src : ".") / "deploy" / "traces";
+      const std::filesystem::path dir = source_dir / "deploy" / "traces";
       for (const auto& entry : std::filesystem::directory_iterator(dir)) {
         if (entry.path().filename().string().rfind("availability_", 0) == 0)
           traces.push_back(entry.path().string());

@@ -78,6 +78,10 @@ void run_study(const StudyOptions& o, std::ostream& out) {
   out << "# Cluster simulation: " << o.sim.hardware << ", " << o.sim.reserved_gpus
       << " reserved GPUs, spot pools of " << o.spot_sizes.front() << ".." << o.spot_sizes.back()
       << " GPUs\n\n";
+  out << "Per-sample-step time t = " << o.sim.seconds_per_sample_step << " s, "
+      << (o.sim.measured_step_time ? "measured on " + o.sim.measured_step_time->device
+                                   : std::string("the FLOP estimate (not measured)"))
+      << " (see Assumptions).\n\n";
   out << "Baselines (reserved GPUs only; mean of " << o.seeds << " seeds):\n\n";
   out << "| mode | reached | iterations to target | time to target (h) | cost to target | mean "
          "iteration (s) |\n|---|---|---|---|---|---|\n";
@@ -117,11 +121,21 @@ void write_assumptions(std::ostream& out, const SimOptions& o) {
                           (o.rollout_steps + o.train_cost_factor * o.trained_steps) /
                           o.reserved_gpus;
   out << "## Assumptions\n\n";
-  out << "- Hardware " << o.hardware << ": t = " << o.seconds_per_sample_step
-      << " s for one sample at one sampler step on one GPU (a Qwen-Image-like 20B MMDiT at "
-         "1024x1024: 4096 image tokens; 2 x 20e9 x 4096 x 2 (CFG) = 3.3e14 FLOP per step; H100 "
-         "SXM 989 TFLOP/s dense bf16 at 40% utilisation = 0.83 s; H200: the same peak at 45% "
-         "(more HBM bandwidth) = 0.74 s). Estimated, not measured.\n";
+  if (const auto& m = o.measured_step_time) {
+    out << "- Hardware " << o.hardware << ": t = " << o.seconds_per_sample_step
+        << " s for one sample at one sampler step on one GPU, measured on " << m->device
+        << " by scripts/gpu-check at " << m->when << " (" << m->source.filename().string()
+        << "): " << m->basis
+        << ". Measured, not the FLOP estimate (a Qwen-Image-like 20B MMDiT at 1024x1024, "
+           "3.3e14 FLOP per step with CFG: 0.83 s on an H100, 0.74 s on an H200).\n";
+  } else {
+    out << "- Hardware " << o.hardware << ": t = " << o.seconds_per_sample_step
+        << " s for one sample at one sampler step on one GPU (a Qwen-Image-like 20B MMDiT at "
+           "1024x1024: 4096 image tokens; 2 x 20e9 x 4096 x 2 (CFG) = 3.3e14 FLOP per step; H100 "
+           "SXM 989 TFLOP/s dense bf16 at 40% utilisation = 0.83 s; H200: the same peak at 45% "
+           "(more HBM bandwidth) = 0.74 s). Estimated, not measured (no deploy/gpu/"
+        << measured_file_name(o.hardware) << " from scripts/gpu-check).\n";
+  }
   out << "- Trainer: " << o.reserved_gpus << " reserved GPUs; " << o.prompts
       << " prompts x G = " << o.group_size << " per iteration; rollouts " << o.rollout_steps
       << " SDE steps, " << o.trained_steps << " trained steps at " << o.train_cost_factor

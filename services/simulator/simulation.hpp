@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "services/planner/bandit_policy.hpp"
+#include "services/simulator/measured_step_time.hpp"
 #include "services/simulator/trace.hpp"
 
 namespace spotlight::simulator {
@@ -50,13 +51,15 @@ inline planner::BanditOptions default_bandit() {
 
 struct SimOptions {
   std::string hardware = "H100";
-  double seconds_per_sample_step = 0.83;  // t
-  int reserved_gpus = 32;                 // R (trainer)
-  int prompts = 32;                       // P
-  int group_size = 16;                    // G
-  int rollout_steps = 10;                 // S_roll (SDE rollouts)
-  int trained_steps = 9;                  // S_train (all but the last)
-  double train_cost_factor = 3.0;         // forward + backward of a trained step / forward
+  double seconds_per_sample_step = 0.83;  // t: the FLOP estimate (write_assumptions derives it)
+  // Set when t comes from a GPU measurement (scripts/gpu-check) instead of the estimate.
+  std::optional<MeasuredStepTime> measured_step_time;
+  int reserved_gpus = 32;          // R (trainer)
+  int prompts = 32;                // P
+  int group_size = 16;             // G
+  int rollout_steps = 10;          // S_roll (SDE rollouts)
+  int trained_steps = 9;           // S_train (all but the last)
+  double train_cost_factor = 3.0;  // forward + backward of a trained step / forward
   // sync exploration: a fixed arm on the trainer
   int sync_candidates = 32;
   int sync_steps = 10;

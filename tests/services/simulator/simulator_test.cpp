@@ -45,7 +45,7 @@ TEST(MemoryLeaseQueue, KeepsTheLeaseContract) {
   auto b = q.lease("x", 5, std::chrono::milliseconds(0));
   ASSERT_EQ(b.size(), 1u);
   EXPECT_TRUE(q.release(b[0]));  // re-deliverable at once, not counted
-  EXPECT_FALSE(q.extend(b[0]));   // and no longer held by x
+  EXPECT_FALSE(q.extend(b[0]));  // and no longer held by x
   EXPECT_TRUE(q.reclaim_from("x", "reaper", 10).empty());
   auto again = q.reclaim("y", o.lease_timeout, 10);
   ASSERT_EQ(again.size(), 1u);
