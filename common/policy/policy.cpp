@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "common/model/autocast.hpp"
 #include "common/model/safetensors.hpp"
 
 namespace spotlight::policy {
@@ -28,6 +29,12 @@ Policy::Policy(const PolicyOptions& options, const task::TaskOptions& task) : op
   torch::manual_seed(options.init_seed);
   model_ = model::MMDiT(model_options);
   model_->to(torch::Device(options.device), parse_dtype(options.dtype));
+  const auto autocast = model::parse_autocast(options.autocast);
+  if (autocast && parse_dtype(options.dtype) != at::kFloat) {
+    throw std::invalid_argument("policy: autocast " + options.autocast +
+                                " needs float32 parameters, not " + options.dtype);
+  }
+  model_->set_autocast(autocast);
 }
 
 at::TensorOptions Policy::tensor_options() const {

@@ -12,6 +12,9 @@ struct PolicyOptions {
   std::string device = "cpu";     // "cpu", "cuda", "cuda:1", ...
   std::string dtype = "float32";  // "float32" or "bfloat16"
   uint64_t init_seed = 0;         // weights initialisation
+  // "none" or "bfloat16": the DiT forward's matrix products under bf16 autocast, parameters and
+  // the sampler in fp32 (model::AutocastGuard). Needs dtype float32.
+  std::string autocast = "none";
 };
 
 }  // namespace spotlight::policy

@@ -37,10 +37,15 @@ const config::Schema& run_schema() {
           .at_least(0),
       Entry::integer("run.threads", 0, "Intra-op CPU threads (0: LibTorch's default).").at_least(0),
       Entry::string("model.preset", "tiny", "Model size preset.")
-          .one_of({"micro", "mini", "tiny", "small", "base"}),
+          .one_of({"micro", "mini", "tiny", "small", "base", "qwen-image-like"}),
       Entry::string("model.device", "cpu", "Device of every tensor: cpu, cuda, cuda:N."),
       Entry::string("model.dtype", "float32", "Parameter and activation dtype.")
           .one_of({"float32", "bfloat16"}),
+      Entry::string("model.autocast", "none",
+                    "bfloat16: the DiT forward's matrix products in bf16 under autocast, the "
+                    "parameters, sampler and log-probabilities in fp32 (needs model.dtype "
+                    "float32); none: all in model.dtype.")
+          .one_of({"none", "bfloat16"}),
       Entry::integer("model.init_seed", 0, "Seed of the weight initialisation.").at_least(0),
       Entry::string("model.base", "",
                     "Base checkpoint (safetensors) to start RL from; empty: fresh weights."),
@@ -102,6 +107,23 @@ const config::Schema& run_schema() {
           .at_least(0),
       Entry::integer("audit.prompts", 4, "Prompts re-scored by the staleness audit.")
           .range(1, 4096),
+      // spotlight-trainer bench (services/trainer/bench.hpp).
+      Entry::integer("bench.batch", 64, "bench: samples per forward and per sampler batch.")
+          .range(1, 65536),
+      Entry::real("bench.seconds", 2.0, "bench: measure each phase for at least this long.")
+          .range(0.01, 3600),
+      Entry::integer("bench.hidden", 0,
+                     "bench: build the model this wide (same head size); 0: the preset's width.")
+          .range(0, 65536),
+      Entry::integer("bench.depth", 0,
+                     "bench: build this many joint blocks; 0: the preset's depth. The report adds "
+                     "the preset's forward time at the measured FLOP rate.")
+          .range(0, 1000),
+      Entry::integer("bench.matmul_size", 0,
+                     "bench: n of the n x n x n peak matrix product; 0: 8192 on CUDA, 1024 on CPU.")
+          .range(0, 65536),
+      Entry::boolean("bench.sampler", true, "bench: also measure the sampler."),
+      Entry::string("bench.output", "", "bench: also write the JSON report to this file."),
       Entry::string("run.id", "default",
                     "Run id: every Redis key of the run is under spotlight:<run.id>.")
           .non_empty(),
@@ -221,6 +243,12 @@ policy::PolicyOptions policy_options(const config::Config& c) {
   o.preset = c.get_string("model.preset");
   o.device = c.get_string("model.device");
   o.dtype = c.get_string("model.dtype");
+  o.autocast = c.get_string("model.autocast");
+  if (o.autocast != "none" && o.dtype != "float32") {
+    throw config::ConfigError("model.autocast", "config: 'model.autocast' " + o.autocast +
+                                                    " needs model.dtype float32, got " + o.dtype +
+                                                    " (in " + c.origin("model.dtype") + ")");
+  }
   o.init_seed = c.get<uint64_t>("model.init_seed");
   return o;
 }
