@@ -306,67 +306,12 @@ int run_eval(const config::Config& c) {
 
 int run_bench(const config::Config& c) {
   apply_threads(c);
-  using Clock = std::chrono::steady_clock;
-  torch::NoGradGuard no_grad;
-  auto seconds = [](Clock::time_point s) {
-    return std::chrono::duration<double>(Clock::now() - s).count();
-  };
-  // Reference: this machine's sgemm, measured in the same run.
-  const int64_t n = 1024;
-  auto a = torch::randn({n, n}), b = torch::randn({n, n});
-  torch::mm(a, b);
-  int reps = 0;
-  auto start = Clock::now();
-  while (seconds(start) < 1.0 || reps < 3) {
-    torch::mm(a, b);
-    ++reps;
+  const std::string json = to_json(run_benchmark(bench_options(c)));
+  std::cout << json << std::endl;
+  if (const fs::path out = c.get_string("bench.output"); !out.empty()) {
+    if (out.has_parent_path()) fs::create_directories(out.parent_path());
+    std::ofstream(out) << json << "\n";
   }
-  const double sgemm_gflops = 2.0 * n * n * n * reps / seconds(start) / 1e9;
-
-  policy::Policy policy(policy_options(c), task_options(c));
-  load_base(policy, c);
-  auto& model = policy.model();
-  const auto& m = policy.model_options();
-  const int64_t batch = 64;
-  std::vector<task::Prompt> prompts = task::validation_prompts(policy.task_options(), batch);
-  auto tokens = policy.tokens(prompts);
-  auto x =
-      torch::randn({batch, m.channels(), m.image_size(), m.image_size()}, policy.tensor_options());
-  auto t = torch::full({batch}, 0.5, policy.tensor_options());
-  model->forward(x, t, tokens);
-  reps = 0;
-  start = Clock::now();
-  while (seconds(start) < 2.0 || reps < 3) {
-    model->forward(x, t, tokens);
-    ++reps;
-  }
-  const double forward_seconds = seconds(start) / reps;
-  const double forward_gflops = 2.0 * m.macs_per_sample() * batch / forward_seconds / 1e9;
-
-  std::vector<uint64_t> seeds(batch);
-  std::iota(seeds.begin(), seeds.end(), 0);
-  sampler::SamplerOptions sampling;
-  sampling.steps = c.get<int>("sampler.steps");
-  sampling.noise_level = c.get_double("sampler.noise_level");
-  policy.sample(prompts, seeds, sampling, static_cast<int>(batch));
-  reps = 0;
-  start = Clock::now();
-  while (seconds(start) < 2.0 || reps < 2) {
-    policy.sample(prompts, seeds, sampling, static_cast<int>(batch));
-    ++reps;
-  }
-  const double images_per_second = static_cast<double>(batch) * reps / seconds(start);
-  Json out{{"threads", torch::get_num_threads()},
-           {"sgemm_gflops", sgemm_gflops},
-           {"forward_batch", batch},
-           {"forward_ms", forward_seconds * 1e3},
-           {"forward_gflops", forward_gflops},
-           {"forward_fraction_of_sgemm", forward_gflops / sgemm_gflops},
-           {"sampler_steps", sampling.steps},
-           {"sampler_images_per_second", images_per_second},
-           {"preset", c.get_string("model.preset")},
-           {"macs_per_sample", m.macs_per_sample()}};
-  std::cout << out.dump(2) << std::endl;
   return 0;
 }
 

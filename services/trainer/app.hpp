@@ -3,7 +3,7 @@
 //   pretrain  flow-matching pretraining of the base model -> <run.dir>/base.safetensors
 //   train     GRPO post-training (exploration.mode none|sync|async), resumes from checkpoints
 //   eval      validation score of a checkpoint (model.base)
-//   bench     sampler throughput and the DiT forward's share of measured sgemm FLOP/s
+//   bench     matmul peak, the DiT forward's FLOP/s and share of it, sampler throughput (bench.hpp)
 // Each returns a process exit code.
 
 #include "common/config/config.hpp"

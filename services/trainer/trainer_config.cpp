@@ -58,4 +58,18 @@ GrpoOptions grpo_options(const config::Config& c) {
   return o;
 }
 
+BenchOptions bench_options(const config::Config& c) {
+  BenchOptions o;
+  o.policy = run::policy_options(c);
+  o.base = c.get_string("model.base");
+  o.hidden = c.get_int("bench.hidden");
+  o.depth = c.get_int("bench.depth");
+  o.batch = c.get_int("bench.batch");
+  o.seconds = c.get_double("bench.seconds");
+  o.matmul_size = c.get_int("bench.matmul_size");
+  o.sampler = c.get_bool("bench.sampler");
+  o.sampling = run::sampler_options(c);
+  return o;
+}
+
 }  // namespace spotlight::trainer
