@@ -1,9 +1,13 @@
 # Helpers shared by every component.
 
 # Warnings and sanitizers for our own targets (not for third-party code).
+# Includes are written from the repository root ("common/bus/publisher.hpp"), so every target has
+# the root as a PRIVATE include directory: nothing is handed on through linking. Which module may
+# include or link which is deploy/architecture.json's to say; architecture_test checks both the
+# #include graph and the target graph against it.
 function(spotlight_target_defaults target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
-  target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_include_directories(${target} PRIVATE ${PROJECT_SOURCE_DIR})
   if(SPOTLIGHT_SANITIZE)
     target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer)
     target_link_options(${target} PUBLIC -fsanitize=address,undefined)
@@ -19,13 +23,19 @@ function(spotlight_use_torch target)
   endif()
 endfunction()
 
-# spotlight_add_library(name SOURCES ... [LIBS ...] [TORCH])
+# spotlight_add_library(name SOURCES ... [LIBS ...] [PUBLIC_LIBS ...] [TORCH])
+# LIBS are linked PRIVATE (what the .cpp files use); PUBLIC_LIBS only those a public header of the
+# library includes, so that its users compile against them too. TORCH links LibTorch PUBLIC (the
+# headers pass tensors) and shares the precompiled header.
 function(spotlight_add_library name)
-  cmake_parse_arguments(ARG "TORCH" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "TORCH" "" "SOURCES;LIBS;PUBLIC_LIBS" ${ARGN})
   add_library(${name} STATIC ${ARG_SOURCES})
   spotlight_target_defaults(${name})
+  if(ARG_PUBLIC_LIBS)
+    target_link_libraries(${name} PUBLIC ${ARG_PUBLIC_LIBS})
+  endif()
   if(ARG_LIBS)
-    target_link_libraries(${name} PUBLIC ${ARG_LIBS})
+    target_link_libraries(${name} PRIVATE ${ARG_LIBS})
   endif()
   if(ARG_TORCH)
     spotlight_use_torch(${name})

@@ -1,30 +1,23 @@
 #pragma once
-// Errors of the notice bus (and of the CURVE helpers the RPC layer shares). A receive that times
-// out is not an error: it returns std::nullopt.
+// Errors of the notice bus. A receive that times out is not an error: it returns std::nullopt.
 //
-//   BusError              base; a socket could not be set up or used (bind/connect failed, bad
-//   |                     endpoint, the publisher's I/O thread died). what() names the endpoint.
-//   +- CurveError         CURVE was requested but libzmq lacks it, or a key / key file is invalid.
-//   |                     what() names the file or the option.
+//   BusError              = zmqio::SocketError (common/zmq/errors.hpp): a socket could not be set
+//   |                     up or used (bind/connect failed, bad endpoint, the publisher's I/O
+//   |                     thread died). what() names the endpoint.
+//   +- CurveError         = zmqio::CurveError: CURVE requested but unavailable, or a bad key.
 //   +- MessageTooLarge    a frame to publish exceeds the configured max_message_size.
 //   +- InvalidTopic       empty topic, or one starting with byte 0xFF (reserved for control;
 //                         UTF-8 never contains it).
 
 #include <cstddef>
-#include <stdexcept>
 #include <string>
+
+#include "common/zmq/errors.hpp"
 
 namespace spotlight::bus {
 
-class BusError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-class CurveError : public BusError {
- public:
-  using BusError::BusError;
-};
+using BusError = zmqio::SocketError;
+using CurveError = zmqio::CurveError;
 
 class MessageTooLarge : public BusError {
  public:

@@ -11,11 +11,15 @@
 
 #include <zmq_addon.hpp>
 
-#include "common/bus/detail/zmq_support.hpp"
+#include "common/bus/detail/framing.hpp"
 #include "common/bus/errors.hpp"
+#include "common/zmq/socket.hpp"
 
 namespace spotlight::bus {
 namespace {
+
+// Bound on how long a caller waits for the I/O thread to take a command.
+constexpr std::chrono::milliseconds kCommandTimeout{10000};
 
 // Commands from callers to the I/O thread over an inproc PAIR: [kind][arguments...].
 //   kPublish: [topic][version][payload]
@@ -46,7 +50,7 @@ struct Publisher::Impl {
   void check_alive() const;
 
   PublisherOptions options;
-  const std::string instance_id = detail::random_hex(8);
+  const std::string instance_id = zmqio::random_hex(8);
 
   // Owned by the I/O thread once it runs.
   zmq::socket_t xpub;
@@ -69,19 +73,19 @@ struct Publisher::Impl {
 
 Publisher::Impl::Impl(PublisherOptions opts)
     : options(std::move(opts)),
-      xpub(detail::context(), zmq::socket_type::xpub),
-      cmd_in(detail::context(), zmq::socket_type::pair),
-      cmd_out(detail::context(), zmq::socket_type::pair) {
-  detail::apply_curve(xpub, options.curve, "publisher");
-  detail::apply_max_message_size(xpub, options.max_message_size, "publisher");
+      xpub(zmqio::context(), zmq::socket_type::xpub),
+      cmd_in(zmqio::context(), zmq::socket_type::pair),
+      cmd_out(zmqio::context(), zmq::socket_type::pair) {
+  zmqio::apply_curve(xpub, options.curve, "publisher");
+  zmqio::apply_max_message_size(xpub, options.max_message_size, "publisher");
   xpub.set(zmq::sockopt::sndhwm, options.send_high_water_mark);
-  detail::apply_handshake_timeout(xpub, options.handshake_timeout, "publisher");
-  monitor = detail::monitor_handshake_failures(xpub, "publisher");
+  zmqio::apply_handshake_timeout(xpub, options.handshake_timeout, "publisher");
+  monitor = zmqio::monitor_handshake_failures(xpub, "publisher");
 
-  const std::string inproc = "inproc://spotlight.bus.publisher." + detail::random_hex(8);
+  const std::string inproc = "inproc://spotlight.bus.publisher." + zmqio::random_hex(8);
   cmd_in.bind(inproc);
   cmd_out.connect(inproc);
-  cmd_out.set(zmq::sockopt::sndtimeo, static_cast<int>(detail::kCommandTimeout.count()));
+  cmd_out.set(zmq::sockopt::sndtimeo, static_cast<int>(kCommandTimeout.count()));
   cmd_out.set(zmq::sockopt::linger, 0);
   io = std::thread([this] { io_loop(); });
 }
@@ -108,7 +112,7 @@ void Publisher::Impl::send_command(std::vector<zmq::message_t>& parts) {
   std::lock_guard lock(cmd_mutex);
   if (!zmq::send_multipart(cmd_out, parts)) {
     throw BusError("publisher: I/O thread did not take a command within " +
-                   std::to_string(detail::kCommandTimeout.count()) + " ms");
+                   std::to_string(kCommandTimeout.count()) + " ms");
   }
 }
 
@@ -129,9 +133,9 @@ std::string Publisher::Impl::sync_command(Command kind, const std::string& endpo
     delete ptr;
     throw;
   }
-  if (done.wait_for(detail::kCommandTimeout) != std::future_status::ready) {
+  if (done.wait_for(kCommandTimeout) != std::future_status::ready) {
     throw BusError("publisher: I/O thread did not answer " + endpoint + " within " +
-                   std::to_string(detail::kCommandTimeout.count()) + " ms");
+                   std::to_string(kCommandTimeout.count()) + " ms");
   }
   return done.get();
 }
@@ -149,7 +153,7 @@ void Publisher::Impl::io_loop() {
         throw;
       }
       if (items[2].revents & ZMQ_POLLIN) {
-        handshake_failures.fetch_add(detail::count_handshake_failures(monitor),
+        handshake_failures.fetch_add(zmqio::count_handshake_failures(monitor),
                                      std::memory_order_relaxed);
       }
       if (items[1].revents & ZMQ_POLLIN) drain_subscriptions();
@@ -159,7 +163,7 @@ void Publisher::Impl::io_loop() {
     std::lock_guard lock(state_mutex);
     failure = e.what();
   }
-  detail::stop_monitor(xpub);
+  zmqio::stop_monitor(xpub);
   monitor.close();
   xpub.set(zmq::sockopt::linger, static_cast<int>(options.linger.count()));
   xpub.close();
@@ -192,14 +196,14 @@ bool Publisher::Impl::drain_commands() {
         const std::string endpoint = parts[1].to_string();
         try {
           if (kind == Command::kBind) {
-            std::string resolved = detail::bind(xpub, endpoint, "publisher");
+            std::string resolved = zmqio::bind(xpub, endpoint, "publisher");
             {
               std::lock_guard lock(state_mutex);
               endpoints.push_back(resolved);
             }
             result->set_value(std::move(resolved));
           } else {
-            detail::connect(xpub, endpoint, "publisher");
+            zmqio::connect(xpub, endpoint, "publisher");
             result->set_value(endpoint);
           }
         } catch (...) {
@@ -225,7 +229,7 @@ void Publisher::Impl::drain_subscriptions() {
     if (topic.starts_with(detail::kAckTopicPrefix)) {
       if (parsed->subscribe) {
         xpub.send(zmq::buffer(topic), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
-        xpub.send(zmq::buffer(detail::encode_u64(0)),
+        xpub.send(zmq::buffer(zmqio::encode_u64(0)),
                   zmq::send_flags::sndmore | zmq::send_flags::dontwait);
         xpub.send(zmq::buffer(instance_id), zmq::send_flags::dontwait);
       }
@@ -271,7 +275,7 @@ void Publisher::publish(std::string_view topic, std::uint64_t version, std::stri
   std::vector<zmq::message_t> parts;
   parts.push_back(kind_frame(Command::kPublish));
   parts.emplace_back(topic.data(), topic.size());
-  const std::string v = detail::encode_u64(version);
+  const std::string v = zmqio::encode_u64(version);
   parts.emplace_back(v.data(), v.size());
   parts.emplace_back(payload.data(), payload.size());
   impl_->send_command(parts);

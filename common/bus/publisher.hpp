@@ -23,21 +23,22 @@
 #include <string_view>
 #include <vector>
 
-#include "common/bus/curve.hpp"
 #include "common/bus/options.hpp"
+#include "common/zmq/curve.hpp"
+#include "common/zmq/options.hpp"
 
 namespace spotlight::bus {
 
 struct PublisherOptions {
-  CurveOptions curve;  // usually curve.server on the side that binds
+  zmqio::CurveOptions curve;  // usually curve.server on the side that binds
   // Largest topic or payload frame publish() accepts (MessageTooLarge otherwise), and the largest
-  // frame accepted from subscribers (ZMQ_MAXMSGSIZE). At least kMinMaxMessageSize; negative:
+  // frame accepted from subscribers (ZMQ_MAXMSGSIZE). At least zmqio::kMinMaxMessageSize; negative:
   // unlimited. Keep it <= the subscribers' limit: they drop the connection on a larger frame.
   std::int64_t max_message_size = kDefaultMaxMessageSize;
   int send_high_water_mark = kDefaultHighWaterMark;  // ZMQ_SNDHWM: notices queued per subscriber
   // Peers that do not complete the ZMTP/CURVE handshake in this time are dropped (counted in
   // handshake_failures). > 0.
-  std::chrono::milliseconds handshake_timeout = kDefaultHandshakeTimeout;
+  std::chrono::milliseconds handshake_timeout = zmqio::kDefaultHandshakeTimeout;
   std::chrono::milliseconds linger = kDefaultLinger;  // flush time after destruction
 };
 

@@ -10,8 +10,9 @@
 
 #include <zmq_addon.hpp>
 
-#include "common/bus/detail/zmq_support.hpp"
+#include "common/bus/detail/framing.hpp"
 #include "common/bus/errors.hpp"
+#include "common/zmq/socket.hpp"
 
 namespace spotlight::bus {
 
@@ -30,7 +31,7 @@ struct Subscriber::Impl {
 
   SubscriberOptions options;
   zmq::socket_t socket;
-  const std::string id = detail::random_hex(8);
+  const std::string id = zmqio::random_hex(8);
   // Receives ZMQ_EVENT_DISCONNECTED of `socket`. libzmq reconnects after an ordinary connection
   // loss but gives an endpoint up for good after a protocol error (e.g. a frame above
   // ZMQ_MAXMSGSIZE); re-connecting every lost endpoint ourselves covers both.
@@ -51,10 +52,10 @@ struct Subscriber::Impl {
 
 Subscriber::Impl::Impl(SubscriberOptions opts)
     : options(std::move(opts)),
-      socket(detail::context(), zmq::socket_type::sub),
-      monitor(detail::context(), zmq::socket_type::pair) {
-  detail::apply_curve(socket, options.curve, "subscriber");
-  detail::apply_max_message_size(socket, options.max_message_size, "subscriber");
+      socket(zmqio::context(), zmq::socket_type::sub),
+      monitor(zmqio::context(), zmq::socket_type::pair) {
+  zmqio::apply_curve(socket, options.curve, "subscriber");
+  zmqio::apply_max_message_size(socket, options.max_message_size, "subscriber");
   socket.set(zmq::sockopt::rcvhwm, options.receive_high_water_mark);
   socket.set(zmq::sockopt::linger, 0);
   socket.set(zmq::sockopt::reconnect_ivl, static_cast<int>(options.reconnect_interval.count()));
@@ -116,7 +117,7 @@ bool Subscriber::Impl::pump(std::chrono::steady_clock::duration timeout) {
   zmq::pollitem_t items[] = {{socket.handle(), 0, ZMQ_POLLIN, 0},
                              {monitor.handle(), 0, ZMQ_POLLIN, 0}};
   try {
-    if (zmq::poll(items, 2, detail::poll_timeout(timeout)) == 0) return false;
+    if (zmq::poll(items, 2, zmqio::poll_timeout(timeout)) == 0) return false;
   } catch (const zmq::error_t& e) {
     if (e.num() == EINTR) return false;
     throw BusError(std::string("subscriber: poll: ") + e.what());
@@ -165,12 +166,12 @@ Subscriber::Subscriber(SubscriberOptions options)
 Subscriber::~Subscriber() = default;
 
 void Subscriber::connect(const std::string& endpoint) {
-  detail::connect(impl_->socket, endpoint, "subscriber");
+  zmqio::connect(impl_->socket, endpoint, "subscriber");
   impl_->connected.push_back(endpoint);
 }
 
 std::string Subscriber::bind(const std::string& endpoint) {
-  return detail::bind(impl_->socket, endpoint, "subscriber");
+  return zmqio::bind(impl_->socket, endpoint, "subscriber");
 }
 
 void Subscriber::subscribe(std::string_view topic) {

@@ -25,17 +25,18 @@
 #include <string>
 #include <string_view>
 
-#include "common/bus/curve.hpp"
 #include "common/bus/notice.hpp"
 #include "common/bus/options.hpp"
+#include "common/zmq/curve.hpp"
+#include "common/zmq/options.hpp"
 
 namespace spotlight::bus {
 
 struct SubscriberOptions {
-  CurveOptions curve;  // usually curve.client on the side that connects
+  zmqio::CurveOptions curve;  // usually curve.client on the side that connects
   // ZMQ_MAXMSGSIZE: a publisher that sends a larger frame is disconnected; the oversized notice
   // and whatever was in flight are lost, then the subscriber reconnects (during receive() or
-  // wait_live()). At least kMinMaxMessageSize; negative: unlimited.
+  // wait_live()). At least zmqio::kMinMaxMessageSize; negative: unlimited.
   std::int64_t max_message_size = kDefaultMaxMessageSize;
   int receive_high_water_mark = kDefaultHighWaterMark;  // ZMQ_RCVHWM
   // Pause between reconnects of one endpoint (also ZMQ_RECONNECT_IVL).

@@ -8,11 +8,11 @@
 
 #include <zmq_addon.hpp>
 
-#include "common/bus/detail/zmq_support.hpp"
-#include "common/bus/errors.hpp"
-#include "common/bus/options.hpp"
 #include "common/rpc/detail/protocol.hpp"
 #include "common/rpc/errors.hpp"
+#include "common/zmq/errors.hpp"
+#include "common/zmq/options.hpp"
+#include "common/zmq/socket.hpp"
 
 namespace spotlight::rpc {
 
@@ -30,7 +30,7 @@ struct RpcClient::Impl {
 
   std::mutex mutex;  // serializes calls; guards socket and next_id
   std::optional<zmq::socket_t> socket;
-  std::uint64_t next_id = bus::detail::random_u64();
+  std::uint64_t next_id = zmqio::random_u64();
 
   std::atomic<std::uint64_t> calls{0};
   std::atomic<std::uint64_t> attempts{0};
@@ -46,24 +46,24 @@ RpcClient::Impl::Impl(std::string ep, RpcClientOptions o)
   if (endpoint.empty()) throw RpcError("rpc client: endpoint is empty");
   if (options.timeout.count() <= 0) throw RpcError("rpc client: timeout must be > 0");
   if (options.retries < 0) throw RpcError("rpc client: retries must be >= 0");
-  if (options.max_message_size >= 0 && options.max_message_size < bus::kMinMaxMessageSize) {
+  if (options.max_message_size >= 0 && options.max_message_size < zmqio::kMinMaxMessageSize) {
     throw RpcError("rpc client: max_message_size must be >= " +
-                   std::to_string(bus::kMinMaxMessageSize) + " or negative (unlimited)");
+                   std::to_string(zmqio::kMinMaxMessageSize) + " or negative (unlimited)");
   }
   // Fail on bad CURVE options now rather than at the first call.
-  zmq::socket_t probe(bus::detail::context(), zmq::socket_type::dealer);
-  bus::detail::apply_curve(probe, options.curve, "rpc client");
+  zmq::socket_t probe(zmqio::context(), zmq::socket_type::dealer);
+  zmqio::apply_curve(probe, options.curve, "rpc client");
   probe.set(zmq::sockopt::linger, 0);
 }
 
 void RpcClient::Impl::open() {
-  zmq::socket_t s(bus::detail::context(), zmq::socket_type::dealer);
+  zmq::socket_t s(zmqio::context(), zmq::socket_type::dealer);
   s.set(zmq::sockopt::linger, 0);  // a closed socket's unsent requests are abandoned
-  bus::detail::apply_curve(s, options.curve, "rpc client");
-  bus::detail::apply_max_message_size(s, options.max_message_size, "rpc client");
+  zmqio::apply_curve(s, options.curve, "rpc client");
+  zmqio::apply_max_message_size(s, options.max_message_size, "rpc client");
   try {
-    bus::detail::connect(s, endpoint, "rpc client");
-  } catch (const bus::BusError& e) {
+    zmqio::connect(s, endpoint, "rpc client");
+  } catch (const zmqio::SocketError& e) {
     throw RpcError(e.what());
   }
   socket.emplace(std::move(s));
@@ -76,7 +76,7 @@ std::optional<std::pair<detail::ReplyHeader, std::string>> RpcClient::Impl::awai
     if (remaining <= Clock::duration::zero()) return std::nullopt;
     zmq::pollitem_t item{socket->handle(), 0, ZMQ_POLLIN, 0};
     try {
-      if (zmq::poll(&item, 1, bus::detail::poll_timeout(remaining)) == 0) continue;
+      if (zmq::poll(&item, 1, zmqio::poll_timeout(remaining)) == 0) continue;
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR) continue;
       throw RpcError(std::string("rpc client: poll: ") + e.what());

@@ -28,8 +28,8 @@
 #include <string>
 #include <string_view>
 
-#include "common/bus/curve.hpp"
 #include "common/rpc/options.hpp"
+#include "common/zmq/curve.hpp"
 
 namespace spotlight::rpc {
 
@@ -41,7 +41,7 @@ struct RpcClientOptions {
   int retries = kDefaultCallRetries;  // attempts after the first times out, >= 0
   // ZMQ_MAXMSGSIZE for replies: a larger one drops the connection. Negative: unlimited.
   std::int64_t max_message_size = kDefaultRpcMaxMessageSize;
-  bus::CurveOptions curve;  // usually curve.client
+  zmqio::CurveOptions curve;  // usually curve.client
 };
 
 struct RpcClientCounters {
@@ -57,7 +57,7 @@ struct RpcClientCounters {
 class RpcClient {
  public:
   // Does not connect yet (the first call does). Throws RpcError naming a bad option,
-  // bus::CurveError for CURVE problems.
+  // zmqio::CurveError for CURVE problems.
   explicit RpcClient(std::string endpoint, RpcClientOptions options = {});
   ~RpcClient();
   RpcClient(const RpcClient&) = delete;

@@ -6,7 +6,7 @@
 //   |                   executed the request: handlers must be idempotent)
 //   +- RpcRemoteError   the server answered with an error status (handler failure, malformed or
 //                       oversized request); not retried
-// CURVE problems are bus::CurveError (common/bus/errors.hpp).
+// CURVE problems are zmqio::CurveError (common/bus/errors.hpp).
 
 #include <chrono>
 #include <cstdint>

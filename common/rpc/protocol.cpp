@@ -1,6 +1,6 @@
 #include "common/rpc/detail/protocol.hpp"
 
-#include "common/bus/detail/framing.hpp"
+#include "common/zmq/framing.hpp"
 
 namespace spotlight::rpc {
 
@@ -21,14 +21,14 @@ std::string_view to_string(RpcStatus status) {
 namespace detail {
 
 std::string encode_request_header(std::uint64_t id) {
-  return std::string(1, static_cast<char>(kProtocolVersion)) + bus::detail::encode_u64(id);
+  return std::string(1, static_cast<char>(kProtocolVersion)) + zmqio::encode_u64(id);
 }
 
 std::optional<std::uint64_t> decode_request_header(std::string_view header) {
   if (header.size() != 9 || static_cast<std::uint8_t>(header[0]) != kProtocolVersion) {
     return std::nullopt;
   }
-  return bus::detail::decode_u64(header.substr(1));
+  return zmqio::decode_u64(header.substr(1));
 }
 
 std::string encode_reply_header(std::uint64_t id, RpcStatus status) {
@@ -45,7 +45,7 @@ std::optional<ReplyHeader> decode_reply_header(std::string_view header) {
 
 ParsedRequest parse_request(std::span<const std::string_view> frames,
                             std::size_t max_request_bytes) {
-  using bus::detail::FrameReject;
+  using zmqio::FrameReject;
   ParsedRequest out;
   if (frames.size() >= 2) out.id = decode_request_header(frames[1]);
   const auto reject = [&](FrameReject why, RpcStatus status, std::string error) {

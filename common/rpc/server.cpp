@@ -6,11 +6,11 @@
 
 #include <zmq_addon.hpp>
 
-#include "common/bus/detail/zmq_support.hpp"
-#include "common/bus/errors.hpp"
-#include "common/bus/options.hpp"
 #include "common/rpc/detail/protocol.hpp"
 #include "common/rpc/errors.hpp"
+#include "common/zmq/errors.hpp"
+#include "common/zmq/options.hpp"
+#include "common/zmq/socket.hpp"
 
 namespace spotlight::rpc {
 
@@ -44,12 +44,12 @@ struct RpcServer::Impl {
   std::atomic<std::uint64_t> rejected_too_large{0};
   std::atomic<std::uint64_t> rejected_handshake{0};
 
-  void count_reject(bus::detail::FrameReject why);
-  ~Impl() { bus::detail::stop_monitor(router); }
+  void count_reject(zmqio::FrameReject why);
+  ~Impl() { zmqio::stop_monitor(router); }
 };
 
-void RpcServer::Impl::count_reject(bus::detail::FrameReject why) {
-  using bus::detail::FrameReject;
+void RpcServer::Impl::count_reject(zmqio::FrameReject why) {
+  using zmqio::FrameReject;
   switch (why) {
     case FrameReject::kFrameCount:
       ++rejected_frame_count;
@@ -70,33 +70,33 @@ void RpcServer::Impl::count_reject(bus::detail::FrameReject why) {
     case FrameReject::kBadCommand:
       break;
   }
-  if (options.on_reject) options.on_reject(bus::detail::to_string(why));
+  if (options.on_reject) options.on_reject(zmqio::to_string(why));
 }
 
 RpcServer::Impl::Impl(BatchHandler h, RpcServerOptions o)
     : handler(std::move(h)),
       options(std::move(o)),
-      router(bus::detail::context(), zmq::socket_type::router),
-      wake_in(bus::detail::context(), zmq::socket_type::pair),
-      wake_out(bus::detail::context(), zmq::socket_type::pair) {
+      router(zmqio::context(), zmq::socket_type::router),
+      wake_in(zmqio::context(), zmq::socket_type::pair),
+      wake_out(zmqio::context(), zmq::socket_type::pair) {
   if (!handler) throw RpcError("rpc server: handler is empty");
   if (options.max_batch < 1) throw RpcError("rpc server: max_batch must be >= 1");
   if (options.batch_window.count() < 0) throw RpcError("rpc server: batch_window must be >= 0");
-  if (options.max_message_size >= 0 && options.max_message_size < bus::kMinMaxMessageSize) {
+  if (options.max_message_size >= 0 && options.max_message_size < zmqio::kMinMaxMessageSize) {
     throw RpcError("rpc server: max_message_size must be >= " +
-                   std::to_string(bus::kMinMaxMessageSize) + " or negative (unlimited)");
+                   std::to_string(zmqio::kMinMaxMessageSize) + " or negative (unlimited)");
   }
   if (options.handshake_timeout.count() <= 0) {
     throw RpcError("rpc server: handshake_timeout must be > 0");
   }
-  bus::detail::apply_curve(router, options.curve, "rpc server");
-  bus::detail::apply_max_message_size(router, options.max_message_size, "rpc server");
-  bus::detail::apply_handshake_timeout(router, options.handshake_timeout, "rpc server");
-  monitor = bus::detail::monitor_handshake_failures(router, "rpc server");
+  zmqio::apply_curve(router, options.curve, "rpc server");
+  zmqio::apply_max_message_size(router, options.max_message_size, "rpc server");
+  zmqio::apply_handshake_timeout(router, options.handshake_timeout, "rpc server");
+  monitor = zmqio::monitor_handshake_failures(router, "rpc server");
   router.set(zmq::sockopt::sndhwm, options.high_water_mark);
   router.set(zmq::sockopt::rcvhwm, options.high_water_mark);
   router.set(zmq::sockopt::linger, 0);
-  const std::string inproc = "inproc://spotlight.rpc.server." + bus::detail::random_hex(8);
+  const std::string inproc = "inproc://spotlight.rpc.server." + zmqio::random_hex(8);
   wake_in.bind(inproc);
   wake_out.connect(inproc);
   wake_out.set(zmq::sockopt::linger, 0);
@@ -125,7 +125,7 @@ std::optional<RpcRequest> RpcServer::Impl::parse(std::vector<zmq::message_t>& pa
   for (std::size_t i = 1; i < parts.size(); ++i)
     frames.push_back(parts[i].to_string_view());
   detail::ParsedRequest parsed = detail::parse_request(frames, options.max_request_bytes);
-  if (parsed.reject != bus::detail::FrameReject::kNone) {
+  if (parsed.reject != zmqio::FrameReject::kNone) {
     ++malformed;
     count_reject(parsed.reject);
     reply(peer, parsed.id.value_or(0), parsed.status, parsed.error);
@@ -182,10 +182,10 @@ RpcServer::~RpcServer() = default;
 std::string RpcServer::bind(const std::string& endpoint) {
   if (impl_->running) throw RpcError("rpc server: bind() while run() is serving");
   try {
-    return bus::detail::bind(impl_->router, endpoint, "rpc server");
-  } catch (const bus::CurveError&) {
+    return zmqio::bind(impl_->router, endpoint, "rpc server");
+  } catch (const zmqio::CurveError&) {
     throw;
-  } catch (const bus::BusError& e) {
+  } catch (const zmqio::SocketError& e) {
     throw RpcError(e.what());
   }
 }
@@ -217,7 +217,7 @@ void RpcServer::run(std::stop_token stop_token) {
                              {s.monitor.handle(), 0, ZMQ_POLLIN, 0}};
   while (!s.stop_requested) {
     const auto timeout = batch.empty() ? std::chrono::milliseconds(-1)
-                                       : bus::detail::poll_timeout(batch_deadline - Clock::now());
+                                       : zmqio::poll_timeout(batch_deadline - Clock::now());
     try {
       zmq::poll(items, 3, timeout);
     } catch (const zmq::error_t& e) {
@@ -230,8 +230,8 @@ void RpcServer::run(std::stop_token stop_token) {
       }
     }
     if (items[2].revents & ZMQ_POLLIN) {
-      for (std::size_t n = bus::detail::count_handshake_failures(s.monitor); n > 0; --n)
-        s.count_reject(bus::detail::FrameReject::kHandshake);
+      for (std::size_t n = zmqio::count_handshake_failures(s.monitor); n > 0; --n)
+        s.count_reject(zmqio::FrameReject::kHandshake);
     }
     if (s.stop_requested) break;
     // Bounded, so a flood of malformed messages cannot keep a batch from being answered.

@@ -41,9 +41,9 @@
 #include <string_view>
 #include <vector>
 
-#include "common/bus/curve.hpp"
-#include "common/bus/options.hpp"
 #include "common/rpc/options.hpp"
+#include "common/zmq/curve.hpp"
+#include "common/zmq/options.hpp"
 
 namespace spotlight::rpc {
 
@@ -83,8 +83,8 @@ struct RpcServerOptions {
   int high_water_mark = kDefaultRpcHighWaterMark;  // ZMQ_SNDHWM/RCVHWM per client
   // Clients that do not complete the ZMTP/CURVE handshake in this time are dropped (counted as
   // "handshake" rejects). > 0.
-  std::chrono::milliseconds handshake_timeout = bus::kDefaultHandshakeTimeout;
-  bus::CurveOptions curve;  // usually curve.server
+  std::chrono::milliseconds handshake_timeout = zmqio::kDefaultHandshakeTimeout;
+  zmqio::CurveOptions curve;  // usually curve.server
   // Called on the run() thread for every message rejected before the handler, with the reason:
   // "frame_count", "delimiter", "header", "too_large", or "handshake" for a connection that
   // failed its ZMTP/CURVE handshake (wrong key, not ZMTP, hung up). Must not throw; may be empty.
@@ -108,7 +108,7 @@ struct RpcServerCounters {
 
 class RpcServer {
  public:
-  // Throws RpcError naming the bad option, bus::CurveError for CURVE problems.
+  // Throws RpcError naming the bad option, zmqio::CurveError for CURVE problems.
   explicit RpcServer(BatchHandler handler, RpcServerOptions options = {});
   ~RpcServer();
   RpcServer(const RpcServer&) = delete;

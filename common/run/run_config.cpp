@@ -2,10 +2,10 @@
 
 #include <algorithm>
 
-#include "common/bus/curve.hpp"
-#include "common/bus/curve_config.hpp"
 #include "common/bus/publisher.hpp"
 #include "common/metrics/server.hpp"
+#include "common/zmq/curve.hpp"
+#include "common/zmq/curve_config.hpp"
 
 namespace spotlight::run {
 
@@ -220,8 +220,8 @@ const config::Schema& run_schema() {
           .at_least(0),
       Entry::integer("bus.max_message_bytes", bus::kDefaultMaxMessageSize,
                      "Largest ZeroMQ frame of the trainer's bus, either way (ZMQ_MAXMSGSIZE).")
-          .range(bus::kMinMaxMessageSize, std::int64_t{1} << 30),
-      Entry::integer("bus.handshake_timeout_ms", bus::kDefaultHandshakeTimeout.count(),
+          .range(zmqio::kMinMaxMessageSize, std::int64_t{1} << 30),
+      Entry::integer("bus.handshake_timeout_ms", zmqio::kDefaultHandshakeTimeout.count(),
                      "Peers of the trainer's bus that do not complete the ZeroMQ (CURVE) "
                      "handshake in this time are dropped.")
           .range(1, 600000),
@@ -281,14 +281,14 @@ redis::RedisOptions redis_options(const config::Config& c) {
 bus::PublisherOptions trainer_bus_options(const config::Config& c) {
   bus::PublisherOptions o;
   o.max_message_size = c.get_int("bus.max_message_bytes");
-  o.curve = bus::curve_server_options(c, "bus.curve.server_secret_file");
+  o.curve = zmqio::curve_server_options(c, "bus.curve.server_secret_file");
   o.handshake_timeout = std::chrono::milliseconds(c.get_int("bus.handshake_timeout_ms"));
   return o;
 }
 
-bus::CurveOptions reward_client_curve(const config::Config& c) {
-  return bus::curve_client_options(c, "reward.curve.server_public_file",
-                                   "reward.curve.client_secret_file");
+zmqio::CurveOptions reward_client_curve(const config::Config& c) {
+  return zmqio::curve_client_options(c, "reward.curve.server_public_file",
+                                     "reward.curve.client_secret_file");
 }
 
 RunKeys::RunKeys(const std::string& run_id)

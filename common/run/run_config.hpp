@@ -17,9 +17,11 @@
 #include "common/task/options.hpp"
 
 namespace spotlight::bus {
-struct CurveOptions;      // common/bus/curve.hpp
 struct PublisherOptions;  // common/bus/publisher.hpp
 }  // namespace spotlight::bus
+namespace spotlight::zmqio {
+struct CurveOptions;  // common/zmq/curve.hpp
+}  // namespace spotlight::zmqio
 
 namespace spotlight::run {
 
@@ -38,7 +40,7 @@ redis::RedisOptions redis_options(const config::Config& config);
 bus::PublisherOptions trainer_bus_options(const config::Config& config);
 // CURVE of the reward service's clients: reward.curve.server_public_file (empty: plain text) and
 // reward.curve.client_secret_file (empty: an ephemeral key pair). Throws config::ConfigError.
-bus::CurveOptions reward_client_curve(const config::Config& config);
+zmqio::CurveOptions reward_client_curve(const config::Config& config);
 
 // Redis key layout of one run: everything durable lives under `prefix` = "spotlight:<run.id>".
 // Construct the stores with it: RedisKeyValueStore(redis, keys.prefix) and the keys below are

@@ -18,6 +18,7 @@
 #include "common/metrics/server.hpp"
 #include "common/policy/policy.hpp"
 #include "common/queue/redis_lease_queue.hpp"
+#include "common/reward/remote_reward.hpp"
 #include "common/run/run_config.hpp"
 #include "common/signals/stop_signals.hpp"
 #include "common/store/redis_key_value_store.hpp"
@@ -25,7 +26,6 @@
 #include "services/explorer/explorer.hpp"
 #include "services/explorer/preemption_notice.hpp"
 #include "services/explorer/sp_sampler.hpp"
-#include "services/reward/remote_reward.hpp"
 
 namespace spotlight::explorer {
 namespace {

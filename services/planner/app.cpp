@@ -19,7 +19,7 @@ int run_planner(const config::Config& config, const StopFlag& stop) {
         metrics::MetricsServer::start(*registry, metrics::metrics_server_options(config));
     if (server) log::info("metrics on {}", server->url());
     const PlannerOptions& o = planner->options();
-    const ExplorationDecision d = fixed_exploration(config);
+    const exploration::ExplorationDecision d = fixed_exploration(config);
     log::info(
         "planning run {} on {}:{}: {} iterations, {} prompts x {} candidates ({} steps; policy "
         "{}), lookahead {}, poll every {} ms",

@@ -8,13 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/exploration/bandit_policy.hpp"
 #include "common/log/log.hpp"
 #include "common/queue/errors.hpp"
 #include "common/run/plan_record.hpp"
 #include "common/run/schedule.hpp"
 #include "common/store/errors.hpp"
 #include "common/wire/messages.hpp"
-#include "services/planner/bandit_policy.hpp"
 
 namespace spotlight::planner {
 namespace {
@@ -61,9 +61,10 @@ Planner::Planner(PlannerOptions options, PlannerKeys keys, PlannerParts parts,
   require(parts_.store != nullptr, "parts.store", "missing");
   require(parts_.policy != nullptr, "parts.policy", "missing");
   if (parts_.directory) {
-    ReaperOptions reaper;
+    exploration::ReaperOptions reaper;
     reaper.dead_after = options_.heartbeat_period * options_.dead_heartbeats;
-    reaper_ = std::make_unique<ExplorerReaper>(*parts_.queue, *parts_.directory, reaper);
+    reaper_ =
+        std::make_unique<exploration::ExplorerReaper>(*parts_.queue, *parts_.directory, reaper);
   }
 }
 
@@ -148,7 +149,7 @@ void Planner::feed_back(const TrainerTiming& timing) {
   const auto text = parts_.store->get(run::plan_key(k));
   const auto record = text ? run::parse_plan_record(*text) : std::nullopt;
   if (!record) return;  // planned by nobody (or before plan records): nothing to learn
-  IterationOutcome outcome;
+  exploration::IterationOutcome outcome;
   outcome.iteration = k;
   outcome.decision = {record->candidates, record->steps};
   outcome.group_variance = timing.group_variance;
@@ -179,14 +180,15 @@ void Planner::feed_back(const TrainerTiming& timing) {
             samples);
 }
 
-ExplorationDecision Planner::decide(std::int64_t t, const IterationContext& context) {
+exploration::ExplorationDecision Planner::decide(std::int64_t t,
+                                                 const exploration::IterationContext& context) {
   if (const auto text = parts_.store->get(run::plan_key(t))) {
     if (const auto record = run::parse_plan_record(*text)) {
       return {record->candidates, record->steps};
     }
     throw PlannerError("key " + keys_.absolute(run::plan_key(t)) + ": not a plan record");
   }
-  const ExplorationDecision d = parts_.policy->decide(context);
+  const exploration::ExplorationDecision d = parts_.policy->decide(context);
   if (d.candidates < 0 || (d.candidates > 0 && d.steps < 2)) {
     throw PlannerError("exploration policy decided candidates " + std::to_string(d.candidates) +
                        ", steps " + std::to_string(d.steps) + " for iteration " +
@@ -200,16 +202,17 @@ ExplorationDecision Planner::decide(std::int64_t t, const IterationContext& cont
                         {"time_budget_seconds", seconds(context.time_budget)}};
   if (context.live_explorers) record["live_explorers"] = *context.live_explorers;
   if (context.training_time) record["training_seconds"] = seconds(*context.training_time);
-  if (const auto* bandit = dynamic_cast<const BanditExplorationPolicy*>(parts_.policy.get());
+  if (const auto* bandit =
+          dynamic_cast<const exploration::BanditExplorationPolicy*>(parts_.policy.get());
       bandit && bandit->last_choice() && bandit->last_choice()->iteration == t) {
-    const BanditChoice& why = *bandit->last_choice();
+    const exploration::BanditChoice& why = *bandit->last_choice();
     record["policy"] = "bandit";
     record["reason"] = why.reason;
     record["budget_seconds"] = why.budget_seconds;
     if (why.seconds_per_sample_step)
       record["seconds_per_sample_step"] = *why.seconds_per_sample_step;
     auto& arms = record["arms"] = nlohmann::json::array();
-    for (const ArmReport& a : why.arms) {
+    for (const exploration::ArmReport& a : why.arms) {
       nlohmann::json arm{{"candidates", a.arm.candidates},
                          {"steps", a.arm.steps},
                          {"feasible", a.feasible},
@@ -242,7 +245,7 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
   const int prompts = options_.prompts_per_iteration;
   const std::chrono::milliseconds budget = time_budget(timing);
   const queue::QueueStats before = parts_.queue->stats();
-  IterationContext context;
+  exploration::IterationContext context;
   context.iteration = t;
   context.trainer_iteration = c;
   context.prompts = prompts;
@@ -253,7 +256,7 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
     context.training_time =
         std::chrono::milliseconds(static_cast<std::int64_t>(*timing.training_seconds * 1000.0));
   }
-  const ExplorationDecision d = decide(t, context);
+  const exploration::ExplorationDecision d = decide(t, context);
 
   const auto prompt_list = run::iteration_prompts(generator_, options_.run_seed, t, prompts);
   const std::int64_t deadline = now_unix_ms() + budget.count();
@@ -325,7 +328,7 @@ void Planner::maybe_reap() {
   if (now < next_reap_) return;
   if (reaper_) {
     try {
-      const ReapReport report = reaper_->reap(now_unix_ms());
+      const exploration::ReapReport report = reaper_->reap(now_unix_ms());
       status_.live_explorers = report.live_explorers;
       status_.leases_released += report.released;
       metrics_.live_explorers.set(report.live_explorers);

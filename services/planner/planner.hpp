@@ -41,14 +41,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/exploration/exploration_policy.hpp"
+#include "common/exploration/explorer_directory.hpp"
+#include "common/exploration/explorer_reaper.hpp"
 #include "common/metrics/metrics.hpp"
 #include "common/queue/lease_queue.hpp"
 #include "common/store/key_value_store.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/options.hpp"
-#include "services/planner/exploration_policy.hpp"
-#include "services/planner/explorer_directory.hpp"
-#include "services/planner/explorer_reaper.hpp"
 #include "services/planner/planner_keys.hpp"
 #include "services/planner/planner_metrics.hpp"
 #include "services/planner/queue_metrics.hpp"
@@ -93,8 +93,8 @@ struct PlannerOptions {
 struct PlannerParts {
   std::unique_ptr<queue::LeaseQueue> queue;     // the explore queue (run::explore_queue_options)
   std::unique_ptr<store::KeyValueStore> store;  // key prefix keys.prefix
-  std::unique_ptr<ExplorerDirectory> directory;
-  std::unique_ptr<ExplorationPolicy> policy;
+  std::unique_ptr<exploration::ExplorerDirectory> directory;
+  std::unique_ptr<exploration::ExplorationPolicy> policy;
 };
 
 enum class StepOutcome {
@@ -143,7 +143,8 @@ class Planner {
   TrainerTiming read_timing();
   std::chrono::milliseconds time_budget(const TrainerTiming& timing) const;
   void feed_back(const TrainerTiming& timing);
-  ExplorationDecision decide(std::int64_t iteration, const IterationContext& context);
+  exploration::ExplorationDecision decide(std::int64_t iteration,
+                                          const exploration::IterationContext& context);
   void plan(std::int64_t iteration, std::int64_t trainer_iteration, const TrainerTiming& timing);
   std::int64_t count_results(std::int64_t iteration, int candidates);
   void maybe_reap();
@@ -157,7 +158,7 @@ class Planner {
   PlannerMetrics metrics_;
   QueueTotalsMetrics queue_totals_;
   task::PromptGenerator generator_;
-  std::unique_ptr<ExplorerReaper> reaper_;
+  std::unique_ptr<exploration::ExplorerReaper> reaper_;
   std::chrono::steady_clock::time_point next_reap_{};
   std::map<std::int64_t, int> candidates_;  // iteration -> N enqueued by this object
   std::int64_t fed_back_through_ = -1;      // last iteration whose outcome the policy saw

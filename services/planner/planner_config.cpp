@@ -47,8 +47,8 @@ PlannerOptions planner_options(const config::Config& c) {
   return o;
 }
 
-BanditOptions bandit_options(const config::Config& c) {
-  BanditOptions o;
+exploration::BanditOptions bandit_options(const config::Config& c) {
+  exploration::BanditOptions o;
   o.candidates.clear();
   for (double n : c.get_double_list("planner.candidates"))
     o.candidates.push_back(static_cast<int>(n));
@@ -65,15 +65,15 @@ BanditOptions bandit_options(const config::Config& c) {
   return o;
 }
 
-std::unique_ptr<ExplorationPolicy> exploration_policy(const config::Config& c) {
+std::unique_ptr<exploration::ExplorationPolicy> exploration_policy(const config::Config& c) {
   if (c.get_string("planner.policy") == "bandit") {
-    return std::make_unique<BanditExplorationPolicy>(bandit_options(c));
+    return std::make_unique<exploration::BanditExplorationPolicy>(bandit_options(c));
   }
-  return std::make_unique<FixedExplorationPolicy>(fixed_exploration(c));
+  return std::make_unique<exploration::FixedExplorationPolicy>(fixed_exploration(c));
 }
 
-ExplorationDecision fixed_exploration(const config::Config& c) {
-  ExplorationDecision d;
+exploration::ExplorationDecision fixed_exploration(const config::Config& c) {
+  exploration::ExplorationDecision d;
   d.candidates = c.get<int>("exploration.candidates");
   const int steps = c.get<int>("exploration.steps");
   d.steps = steps > 0 ? steps : c.get<int>("sampler.steps");

@@ -12,19 +12,19 @@
 #include <memory>
 
 #include "common/config/config.hpp"
+#include "common/exploration/bandit_policy.hpp"
+#include "common/exploration/exploration_policy.hpp"
 #include "common/metrics/metrics.hpp"
-#include "services/planner/bandit_policy.hpp"
-#include "services/planner/exploration_policy.hpp"
 #include "services/planner/planner.hpp"
 
 namespace spotlight::planner {
 
 PlannerOptions planner_options(const config::Config& config);
 // The fixed policy's decision: exploration.candidates, exploration.steps or sampler.steps.
-ExplorationDecision fixed_exploration(const config::Config& config);
-BanditOptions bandit_options(const config::Config& config);
+exploration::ExplorationDecision fixed_exploration(const config::Config& config);
+exploration::BanditOptions bandit_options(const config::Config& config);
 // The policy planner.policy names.
-std::unique_ptr<ExplorationPolicy> exploration_policy(const config::Config& config);
+std::unique_ptr<exploration::ExplorationPolicy> exploration_policy(const config::Config& config);
 // A planner on the run's Redis (connects on first use). `registry` may be null.
 std::unique_ptr<Planner> make_planner(const config::Config& config,
                                       std::shared_ptr<metrics::Registry> registry);

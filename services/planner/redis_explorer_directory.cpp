@@ -52,9 +52,9 @@ RedisExplorerDirectory::RedisExplorerDirectory(redis::RedisClient client, Planne
 
 RedisExplorerDirectory::~RedisExplorerDirectory() = default;
 
-std::vector<ExplorerSeen> RedisExplorerDirectory::explorers() {
+std::vector<exploration::ExplorerSeen> RedisExplorerDirectory::explorers() {
   try {
-    std::vector<ExplorerSeen> out;
+    std::vector<exploration::ExplorerSeen> out;
     try {
       const redis::Reply r = client_.command({"XINFO", "CONSUMERS", stream_, group_});
       for (const auto& consumer : r.as_array()) {
@@ -62,8 +62,8 @@ std::vector<ExplorerSeen> RedisExplorerDirectory::explorers() {
         const redis::Reply* name = info_field(fields, "name");
         if (name == nullptr || name->as_text().empty() || name->as_text().front() == '~') continue;
         const redis::Reply* pending = info_field(fields, "pending");
-        out.push_back(ExplorerSeen{name->as_text(), std::nullopt,
-                                   pending != nullptr ? pending->as_integer() : 0});
+        out.push_back(exploration::ExplorerSeen{name->as_text(), std::nullopt,
+                                                pending != nullptr ? pending->as_integer() : 0});
       }
     } catch (const redis::RedisCommandError& e) {
       // No stream or no group yet: nobody has leased anything.
@@ -87,7 +87,8 @@ std::vector<ExplorerSeen> RedisExplorerDirectory::explorers() {
         std::string id = k.substr(head.size(), k.size() - head.size() - tail.size());
         if (id.empty() || id.front() == '~') continue;
         if (std::none_of(out.begin(), out.end(), [&](const auto& e) { return e.id == id; })) {
-          out.push_back(ExplorerSeen{std::move(id), std::nullopt, -1});  // -1: by heartbeat only
+          out.push_back(
+              exploration::ExplorerSeen{std::move(id), std::nullopt, -1});  // -1: by heartbeat only
         }
       }
     } while (cursor != "0");
@@ -100,14 +101,14 @@ std::vector<ExplorerSeen> RedisExplorerDirectory::explorers() {
       const auto& values = r.as_array();
       for (std::size_t i = begin; i < end && i - begin < values.size(); ++i) {
         if (const auto value = values[i - begin].as_optional_string()) {
-          out[i].heartbeat_unix_ms = parse_heartbeat(*value);
+          out[i].heartbeat_unix_ms = exploration::parse_heartbeat(*value);
         }
       }
     }
     const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
-    std::erase_if(out, [&](ExplorerSeen& e) {
+    std::erase_if(out, [&](exploration::ExplorerSeen& e) {
       if (e.leases >= 0) return false;
       e.leases = 0;
       return !e.heartbeat_unix_ms || now_ms - *e.heartbeat_unix_ms > heartbeat_window_.count();

@@ -16,16 +16,16 @@
 // store::StoreError; a queue that does not exist yet has no explorers. Connects on first use.
 // Thread-compatible (one connection).
 
+#include "common/exploration/explorer_directory.hpp"
 #include "common/queue/lease_queue.hpp"
 #include "common/redis/client.hpp"
-#include "services/planner/explorer_directory.hpp"
 #include "services/planner/planner_keys.hpp"
 
 namespace spotlight::planner {
 
 inline constexpr std::chrono::milliseconds kDefaultHeartbeatWindow{3000};
 
-class RedisExplorerDirectory final : public ExplorerDirectory {
+class RedisExplorerDirectory final : public exploration::ExplorerDirectory {
  public:
   RedisExplorerDirectory(redis::RedisOptions redis, PlannerKeys keys,
                          queue::LeaseQueueOptions queue,
@@ -35,7 +35,7 @@ class RedisExplorerDirectory final : public ExplorerDirectory {
                          std::chrono::milliseconds heartbeat_window = kDefaultHeartbeatWindow);
   ~RedisExplorerDirectory() override;
 
-  std::vector<ExplorerSeen> explorers() override;
+  std::vector<exploration::ExplorerSeen> explorers() override;
 
  private:
   redis::RedisClient client_;

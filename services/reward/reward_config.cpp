@@ -4,10 +4,10 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "common/bus/curve_config.hpp"
-#include "common/bus/options.hpp"
 #include "common/config/error.hpp"
 #include "common/metrics/server.hpp"
+#include "common/zmq/curve_config.hpp"
+#include "common/zmq/options.hpp"
 
 namespace spotlight::reward {
 
@@ -53,7 +53,7 @@ const config::Schema& reward_schema() {
                        "Side of the square RGB images scored; requests of another size are "
                        "rejected.")
             .range(32, 256),
-        Entry::integer("reward.handshake_timeout_ms", bus::kDefaultHandshakeTimeout.count(),
+        Entry::integer("reward.handshake_timeout_ms", zmqio::kDefaultHandshakeTimeout.count(),
                        "Clients that do not complete the ZeroMQ (CURVE) handshake in this time "
                        "are dropped and counted.")
             .range(1, 600000),
@@ -80,7 +80,7 @@ RewardServiceOptions reward_service_options(const config::Config& config) {
   options.batch_window = std::chrono::milliseconds(config.get_int("reward.batch_window_ms"));
   options.max_request_bytes = config.get<std::size_t>("reward.max_request_bytes");
   options.task = task_options(config);
-  options.curve = bus::curve_server_options(config, "reward.curve.server_secret_file");
+  options.curve = zmqio::curve_server_options(config, "reward.curve.server_secret_file");
   options.handshake_timeout =
       std::chrono::milliseconds(config.get_int("reward.handshake_timeout_ms"));
   return options;

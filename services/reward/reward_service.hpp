@@ -38,12 +38,12 @@
 #include <string>
 #include <vector>
 
-#include "common/bus/curve.hpp"
-#include "common/bus/options.hpp"
 #include "common/metrics/metrics.hpp"
 #include "common/reward/reward_function.hpp"
 #include "common/rpc/server.hpp"
 #include "common/task/options.hpp"
+#include "common/zmq/curve.hpp"
+#include "common/zmq/options.hpp"
 
 namespace spotlight::reward {
 
@@ -54,10 +54,10 @@ struct RewardServiceOptions {
   std::size_t max_batch = rpc::kDefaultMaxBatch;                      // requests per batch, >= 1
   std::chrono::microseconds batch_window = rpc::kDefaultBatchWindow;  // wait for more, >= 0
   std::size_t max_request_bytes = rpc::kDefaultMaxRequestBytes;       // larger: error reply
-  task::TaskOptions task;   // images must be task.image_size square, 3 channels
-  bus::CurveOptions curve;  // CURVE server keys of the RPC socket; none: plain text
+  task::TaskOptions task;     // images must be task.image_size square, 3 channels
+  zmqio::CurveOptions curve;  // CURVE server keys of the RPC socket; none: plain text
   // Clients that do not finish the ZMTP/CURVE handshake in this time are dropped; > 0.
-  std::chrono::milliseconds handshake_timeout = bus::kDefaultHandshakeTimeout;
+  std::chrono::milliseconds handshake_timeout = zmqio::kDefaultHandshakeTimeout;
 };
 
 class RewardService {

@@ -129,8 +129,10 @@ def build_image(source, build):
     context = tempfile.mkdtemp(prefix="spotlight-image-")
     try:
         os.makedirs(os.path.join(context, "bin"))
-        for service in ["trainer", "planner", "explorer", "reward", "chaos"]:
-            binary = os.path.join(build, "services", service, f"spotlight-{service}")
+        for folder, service in [("services", "trainer"), ("services", "planner"),
+                                ("services", "explorer"), ("services", "reward"),
+                                ("tools", "chaos")]:
+            binary = os.path.join(build, folder, service, f"spotlight-{service}")
             if not os.path.exists(binary):
                 raise Failure(f"{binary} is not built (run scripts/build first)")
             target = os.path.join(context, "bin", f"spotlight-{service}")

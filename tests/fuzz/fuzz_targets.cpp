@@ -173,7 +173,7 @@ std::vector<std::string> rpc_request_seeds() {
 void fuzz_rpc_request(std::string_view input) {
   const auto frames = unpack_frames(input);
   const rpc::detail::ParsedRequest r = rpc::detail::parse_request(frames, kFuzzMaxRequestBytes);
-  if (r.reject == bus::detail::FrameReject::kNone) {
+  if (r.reject == zmqio::FrameReject::kNone) {
     require(frames.size() == 3 && frames[0].empty(), "rpc_request", "accepted a bad envelope");
     require(r.id.has_value() && rpc::detail::encode_request_header(*r.id) == frames[1],
             "rpc_request", "header does not round-trip");
@@ -183,8 +183,7 @@ void fuzz_rpc_request(std::string_view input) {
   } else {
     require(r.status != rpc::RpcStatus::kOk && !r.error.empty(), "rpc_request",
             "rejected without an error answer");
-    require((r.reject == bus::detail::FrameReject::kTooLarge) ==
-                (r.status == rpc::RpcStatus::kTooLarge),
+    require((r.reject == zmqio::FrameReject::kTooLarge) == (r.status == rpc::RpcStatus::kTooLarge),
             "rpc_request", "too_large and kTooLarge disagree");
   }
 }
@@ -212,23 +211,23 @@ void fuzz_rpc_reply(std::string_view input) {
 // --- bus framing --------------------------------------------------------------------------------
 
 std::vector<std::string> bus_notice_seeds() {
-  const std::string v7 = bus::detail::encode_u64(7);
+  const std::string v7 = zmqio::encode_u64(7);
   return {pack_frames({"weights", v7, sample_messages()[3]}),
-          pack_frames({std::string(bus::detail::kAckTopicPrefix) + "abc/1",
-                       bus::detail::encode_u64(0), "instance"}),
+          pack_frames({std::string(bus::detail::kAckTopicPrefix) + "abc/1", zmqio::encode_u64(0),
+                       "instance"}),
           pack_frames({"weights", "short", "p"}), pack_frames({"weights", v7})};
 }
 
 void fuzz_bus_notice(std::string_view input) {
   const auto frames = unpack_frames(input);
   const bus::detail::ParsedNotice n = bus::detail::parse_notice(frames);
-  if (n.reject != bus::detail::FrameReject::kNone) {
+  if (n.reject != zmqio::FrameReject::kNone) {
     require(n.topic.empty() && n.payload.empty() && n.version == 0, "bus_notice",
             "rejected notice has fields");
     return;
   }
   require(frames.size() == bus::detail::kNoticeFrames, "bus_notice", "wrong frame count accepted");
-  require(bus::detail::encode_u64(n.version) == frames[1], "bus_notice", "version round trip");
+  require(zmqio::encode_u64(n.version) == frames[1], "bus_notice", "version round trip");
   require(n.topic == frames[0] && n.payload == frames[2], "bus_notice", "frames mixed up");
   require(n.control == n.topic.starts_with(bus::detail::kAckTopicPrefix), "bus_notice",
           "control flag wrong");

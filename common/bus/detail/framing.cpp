@@ -1,42 +1,14 @@
 #include "common/bus/detail/framing.hpp"
 
+#include "common/bus/errors.hpp"
+
 namespace spotlight::bus::detail {
 
-std::string encode_u64(std::uint64_t value) {
-  std::string out(8, '\0');
-  for (int i = 7; i >= 0; --i) {
-    out[static_cast<std::size_t>(i)] = static_cast<char>(value & 0xff);
-    value >>= 8;
+void check_topic(std::string_view topic) {
+  if (topic.empty()) throw InvalidTopic("bus topic must not be empty");
+  if (static_cast<unsigned char>(topic.front()) == 0xff) {
+    throw InvalidTopic("bus topic must not start with byte 0xFF (reserved for control messages)");
   }
-  return out;
-}
-
-std::optional<std::uint64_t> decode_u64(std::string_view bytes) {
-  if (bytes.size() != 8) return std::nullopt;
-  std::uint64_t value = 0;
-  for (const char c : bytes)
-    value = (value << 8) | static_cast<std::uint8_t>(c);
-  return value;
-}
-
-std::string_view to_string(FrameReject reject) {
-  switch (reject) {
-    case FrameReject::kNone:
-      return "none";
-    case FrameReject::kFrameCount:
-      return "frame_count";
-    case FrameReject::kDelimiter:
-      return "delimiter";
-    case FrameReject::kHeader:
-      return "header";
-    case FrameReject::kTooLarge:
-      return "too_large";
-    case FrameReject::kBadCommand:
-      return "bad_command";
-    case FrameReject::kHandshake:
-      return "handshake";
-  }
-  return "unknown";
 }
 
 ParsedNotice parse_notice(std::span<const std::string_view> frames) {
@@ -45,7 +17,7 @@ ParsedNotice parse_notice(std::span<const std::string_view> frames) {
     out.reject = FrameReject::kFrameCount;
     return out;
   }
-  const auto version = decode_u64(frames[1]);
+  const auto version = zmqio::decode_u64(frames[1]);
   if (!version) {
     out.reject = FrameReject::kHeader;
     return out;

@@ -1,13 +1,15 @@
 #pragma once
-// PRIVATE to common/bus and common/rpc (and their tests and fuzz targets): the byte-level framing
-// of bus notices and subscriptions, as pure functions of the received frames. No ZeroMQ here, so
-// the parsers can be fuzzed on their own (tests/fuzz).
+// PRIVATE to common/bus (and its tests and fuzz targets): the byte-level framing of bus notices
+// and subscriptions, as pure functions of the received frames. No ZeroMQ here, so the parsers can
+// be fuzzed on their own (tests/fuzz). The pieces RPC shares are in common/zmq/framing.hpp.
 
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+
+#include "common/zmq/framing.hpp"
 
 namespace spotlight::bus::detail {
 
@@ -24,22 +26,10 @@ inline constexpr std::size_t kNoticeFrames = 3;
 // with 0xFF, which user topics may not (and UTF-8 never contains), so the token always goes last.
 inline constexpr std::string_view kAckTopicPrefix = "\xffspotlight.ack/"sv;
 
-// Fixed-width big-endian encoding of version numbers and request ids.
-std::string encode_u64(std::uint64_t value);
-std::optional<std::uint64_t> decode_u64(std::string_view bytes);
+using zmqio::FrameReject;
 
-// Why a received message was not accepted; the names are metric labels.
-enum class FrameReject {
-  kNone,
-  kFrameCount,  // not the expected number of frames
-  kDelimiter,   // rpc: the first frame is not the empty delimiter
-  kHeader,      // a version / request header of the wrong size or protocol version
-  kTooLarge,    // payload above the configured limit
-  kBadCommand,  // a publisher's incoming frame that is not a (un)subscription
-  kHandshake,   // a connection that failed its ZMTP/CURVE handshake (bad greeting, wrong key)
-};
-// "none", "frame_count", "delimiter", "header", "too_large", "bad_command", "handshake".
-std::string_view to_string(FrameReject reject);
+// Throws InvalidTopic for an empty topic or one that starts with the reserved byte 0xFF.
+void check_topic(std::string_view topic);
 
 // One message received by a Subscriber. The views point into the frames.
 struct ParsedNotice {

@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "common/bus/detail/framing.hpp"
 #include "common/rpc/errors.hpp"
+#include "common/zmq/framing.hpp"
 
 namespace spotlight::rpc::detail {
 
@@ -36,7 +36,7 @@ std::optional<ReplyHeader> decode_reply_header(std::string_view header);
 // [""][header][payload]. Total: any frames give a ParsedRequest. When reject != kNone, `status`
 // and `error` are the answer to send (to `id` when the header could be read, else to id 0).
 struct ParsedRequest {
-  bus::detail::FrameReject reject = bus::detail::FrameReject::kNone;
+  zmqio::FrameReject reject = zmqio::FrameReject::kNone;
   std::optional<std::uint64_t> id;
   RpcStatus status = RpcStatus::kOk;
   std::string error;

@@ -1,4 +1,4 @@
-#include "common/bus/curve.hpp"
+#include "common/zmq/curve.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -21,6 +21,7 @@ namespace spotlight::bus {
 namespace {
 
 using namespace std::chrono_literals;
+using namespace spotlight::zmqio;
 
 constexpr auto kLong = 5s;
 

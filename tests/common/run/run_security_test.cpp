@@ -12,13 +12,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common/bus/curve.hpp"
-#include "common/bus/curve_config.hpp"
 #include "common/bus/errors.hpp"
 #include "common/bus/publisher.hpp"
 #include "common/bus/subscriber.hpp"
 #include "common/config/error.hpp"
 #include "common/run/run_config.hpp"
+#include "common/zmq/curve.hpp"
+#include "common/zmq/curve_config.hpp"
 
 namespace spotlight::run {
 namespace {
@@ -57,10 +57,10 @@ TEST(RunSecurity, ListeningAddressesDefaultToLoopback) {
 }
 
 TEST(RunSecurity, CurveKeyFilesEncryptTheTrainerBusAndWrongKeysAreRefused) {
-  if (!bus::curve_available()) GTEST_SKIP() << "libzmq built without CURVE";
+  if (!zmqio::curve_available()) GTEST_SKIP() << "libzmq built without CURVE";
   TempDir dir;
-  bus::generate_curve_key_files(dir / "bus.key", dir / "bus.pub");
-  bus::generate_curve_key_files(dir / "other.key", dir / "other.pub");
+  zmqio::generate_curve_key_files(dir / "bus.key", dir / "bus.pub");
+  zmqio::generate_curve_key_files(dir / "other.key", dir / "other.pub");
   const auto trainer =
       load({"bus.curve.server_secret_file=" + dir / "bus.key", "bus.max_message_bytes=4096"});
   const auto options = trainer_bus_options(trainer);
@@ -73,7 +73,7 @@ TEST(RunSecurity, CurveKeyFilesEncryptTheTrainerBusAndWrongKeysAreRefused) {
   // Subscribers configured the way reward clients are: the server's public key file.
   const auto subscriber = [&](const std::string& server_public_file) {
     bus::SubscriberOptions o;
-    o.curve = bus::curve_client_options(
+    o.curve = zmqio::curve_client_options(
         load({"reward.curve.server_public_file=" + server_public_file}),
         "reward.curve.server_public_file", "reward.curve.client_secret_file");
     auto sub = std::make_unique<bus::Subscriber>(o);
@@ -127,9 +127,9 @@ TEST(RunSecurity, TrainerBusDropsPeersThatNeverHandshake) {
 }
 
 TEST(RunSecurity, UnusableKeyFilesAreConfigErrorsNamingTheKey) {
-  if (!bus::curve_available()) GTEST_SKIP() << "libzmq built without CURVE";
+  if (!zmqio::curve_available()) GTEST_SKIP() << "libzmq built without CURVE";
   TempDir dir;
-  bus::generate_curve_key_files(dir / "k.key", dir / "k.pub");
+  zmqio::generate_curve_key_files(dir / "k.key", dir / "k.pub");
   std::ofstream(dir / "garbage") << "curve\n    public-key = \"not a key\"\n";
   const auto expect_key = [](const auto& f, const std::string& key) {
     try {

@@ -166,8 +166,7 @@ TEST(ChaosJob, PreemptionsAndCrashesLoseNothingAndCountNothingTwice) {
       testing::binary_path("services/explorer/spotlight-explorer").string()};
   for (const auto& a : with({"--set", "explorer.id=chaos-{n}"}))
     chaos_args.push_back(a);
-  Process chaos(testing::binary_path("services/chaos/spotlight-chaos"), chaos_args,
-                dir / "chaos.log");
+  Process chaos(testing::binary_path("tools/chaos/spotlight-chaos"), chaos_args, dir / "chaos.log");
 
   const auto metrics = dir / "run" / "metrics.jsonl";
   const auto progressed = [&](std::size_t lines) {

@@ -25,11 +25,11 @@ std::int64_t now_ms() {
 }
 
 // `count` explorers with a fresh heartbeat each time they are listed.
-class FakeDirectory final : public ExplorerDirectory {
+class FakeDirectory final : public exploration::ExplorerDirectory {
  public:
   explicit FakeDirectory(int count) : count_(count) {}
-  std::vector<ExplorerSeen> explorers() override {
-    std::vector<ExplorerSeen> out;
+  std::vector<exploration::ExplorerSeen> explorers() override {
+    std::vector<exploration::ExplorerSeen> out;
     for (int i = 0; i < count_; ++i)
       out.push_back({"explorer-" + std::to_string(i), now_ms(), 0});
     return out;

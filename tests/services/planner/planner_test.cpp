@@ -45,7 +45,7 @@ class PlannerTest : public RedisFixture {
     parts.store = std::make_unique<store::RedisKeyValueStore>(run::redis_options(c), k.prefix);
     parts.directory = std::make_unique<RedisExplorerDirectory>(run::redis_options(c), k,
                                                                run::explore_queue_options(c));
-    parts.policy = std::make_unique<FixedExplorationPolicy>(fixed_exploration(c));
+    parts.policy = std::make_unique<exploration::FixedExplorationPolicy>(fixed_exploration(c));
     return std::make_unique<Planner>(o, k, std::move(parts), std::move(registry));
   }
 

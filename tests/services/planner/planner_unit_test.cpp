@@ -6,10 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include "common/exploration/exploration_policy.hpp"
+#include "common/exploration/explorer_directory.hpp"
 #include "common/run/run_config.hpp"
 #include "common/wire/messages.hpp"
-#include "services/planner/exploration_policy.hpp"
-#include "services/planner/explorer_directory.hpp"
 #include "services/planner/planner.hpp"
 #include "services/planner/planner_config.hpp"
 #include "services/planner/planner_keys.hpp"
@@ -27,30 +27,32 @@ config::Config load(std::vector<std::string> overrides) {
 }
 
 TEST(FixedExplorationPolicy, DecidesTheSameWhateverTheContext) {
-  FixedExplorationPolicy policy({.candidates = 24, .steps = 6});
-  IterationContext a;
-  IterationContext b;
+  exploration::FixedExplorationPolicy policy({.candidates = 24, .steps = 6});
+  exploration::IterationContext a;
+  exploration::IterationContext b;
   b.iteration = 9;
   b.trainer_iteration = 8;
   b.prompts = 64;
   b.live_explorers = 0;
   b.queue_depth = 100000;
-  EXPECT_EQ(policy.decide(a), (ExplorationDecision{24, 6}));
-  EXPECT_EQ(policy.decide(b), (ExplorationDecision{24, 6}));
-  EXPECT_THROW(FixedExplorationPolicy({.candidates = 0, .steps = 6}), std::invalid_argument);
-  EXPECT_THROW(FixedExplorationPolicy({.candidates = 1, .steps = 1}), std::invalid_argument);
+  EXPECT_EQ(policy.decide(a), (exploration::ExplorationDecision{24, 6}));
+  EXPECT_EQ(policy.decide(b), (exploration::ExplorationDecision{24, 6}));
+  EXPECT_THROW(exploration::FixedExplorationPolicy({.candidates = 0, .steps = 6}),
+               std::invalid_argument);
+  EXPECT_THROW(exploration::FixedExplorationPolicy({.candidates = 1, .steps = 1}),
+               std::invalid_argument);
 }
 
 TEST(ParseHeartbeat, AcceptsDecimalMillisecondsAndTheWireMessage) {
-  EXPECT_EQ(parse_heartbeat("1732931112345"), 1732931112345);
+  EXPECT_EQ(exploration::parse_heartbeat("1732931112345"), 1732931112345);
   wire::Heartbeat hb;
   hb.explorer_id = "x";
   hb.unix_ms = 42;
-  EXPECT_EQ(parse_heartbeat(hb.encode()), 42);
-  EXPECT_EQ(parse_heartbeat(""), std::nullopt);
-  EXPECT_EQ(parse_heartbeat("12ms"), std::nullopt);
-  EXPECT_EQ(parse_heartbeat(" 12"), std::nullopt);
-  EXPECT_EQ(parse_heartbeat(std::string("\x93\x01\x02", 3)), std::nullopt);
+  EXPECT_EQ(exploration::parse_heartbeat(hb.encode()), 42);
+  EXPECT_EQ(exploration::parse_heartbeat(""), std::nullopt);
+  EXPECT_EQ(exploration::parse_heartbeat("12ms"), std::nullopt);
+  EXPECT_EQ(exploration::parse_heartbeat(" 12"), std::nullopt);
+  EXPECT_EQ(exploration::parse_heartbeat(std::string("\x93\x01\x02", 3)), std::nullopt);
 }
 
 TEST(PlannerKeys, AreTheRunKeys) {
@@ -84,7 +86,7 @@ TEST(PlannerConfig, TakesEveryOptionFromTheRunSchema) {
   EXPECT_EQ(o.heartbeat_period, 400ms);
   EXPECT_NO_THROW(o.validate());
   // exploration.steps = 0 means the sampler's steps.
-  EXPECT_EQ(fixed_exploration(c), (ExplorationDecision{9, 12}));
+  EXPECT_EQ(fixed_exploration(c), (exploration::ExplorationDecision{9, 12}));
   EXPECT_EQ(fixed_exploration(load({"exploration.steps=3"})).steps, 3);
 }
 

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <set>
 
+#include "common/exploration/explorer_reaper.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/store/redis_key_value_store.hpp"
-#include "services/planner/explorer_reaper.hpp"
 #include "services/planner/planner.hpp"
 #include "services/planner/planner_config.hpp"
 #include "services/planner/redis_explorer_directory.hpp"
@@ -51,10 +51,10 @@ class ReaperTest : public RedisFixture {
     store::RedisKeyValueStore kv(run::redis_options(*config_), keys().prefix);
     kv.put(keys().explorer_heartbeat(explorer), std::to_string(unix_ms));
   }
-  ExplorerReaper reaper() {
-    ReaperOptions o;
+  exploration::ExplorerReaper reaper() {
+    exploration::ReaperOptions o;
     o.dead_after = 3000ms;
-    return ExplorerReaper(*queue_, *directory_, o);
+    return exploration::ExplorerReaper(*queue_, *directory_, o);
   }
 
   std::optional<config::Config> config_;
@@ -71,7 +71,8 @@ TEST_F(ReaperTest, TheDirectoryListsLeaseQueueConsumersWithTheirHeartbeats) {
   heartbeat("busy", 1234);
   auto seen = directory_->explorers();
   std::sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
-  EXPECT_EQ(seen, (std::vector<ExplorerSeen>{{"busy", 1234, 2}, {"idle", std::nullopt, 0}}));
+  EXPECT_EQ(seen,
+            (std::vector<exploration::ExplorerSeen>{{"busy", 1234, 2}, {"idle", std::nullopt, 0}}));
 }
 
 TEST_F(ReaperTest, HandsBackTheLeasesOfADeadExplorerOnly) {
@@ -84,7 +85,7 @@ TEST_F(ReaperTest, HandsBackTheLeasesOfADeadExplorerOnly) {
   heartbeat("alive", now);
 
   auto r = reaper();
-  const ReapReport report = r.reap(now);
+  const exploration::ReapReport report = r.reap(now);
   EXPECT_EQ(report.reaped, std::vector<std::string>{"dead"});
   EXPECT_EQ(report.released, 3);
   EXPECT_EQ(report.live_explorers, 1);
@@ -106,7 +107,7 @@ TEST_F(ReaperTest, HandsBackTheLeasesOfADeadExplorerOnly) {
     EXPECT_NE(e.id, "dead");
 
   // Reaped once: the next pass finds nothing more to do.
-  const ReapReport again = r.reap(now_ms());
+  const exploration::ReapReport again = r.reap(now_ms());
   EXPECT_TRUE(again.reaped.empty());
   EXPECT_EQ(again.released, 0);
 }
@@ -114,7 +115,7 @@ TEST_F(ReaperTest, HandsBackTheLeasesOfADeadExplorerOnly) {
 TEST_F(ReaperTest, AnExplorerWithoutAHeartbeatIsNotJudged) {
   const auto leases = queue_->lease("starting", 2, 0ms);
   ASSERT_EQ(leases.size(), 2u);
-  const ReapReport report = reaper().reap(now_ms());
+  const exploration::ReapReport report = reaper().reap(now_ms());
   EXPECT_TRUE(report.reaped.empty());
   EXPECT_EQ(report.live_explorers, 0);
   for (const auto& l : leases)
@@ -124,10 +125,10 @@ TEST_F(ReaperTest, AnExplorerWithoutAHeartbeatIsNotJudged) {
 TEST_F(ReaperTest, ADeathAtTheDeliveryLimitDeadLettersLikeAnExpiry) {
   auto o = run::explore_queue_options(make_config({"exploration.max_deliveries=1"}));
   queue::RedisLeaseQueue strict(run::redis_options(*config_), o);
-  ExplorerReaper r(strict, *directory_, ReaperOptions{});
+  exploration::ExplorerReaper r(strict, *directory_, exploration::ReaperOptions{});
   ASSERT_EQ(strict.lease("dead", 2, 0ms).size(), 2u);
   heartbeat("dead", now_ms() - 60000);
-  const ReapReport report = r.reap(now_ms());
+  const exploration::ReapReport report = r.reap(now_ms());
   EXPECT_EQ(report.released, 0);
   EXPECT_EQ(strict.stats().dead_letters, 2);
   EXPECT_TRUE(strict.reclaim("rescuer", 0ms, 10).empty());
@@ -136,9 +137,9 @@ TEST_F(ReaperTest, ADeathAtTheDeliveryLimitDeadLettersLikeAnExpiry) {
 TEST_F(ReaperTest, LeasesLeftUnderTheReaperByACrashedPlannerAreHandedBack) {
   ASSERT_EQ(queue_->lease("dead", 4, 0ms).size(), 4u);
   // A planner died between reclaim_from() and release().
-  const auto stranded = queue_->reclaim_from("dead", kDefaultReaperConsumer, 10);
+  const auto stranded = queue_->reclaim_from("dead", exploration::kDefaultReaperConsumer, 10);
   ASSERT_EQ(stranded.size(), 4u);
-  const ReapReport report = reaper().reap(now_ms());
+  const exploration::ReapReport report = reaper().reap(now_ms());
   EXPECT_EQ(report.released, 4);
   const auto rescued = queue_->reclaim("rescuer", 60000ms, 100);
   EXPECT_EQ(task_ids(rescued), task_ids(stranded));

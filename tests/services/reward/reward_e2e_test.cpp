@@ -26,13 +26,13 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
-#include "common/bus/curve.hpp"
-#include "common/bus/curve_config.hpp"
+#include "common/reward/remote_reward.hpp"
 #include "common/rpc/client.hpp"
 #include "common/rpc/errors.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/render.hpp"
-#include "services/reward/remote_reward.hpp"
+#include "common/zmq/curve.hpp"
+#include "common/zmq/curve_config.hpp"
 #include "tests/common/metrics/http_get.hpp"
 
 extern char** environ;
@@ -427,10 +427,10 @@ class KeyDir {
 // is refused (its handshake fails, so it times out) and the service keeps serving.
 TEST(RewardBinary, CurveEncryptionWithKeyFilesAndWrongKeysRefused) {
   SPOTLIGHT_REQUIRE_REWARD_BINARY();
-  if (!bus::curve_available()) GTEST_SKIP() << "libzmq built without CURVE";
+  if (!zmqio::curve_available()) GTEST_SKIP() << "libzmq built without CURVE";
   KeyDir keys;
   const std::string keygen =
-      std::string(std::getenv("SPOTLIGHT_BINARY_DIR")) + "/services/keygen/spotlight-keygen";
+      std::string(std::getenv("SPOTLIGHT_BINARY_DIR")) + "/tools/keygen/spotlight-keygen";
   ASSERT_EQ(
       std::system((keygen + " " + keys / "reward.key" + " " + keys / "reward.pub" + " > /dev/null")
                       .c_str()),
@@ -456,9 +456,9 @@ TEST(RewardBinary, CurveEncryptionWithKeyFilesAndWrongKeysRefused) {
     options.rpc.timeout = 500ms;
     options.rpc.retries = 0;
     if (server_public_file) {
-      bus::CurveClientKeys k;
-      k.own = bus::generate_curve_keypair();
-      k.server_public_key = bus::load_curve_public_key(*server_public_file);
+      zmqio::CurveClientKeys k;
+      k.own = zmqio::generate_curve_keypair();
+      k.server_public_key = zmqio::load_curve_public_key(*server_public_file);
       options.rpc.curve.client = k;
     }
     return std::make_unique<RemoteReward>(options);

@@ -14,6 +14,7 @@
 #include "common/config/error.hpp"
 #include "common/metrics/metrics.hpp"
 #include "common/metrics/server.hpp"
+#include "common/reward/remote_reward.hpp"
 #include "common/reward/reward_function.hpp"
 #include "common/rpc/client.hpp"
 #include "common/rpc/errors.hpp"
@@ -21,7 +22,6 @@
 #include "common/task/generator.hpp"
 #include "common/task/render.hpp"
 #include "common/wire/messages.hpp"
-#include "services/reward/remote_reward.hpp"
 #include "services/reward/reward_config.hpp"
 #include "tests/common/metrics/http_get.hpp"
 
@@ -409,7 +409,7 @@ TEST(RewardConfig, DefaultsAndTranslation) {
   EXPECT_EQ(o.task.image_size, 64);
   EXPECT_EQ(o.max_request_bytes, 4096u);
   EXPECT_FALSE(o.curve.enabled());  // plain text unless a key file is configured
-  EXPECT_EQ(o.handshake_timeout, bus::kDefaultHandshakeTimeout);
+  EXPECT_EQ(o.handshake_timeout, zmqio::kDefaultHandshakeTimeout);
 }
 
 TEST(RewardConfig, UnknownFunctionsAndMismatchedWeightsAreRejected) {

@@ -1,0 +1,207 @@
+// The launcher's mechanics with stand-in service programs (no LibTorch, no Redis): command line,
+// the base checkpoint's cache key and pretraining, pinning and threads of the trainer, its output
+// echoed, exit statuses, a stop request, and the manifest.
+#include "tools/cluster/cluster.hpp"
+
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "common/config/error.hpp"
+#include "common/process/proc_stat.hpp"
+#include "common/run/run_config.hpp"
+#include "tests/common/process/process.hpp"
+#include "tests/tools/cluster/fake_services.hpp"
+#include "tools/cluster/base_model.hpp"
+#include "tools/cluster/command_line.hpp"
+
+namespace spotlight::cluster {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::read_text;
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir_ = testing::make_temp_dir("spotlight-cluster"); }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  ClusterOptions options(const testing::FakeServices& fake, const std::string& mode = "none") {
+    ClusterOptions o;
+    o.bin_dir = testing::write_fake_services(dir_ / "bin", fake);
+    o.run.overrides = {"run.dir=" + (dir_ / "run").string(), "run.id=t",
+                       "exploration.mode=" + mode};
+    o.drain_timeout = 100ms;
+    o.grace = 2s;
+    return o;
+  }
+
+  std::filesystem::path dir_;
+};
+
+int last_cpu() {
+  const auto cpus = process::affinity_of(0);
+  return cpus.empty() ? 0 : cpus.back();
+}
+
+TEST(LauncherCommandLine, ParsesFlagsAndPassesTheRunSettingsThrough) {
+  const auto o =
+      parse_launcher_command_line({"--explorers", "3", "--trainer-cpus=0", "--spot-cpus", "1-2",
+                                   "--trainer-threads", "1", "--set", "trainer.lr=1e-4", "--config",
+                                   "r.yaml", "--services", "no", "--quiet", "--grace-ms", "500"},
+                                  "/opt/spotlight/build/tools/cluster/spotlight-cluster");
+  EXPECT_EQ(o.cluster.explorers, 3);
+  EXPECT_EQ(o.cluster.trainer.cpus, std::vector<int>{0});
+  EXPECT_EQ(o.cluster.spot.cpus, (std::vector<int>{1, 2}));
+  EXPECT_EQ(o.cluster.trainer.threads, 1);
+  EXPECT_EQ(o.cluster.run.overrides, std::vector<std::string>{"trainer.lr=1e-4"});
+  ASSERT_TRUE(o.cluster.run.file.has_value());
+  EXPECT_EQ(o.cluster.run.file->filename(), "r.yaml");
+  EXPECT_EQ(o.cluster.services, std::optional<bool>(false));
+  EXPECT_TRUE(o.quiet);
+  EXPECT_EQ(o.cluster.grace, 500ms);
+  EXPECT_EQ(o.cluster.bin_dir.lexically_normal(), "/opt/spotlight/build/services");
+}
+
+TEST(LauncherCommandLine, RejectsWhatItDoesNotUnderstandNamingTheFlag) {
+  const auto rejects = [](std::vector<std::string> args, const std::string& needle) {
+    try {
+      parse_launcher_command_line(args, "spotlight-cluster");
+      ADD_FAILURE() << "accepted " << ::testing::PrintToString(args);
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  rejects({"--bogus"}, "--bogus");
+  rejects({"--trainer-cpus", "0-"}, "--trainer-cpus");
+  rejects({"--explorers", "-1"}, "--explorers");
+  rejects({"--explorers"}, "needs a value");
+  rejects({"--set", "trainer.lr"}, "KEY=VALUE");
+  rejects({"--services", "maybe"}, "--services");
+  rejects({"--base", "a", "--base-cache", "b"}, "one of them");
+  rejects({"--config", "a", "--config", "b"}, "twice");
+}
+
+TEST(BaseCacheKey, FollowsWhatPretrainingReadsOnly) {
+  const auto key = [](std::vector<std::string> overrides) {
+    config::ConfigSources s;
+    s.overrides = std::move(overrides);
+    return base_cache_key(config::Config::load(run::run_schema(), s));
+  };
+  const std::string base = key({});
+  EXPECT_EQ(base.size(), 16u);
+  EXPECT_EQ(key({"trainer.lr=1e-3", "run.seed=4", "model.base=x.safetensors",
+                 "pretrain.output=y.safetensors"}),
+            base);
+  EXPECT_NE(key({"model.preset=mini"}), base);
+  EXPECT_NE(key({"pretrain.steps=7"}), base);
+  EXPECT_NE(key({"task.category_weights=[1,0,0,0,0]"}), base);
+}
+
+TEST_F(ClusterTest, EnsureBasePretrainsOnceIntoTheCacheAndReusesIt) {
+  testing::FakeServices fake;
+  // A stand-in pretraining: writes pretrain.output.
+  fake.trainer =
+      "for a; do case \"$a\" in pretrain.output=*) echo w > \"${a#pretrain.output=}\";; "
+      "esac; done";
+  BaseOptions b;
+  b.cache_dir = dir_ / "cache";
+  b.trainer_binary =
+      testing::write_fake_services(dir_ / "bin", fake) / "trainer" / "spotlight-trainer";
+  b.run.overrides = {"model.preset=micro"};
+  b.placement.cpus = {last_cpu()};
+  b.log = dir_ / "pretrain.log";
+  std::ostringstream notes;
+  b.echo = &notes;
+  const auto path = ensure_base(b);
+  EXPECT_TRUE(std::filesystem::exists(path));
+  EXPECT_EQ(path.parent_path(), std::filesystem::absolute(b.cache_dir));
+  const std::string log = read_text(b.log);
+  EXPECT_NE(log.find("argv: pretrain"), std::string::npos) << log;
+  EXPECT_NE(log.find("run.threads=1"), std::string::npos) << "threads follow the CPU set: " << log;
+  EXPECT_NE(notes.str().find("pretraining the base model"), std::string::npos) << notes.str();
+  std::filesystem::remove(b.log);
+  EXPECT_EQ(ensure_base(b), path);
+  EXPECT_FALSE(std::filesystem::exists(b.log)) << "the cached base was pretrained again";
+  EXPECT_NE(notes.str().find("using the cached base model"), std::string::npos);
+
+  b.run.overrides = {"model.preset=mini"};  // another recipe: another base
+  fake.trainer = "exit 1";
+  b.trainer_binary =
+      testing::write_fake_services(dir_ / "bin", fake) / "trainer" / "spotlight-trainer";
+  EXPECT_THROW(ensure_base(b), ClusterError);
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(b.cache_dir))
+    ++files;
+  EXPECT_EQ(files, 1u) << "a failed pretraining leaves nothing in the cache";
+}
+
+TEST_F(ClusterTest, RunsThePinnedTrainerAloneEchoesItAndRecordsIt) {
+  auto o = options({});
+  const int cpu = last_cpu();
+  o.trainer.cpus = {cpu};
+  std::ostringstream echo;
+  o.echo = &echo;
+  Cluster cluster(o);
+  EXPECT_FALSE(cluster.has_services()) << "mode none runs the trainer alone";
+  cluster.start();
+  const auto status = cluster.wait_trainer();
+  EXPECT_TRUE(status.success()) << status.describe();
+  cluster.stop();
+  const std::string out = echo.str();
+  EXPECT_NE(out.find("argv: train --set run.dir="), std::string::npos) << out;
+  EXPECT_NE(out.find("run.threads=1"), std::string::npos) << out;
+  EXPECT_NE(out.find("Cpus_allowed_list:\t" + std::to_string(cpu)), std::string::npos) << out;
+  EXPECT_EQ(out.find("redis.port"), std::string::npos) << "no services, no endpoints: " << out;
+
+  const Manifest m = cluster.manifest();
+  ASSERT_EQ(m.processes.size(), 1u);
+  const ProcessRecord& t = m.processes[0];
+  EXPECT_EQ(t.role, "trainer");
+  EXPECT_EQ(t.cpus, std::vector<int>{cpu});
+  EXPECT_EQ(t.cpus_allowed, std::vector<int>{cpu});
+  EXPECT_EQ(t.threads, 1);
+  EXPECT_EQ(t.stopped_by, "exited");
+  ASSERT_TRUE(t.exit.has_value());
+  EXPECT_TRUE(t.exit->success());
+  EXPECT_GE(t.cpu.total(), 0.0);
+  EXPECT_GT(t.ended_unix_ms, 0);
+  const auto path = cluster.write_manifest();
+  EXPECT_EQ(path, cluster.run_dir() / "cluster.json");
+  const std::string json = read_text(path);
+  EXPECT_NE(json.find("\"cpus_allowed\": \"" + std::to_string(cpu) + "\""), std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"cpu_seconds\""), std::string::npos);
+}
+
+TEST_F(ClusterTest, ReportsAFailingTrainer) {
+  Cluster cluster(options({.trainer = "echo boom >&2; exit 3"}));
+  cluster.start();
+  EXPECT_EQ(cluster.wait_trainer().code, 3);
+  EXPECT_NE(read_text(cluster.run_dir() / "logs" / "trainer.log").find("boom"), std::string::npos);
+}
+
+TEST_F(ClusterTest, AStopRequestTerminatesTheTrainer) {
+  Cluster cluster(options({.trainer = "exec sleep 60"}));
+  cluster.start();
+  std::stop_source stop;
+  stop.request_stop();
+  const auto status = cluster.wait_trainer(stop.get_token());
+  EXPECT_EQ(status.signal, SIGTERM);
+  EXPECT_EQ(cluster.manifest().processes[0].stopped_by, "sigterm");
+}
+
+TEST_F(ClusterTest, ABadRunSettingStopsBeforeAnythingStarts) {
+  auto o = options({});
+  o.run.overrides.push_back("trainer.no_such_key=1");
+  try {
+    Cluster cluster(o);
+    FAIL() << "accepted an unknown key";
+  } catch (const config::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("trainer.no_such_key"), std::string::npos);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "run" / "logs"));
+}
+
+}  // namespace
+}  // namespace spotlight::cluster

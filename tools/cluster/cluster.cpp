@@ -1,0 +1,349 @@
+#include "tools/cluster/cluster.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/log/log.hpp"
+#include "common/redis/client.hpp"
+#include "common/redis/errors.hpp"
+#include "common/run/run_config.hpp"
+#include "tools/cluster/log_follower.hpp"
+
+namespace spotlight::cluster {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+namespace fs = std::filesystem;
+
+std::int64_t unix_ms() {
+  return std::chrono::duration_cast<milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// A loopback TCP port that was free a moment ago (bind port 0 and read it back).
+int free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw ClusterError(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    throw ClusterError("bind 127.0.0.1:0: " + why);
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string tail_of(const fs::path& path, std::size_t bytes = 2000) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  const std::string all = s.str();
+  return all.size() > bytes ? all.substr(all.size() - bytes) : all;
+}
+
+}  // namespace
+
+struct Cluster::Member {
+  ProcessRecord record;
+  std::optional<process::Process> process;
+};
+
+void ClusterOptions::validate() const {
+  if (bin_dir.empty()) throw std::invalid_argument("ClusterOptions.bin_dir: must be set");
+  if (explorers < 0) throw std::invalid_argument("ClusterOptions.explorers: must be >= 0");
+  if (explorer_threads < 0) {
+    throw std::invalid_argument("ClusterOptions.explorer_threads: must be >= 0");
+  }
+  if (trainer.threads < 0 || spot.threads < 0) {
+    throw std::invalid_argument("ClusterOptions placement threads: must be >= 0");
+  }
+  if (grace.count() < 0 || drain_timeout.count() < 0) {
+    throw std::invalid_argument("ClusterOptions.grace/drain_timeout: must be >= 0");
+  }
+}
+
+bool needs_services(const std::string& mode) {
+  return mode == "async" || mode == "offload";
+}
+
+Cluster::Cluster(ClusterOptions options) : o_(std::move(options)) {
+  o_.validate();
+  const config::Config c = config::Config::load(run::run_schema(), o_.run);
+  run_dir_ = fs::absolute(c.get_string("run.dir"));
+  run_id_ = c.get_string("run.id");
+  mode_ = c.get_string("exploration.mode");
+  services_ = o_.services.value_or(needs_services(mode_));
+  if (o_.manifest.empty()) o_.manifest = run_dir_ / "cluster.json";
+}
+
+Cluster::~Cluster() {
+  try {
+    stop();
+  } catch (const std::exception& e) {
+    SPOTLIGHT_LOG(error) << "cluster: stopping failed: " << e.what();
+  }
+}
+
+void Cluster::note(const std::string& line) const {
+  if (o_.echo) *o_.echo << line << std::endl;
+}
+
+std::vector<std::string> Cluster::run_args() const {
+  std::vector<std::string> args;
+  if (o_.run.file) args.insert(args.end(), {"--config", o_.run.file->string()});
+  for (const auto& s : o_.run.overrides)
+    args.insert(args.end(), {"--set", s});
+  if (services_) {
+    args.insert(args.end(),
+                {"--set", "redis.port=" + std::to_string(redis_port_), "--set",
+                 "bus.trainer_endpoint=tcp://127.0.0.1:" + std::to_string(bus_port_), "--set",
+                 "reward.endpoint=tcp://127.0.0.1:" + std::to_string(reward_port_)});
+  }
+  return args;
+}
+
+Cluster::Member& Cluster::launch(const std::string& name, const std::string& role,
+                                 std::vector<std::string> argv, const Placement& placement) {
+  auto member = std::make_unique<Member>();
+  ProcessRecord& r = member->record;
+  r.name = name;
+  r.role = role;
+  r.cpus = placement.cpus;
+  r.threads = placement.threads;
+  r.log = (run_dir_ / "logs" / (name + ".log")).string();
+  process::ProcessOptions po;
+  po.argv = std::move(argv);
+  po.env = o_.env;
+  po.cpus = placement.cpus;
+  po.log = r.log;
+  r.argv = po.argv;
+  r.started_unix_ms = unix_ms();
+  member->process.emplace(std::move(po));
+  r.pid = member->process->pid();
+  r.cpus_allowed = member->process->allowed_cpus();
+  members_.push_back(std::move(member));
+  return *members_.back();
+}
+
+void Cluster::start_redis() {
+  const fs::path dir = run_dir_ / "redis";
+  fs::create_directories(dir);
+  constexpr int kPortAttempts = 8;
+  for (int attempt = 1;; ++attempt) {
+    redis_port_ = free_loopback_port();
+    Member& m = launch(
+        "redis", "redis",
+        {o_.redis_server, "--port", std::to_string(redis_port_), "--bind", "127.0.0.1", "--dir",
+         dir.string(), "--appendonly", "yes", "--save", "", "--protected-mode", "yes"},
+        o_.spot);
+    redis::RedisOptions probe;
+    probe.port = redis_port_;
+    probe.connect_timeout = milliseconds(250);
+    probe.command_timeout = milliseconds(1000);
+    const auto deadline = Clock::now() + o_.redis_start_timeout;
+    auto backoff = milliseconds(1);
+    for (;;) {
+      if (const auto s = m.process->wait_for(milliseconds(0))) {
+        m.record.ended_unix_ms = unix_ms();
+        m.record.exit = *s;
+        m.record.stopped_by = "exited";
+        const std::string log = tail_of(m.record.log);
+        if (log.find("Address already in use") != std::string::npos && attempt < kPortAttempts) {
+          members_.pop_back();  // the port was taken meanwhile: try another
+          break;
+        }
+        throw ClusterError("redis-server exited at start (" + s->describe() + "):\n" + log);
+      }
+      try {
+        redis::RedisClient(probe).ping();  // -LOADING while an AOF replays: not ready yet
+        return;
+      } catch (const redis::RedisError&) {
+      }
+      if (Clock::now() >= deadline) {
+        throw ClusterError(
+            "redis-server on port " + std::to_string(redis_port_) + " did not answer PING within " +
+            std::to_string(o_.redis_start_timeout.count()) + " ms:\n" + tail_of(m.record.log));
+      }
+      std::this_thread::sleep_for(backoff);  // back-off between readiness probes
+      backoff = std::min(backoff * 2, milliseconds(50));
+    }
+  }
+}
+
+void Cluster::start() {
+  started_unix_ms_ = unix_ms();
+  fs::create_directories(run_dir_ / "logs");
+  const fs::path services = o_.bin_dir;
+  try {
+    if (services_) {
+      start_redis();
+      reward_port_ = free_loopback_port();
+      bus_port_ = free_loopback_port();
+      Placement spot = o_.spot;
+      spot.threads = 0;  // planner, reward and redis take no run.threads
+      launch("reward", "reward",
+             {(services / "reward" / "spotlight-reward").string(), "--set",
+              "reward.bind=tcp://127.0.0.1:" + std::to_string(reward_port_)},
+             spot);
+      auto planner = run_args();
+      planner.insert(planner.begin(), (services / "planner" / "spotlight-planner").string());
+      launch("planner", "planner", planner, spot);
+      Placement explorer = o_.spot;
+      explorer.threads = o_.explorer_threads;
+      for (int i = 1; i <= o_.explorers; ++i) {
+        auto argv = run_args();
+        argv.insert(argv.begin(), (services / "explorer" / "spotlight-explorer").string());
+        argv.insert(argv.end(), {"--set", "explorer.id=explorer-" + std::to_string(i)});
+        if (explorer.threads > 0) {
+          argv.insert(argv.end(), {"--set", "run.threads=" + std::to_string(explorer.threads)});
+        }
+        launch("explorer-" + std::to_string(i), "explorer", argv, explorer);
+      }
+      note("== services: redis-server :" + std::to_string(redis_port_) +
+           ", reward :" + std::to_string(reward_port_) + ", planner, " +
+           std::to_string(o_.explorers) + " explorers, trainer ==");
+    }
+    Placement trainer = o_.trainer;
+    if (trainer.threads == 0) trainer.threads = static_cast<int>(trainer.cpus.size());
+    auto argv = run_args();
+    argv.insert(argv.begin(),
+                {(services / "trainer" / "spotlight-trainer").string(), o_.trainer_command});
+    if (trainer.threads > 0) {
+      argv.insert(argv.end(), {"--set", "run.threads=" + std::to_string(trainer.threads)});
+    }
+    note("== GRPO post-training (exploration.mode=" + mode_ + ") in " + run_dir_.string() + " ==");
+    launch("trainer", "trainer", argv, trainer);
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+process::ExitStatus Cluster::wait_trainer(std::stop_token stop) {
+  Member* trainer = nullptr;
+  for (auto& m : members_) {
+    if (m->record.name == "trainer") trainer = m.get();
+  }
+  if (!trainer) throw ClusterError("wait_trainer: the trainer was not started");
+  std::set<std::string> reported;
+  LogFollower echo(trainer->record.log, o_.echo);
+  for (;;) {
+    // The period only paces the echo of the log: the exit itself wakes the wait (pidfd).
+    if (const auto s = trainer->process->wait_for(o_.echo_period)) {
+      echo.finish();
+      trainer->record.ended_unix_ms = unix_ms();
+      trainer->record.exit = *s;
+      trainer->record.stopped_by = "exited";
+      return *s;
+    }
+    echo.poll();
+    for (auto& m : members_) {
+      if (m.get() == trainer || reported.count(m->record.name) || m->process->running()) continue;
+      reported.insert(m->record.name);
+      // Planner and explorers exit 0 once they see the job finished, maybe just before we do.
+      const bool job_done_exit = (m->record.role == "planner" || m->record.role == "explorer") &&
+                                 m->process->exit_status()->success();
+      if (job_done_exit) continue;
+      SPOTLIGHT_LOG(warn) << "cluster: " << m->record.name << " exited while the trainer runs ("
+                          << m->process->exit_status()->describe() << "); see " << m->record.log;
+    }
+    if (stop.stop_requested()) {
+      SPOTLIGHT_LOG(warn) << "cluster: stop requested: terminating the trainer";
+      const auto r = trainer->process->terminate(o_.grace);
+      echo.finish();
+      trainer->record.ended_unix_ms = unix_ms();
+      trainer->record.exit = r.status;
+      trainer->record.stopped_by = r.escalated ? "sigkill" : "sigterm";
+      return r.status;
+    }
+  }
+}
+
+void Cluster::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  const auto finish = [&](Member& m, const char* how) {
+    if (m.record.ended_unix_ms == 0) m.record.ended_unix_ms = unix_ms();
+    m.record.exit = m.process->exit_status();
+    if (m.record.stopped_by == "running") m.record.stopped_by = how;
+  };
+  // 1. Planner and explorers end by themselves once the trainer is done: give them the time.
+  const auto deadline = Clock::now() + o_.drain_timeout;
+  bool trainer_done = true;
+  for (auto& m : members_) {
+    if (m->record.role == "trainer" && m->process->running()) trainer_done = false;
+  }
+  for (auto& m : members_) {
+    if (!trainer_done || (m->record.role != "planner" && m->record.role != "explorer")) continue;
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    if (m->process->wait_for(std::max(left, milliseconds(0)))) finish(*m, "exited");
+  }
+  // 2. Everything left, newest first (trainer, explorers, planner, reward, redis).
+  for (auto it = members_.rbegin(); it != members_.rend(); ++it) {
+    Member& m = **it;
+    if (!m.process->running()) {
+      finish(m, "exited");
+      continue;
+    }
+    const auto r = m.process->terminate(o_.grace);
+    finish(m, r.escalated ? "sigkill" : "sigterm");
+    if (r.escalated) {
+      SPOTLIGHT_LOG(warn) << "cluster: " << m.record.name << " ignored SIGTERM for "
+                          << o_.grace.count() << " ms: SIGKILLed";
+    }
+  }
+}
+
+process::Process* Cluster::process(const std::string& name) {
+  for (auto& m : members_) {
+    if (m->record.name == name) return &*m->process;
+  }
+  return nullptr;
+}
+
+Manifest Cluster::manifest() const {
+  Manifest out;
+  out.run_dir = run_dir_.string();
+  out.run_id = run_id_;
+  out.mode = mode_;
+  out.services = services_;
+  out.redis_port = redis_port_;
+  out.reward_port = reward_port_;
+  out.bus_port = bus_port_;
+  out.started_unix_ms = started_unix_ms_;
+  out.finished_unix_ms = unix_ms();
+  for (const auto& m : members_) {
+    ProcessRecord r = m->record;
+    r.cpu = m->process->cpu_times();
+    if (!r.exit) r.exit = m->process->exit_status();
+    out.processes.push_back(std::move(r));
+  }
+  return out;
+}
+
+fs::path Cluster::write_manifest() const {
+  const fs::path tmp = o_.manifest.string() + ".tmp";
+  fs::create_directories(o_.manifest.parent_path());
+  std::ofstream(tmp) << manifest().to_json() << "\n";
+  fs::rename(tmp, o_.manifest);
+  return o_.manifest;
+}
+
+}  // namespace spotlight::cluster

@@ -1,0 +1,137 @@
+#pragma once
+// A run's processes on one machine (the local cluster): redis-server (loopback, a free port, AOF),
+// spotlight-reward, spotlight-planner, N spotlight-explorer and spotlight-trainer, each role
+// pinned to its CPU set with its thread count, all given the run's configuration.
+//
+//   ClusterOptions o;
+//   o.bin_dir = "build/services";
+//   o.run.file = "deploy/config/demo.yaml";
+//   o.run.overrides = {"run.dir=runs/x", "exploration.mode=async"};
+//   o.trainer.cpus = {0};                  // the reserved role
+//   o.spot.cpus = {1};                     // explorers, planner, reward, redis
+//   Cluster cluster(o);
+//   cluster.start();                       // services (when the mode has them), then the trainer
+//   cluster.wait_trainer(stop_token);      // echoing its output to o.echo
+//   cluster.stop();                        // the rest: on their own, else SIGTERM, then SIGKILL
+//   cluster.write_manifest();              // <run.dir>/cluster.json (manifest.hpp)
+//
+// Contract:
+// - The run's configuration is validated (the services' run schema) in the constructor: a bad
+//   key is a config::ConfigError before anything starts.
+// - Which services run follows exploration.mode (needs_services()) unless `services` says.
+// - Every process's output goes to <run.dir>/logs/<name>.log; names are trainer, planner,
+//   reward, redis, explorer-1..N.
+// - stop() first gives planner and explorers `drain_timeout` to exit by themselves (they do once
+//   the trainer has finished), then SIGTERMs everything left (explorers, planner, reward, redis:
+//   redis flushes its AOF) and SIGKILLs what outlives `grace`. The destructor stops too.
+// - Not thread-safe: one thread drives a Cluster (and must outlive its processes: they die with
+//   it, PR_SET_PDEATHSIG).
+// - The library is for the launcher binary (spotlight-cluster) and for end-to-end tests, which
+//   can reach each process by name to signal or restart it.
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "common/config/config.hpp"
+#include "common/process/process.hpp"
+#include "tools/cluster/manifest.hpp"
+
+namespace spotlight::cluster {
+
+inline constexpr std::chrono::milliseconds kDefaultRedisStartTimeout{15000};
+inline constexpr std::chrono::milliseconds kDefaultDrainTimeout{20000};
+inline constexpr std::chrono::milliseconds kDefaultStopGrace{10000};
+inline constexpr std::chrono::milliseconds kDefaultEchoPeriod{100};
+
+// A process of the cluster did not come up (redis not answering, a service exiting at start).
+class ClusterError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Where a role runs.
+struct Placement {
+  std::vector<int> cpus;  // CPU set; empty: not pinned
+  int threads = 0;        // run.threads; 0: the number of cpus (not set when unpinned)
+};
+
+struct ClusterOptions {
+  std::filesystem::path bin_dir;  // <bin_dir>/<service>/spotlight-<service>
+  config::ConfigSources run;      // --config / --set of trainer, planner and explorers
+  std::optional<bool> services;   // redis + reward + planner + explorers; nullopt: by the mode
+  int explorers = 2;
+  Placement trainer;         // the reserved role: the trainer alone
+  Placement spot;            // the spot role: explorers, planner, reward, redis
+  int explorer_threads = 1;  // run.threads of each explorer
+  std::string trainer_command = "train";
+  std::string redis_server = "redis-server";
+  std::map<std::string, std::string> env = {{"OMP_WAIT_POLICY", "passive"}};  // every process
+  std::chrono::milliseconds redis_start_timeout = kDefaultRedisStartTimeout;
+  std::chrono::milliseconds drain_timeout = kDefaultDrainTimeout;
+  std::chrono::milliseconds grace = kDefaultStopGrace;
+  std::chrono::milliseconds echo_period = kDefaultEchoPeriod;
+  std::filesystem::path manifest;  // empty: <run.dir>/cluster.json
+  std::ostream* echo = nullptr;    // the trainer's output and the launcher's notes; null: quiet
+
+  void validate() const;  // std::invalid_argument naming the field
+};
+
+// exploration.mode values whose run needs the services (Redis, reward, planner, explorers).
+bool needs_services(const std::string& mode);
+
+class Cluster {
+ public:
+  // Validates options and the run's configuration (config::ConfigError); starts nothing.
+  explicit Cluster(ClusterOptions options);
+  ~Cluster();  // stop() if not done
+  Cluster(const Cluster&) = delete;
+  Cluster& operator=(const Cluster&) = delete;
+
+  // Starts the services (when the run has them; redis first, waiting until it answers PING),
+  // then the trainer. Throws process::ProcessError or ClusterError; nothing is left running then.
+  void start();
+  // Waits for the trainer to exit, echoing its output; when `stop` is requested first the
+  // trainer is terminated (SIGTERM, grace, SIGKILL). Returns its exit status.
+  process::ExitStatus wait_trainer(std::stop_token stop = {});
+  // Stops every process left (see the contract). Idempotent.
+  void stop();
+
+  // The process called `name` (trainer, planner, reward, redis, explorer-<i>); null if none.
+  process::Process* process(const std::string& name);
+  const std::filesystem::path& run_dir() const { return run_dir_; }
+  const std::string& mode() const { return mode_; }
+  bool has_services() const { return services_; }
+  int redis_port() const { return redis_port_; }
+
+  // Every process so far with its CPU seconds and exit status (running ones: CPU so far).
+  Manifest manifest() const;
+  // Writes manifest() to options.manifest (default <run.dir>/cluster.json); returns the path.
+  std::filesystem::path write_manifest() const;
+
+ private:
+  struct Member;
+  Member& launch(const std::string& name, const std::string& role, std::vector<std::string> argv,
+                 const Placement& placement);
+  void start_redis();
+  std::vector<std::string> run_args() const;
+  void note(const std::string& line) const;
+
+  ClusterOptions o_;
+  std::filesystem::path run_dir_;
+  std::string run_id_;
+  std::string mode_;
+  bool services_ = false;
+  int redis_port_ = 0, reward_port_ = 0, bus_port_ = 0;
+  std::vector<std::unique_ptr<Member>> members_;
+  std::int64_t started_unix_ms_ = 0;
+  bool stopped_ = false;
+};
+
+}  // namespace spotlight::cluster

@@ -1,0 +1,17 @@
+#pragma once
+// The spotlight-cluster program as a function: base checkpoint, cluster, manifest. main() only
+// installs the stop signals and calls it.
+
+#include <ostream>
+#include <stop_token>
+
+#include "tools/cluster/command_line.hpp"
+
+namespace spotlight::cluster {
+
+// Runs the job described by `options`: ensure_base() when asked, Cluster start / wait_trainer /
+// stop, the manifest. Returns the trainer's exit status as a shell code (0: the job finished).
+// A stop request terminates the trainer, then the rest, and still writes the manifest.
+int run_launcher(LauncherOptions options, std::stop_token stop);
+
+}  // namespace spotlight::cluster

@@ -1,0 +1,25 @@
+#pragma once
+// The simulator's study: none and sync baselines (reserved GPUs only) against async (the same
+// reserved GPUs plus a spot pool following each trace) for several pool sizes, averaged over
+// seeds; written as markdown with the assumptions beside the results.
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tools/simulator/simulation.hpp"
+#include "tools/simulator/trace.hpp"
+
+namespace spotlight::simulator {
+
+struct StudyOptions {
+  SimOptions sim;
+  std::vector<Trace> traces;
+  std::vector<int> spot_sizes{16, 32, 64, 128};
+  int seeds = 3;
+};
+
+// Runs every simulation and writes the markdown report to `out`.
+void run_study(const StudyOptions& options, std::ostream& out);
+
+}  // namespace spotlight::simulator
