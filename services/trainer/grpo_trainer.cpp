@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include "common/model/safetensors.hpp"
@@ -26,6 +27,11 @@ using Json = nlohmann::json;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Waits for the work queued on a CUDA device, so a phase's clock reading includes its kernels.
+void finish_device_work(const at::TensorOptions& options) {
+  if (options.device().is_cuda()) torch::cuda::synchronize(options.device().index());
 }
 
 Json to_json(const ValidationReport& v) {
@@ -149,6 +155,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   rollout_options.keep_trajectory = true;
   model->eval();
   auto chunks = policy_.sample(flat_prompts, flat_seeds, rollout_options, o_.micro_batch);
+  finish_device_work(policy_.tensor_options());
   report.rollout_seconds = seconds_since(rollout_start);
 
   // 3. Rewards and advantages.
@@ -255,6 +262,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   model->eval();
   report.clip_fraction = loss_terms ? clip_sum / loss_terms : 0.0;
   report.kl = loss_terms ? kl_sum / loss_terms : 0.0;
+  finish_device_work(policy_.tensor_options());
   report.train_seconds = seconds_since(train_start);
 
   // 5. Staleness audit after the update (v_k explored vs v_{k+1}); async audits before it.
