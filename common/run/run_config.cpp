@@ -123,6 +123,9 @@ const config::Schema& run_schema() {
                      "bench: n of the n x n x n peak matrix product; 0: 8192 on CUDA, 1024 on CPU.")
           .range(0, 65536),
       Entry::boolean("bench.sampler", true, "bench: also measure the sampler."),
+      Entry::boolean("bench.grpo", false,
+                     "bench: also time two GRPO iterations of the trainer.* settings, with a "
+                     "stand-in reward that trains every chunk (the second one is reported)."),
       Entry::string("bench.output", "", "bench: also write the JSON report to this file."),
       Entry::string("run.id", "default",
                     "Run id: every Redis key of the run is under spotlight:<run.id>.")

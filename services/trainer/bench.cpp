@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -12,9 +13,12 @@
 #include "common/model/autocast.hpp"
 #include "common/model/mmdit.hpp"
 #include "common/model/safetensors.hpp"
+#include "common/policy/policy.hpp"
+#include "common/reward/reward_function.hpp"
 #include "common/sampler/sampler.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/vocabulary.hpp"
+#include "services/trainer/seed_source.hpp"
 
 namespace spotlight::trainer {
 namespace {
@@ -45,10 +49,27 @@ double seconds_per_call(Run run, Sync sync, double min_seconds, int min_reps) {
   return elapsed / reps;
 }
 
+// The stand-in reward of the GRPO timing (bench.hpp): an image's mean brightness.
+class BrightnessReward final : public reward::RewardFunction {
+ public:
+  std::vector<reward::Scored> score(const std::vector<task::Prompt>& prompts,
+                                    const std::vector<task::Image>& images) override {
+    std::vector<reward::Scored> out;
+    for (const auto& image : images) {
+      double sum = 0;
+      for (float v : image.rgb)
+        sum += v;
+      out.push_back({image.rgb.empty() ? 0.0 : sum / static_cast<double>(image.rgb.size()), false});
+    }
+    return out;
+  }
+  std::string name() const override { return "brightness (bench stand-in)"; }
+};
+
 }  // namespace
 
 BenchReport run_benchmark(const BenchOptions& o) {
-  torch::NoGradGuard no_grad;
+  std::optional<torch::NoGradGuard> no_grad(std::in_place);  // until the GRPO timing
   const torch::Device device(o.policy.device);
   const auto dtype = parse_dtype(o.policy.dtype);
   const auto autocast = model::parse_autocast(o.policy.autocast);
@@ -93,11 +114,12 @@ BenchReport run_benchmark(const BenchOptions& o) {
   }
   r.preset_macs_per_sample = m.macs_per_sample();
   if (o.depth > 0 && o.depth != m.depth()) m.depth(o.depth);
-  const bool reshaped = m.hidden() != model::mmdit_preset(o.policy.preset).hidden() ||
-                        m.depth() != r.preset_depth;
+  const bool reshaped =
+      m.hidden() != model::mmdit_preset(o.policy.preset).hidden() || m.depth() != r.preset_depth;
   if (reshaped && !o.base.empty()) {
-    throw std::invalid_argument("bench: model.base cannot load into a model resized by "
-                                "bench.hidden or bench.depth");
+    throw std::invalid_argument(
+        "bench: model.base cannot load into a model resized by "
+        "bench.hidden or bench.depth");
   }
   r.hidden = m.hidden();
   r.heads = m.heads();
@@ -124,8 +146,7 @@ BenchReport run_benchmark(const BenchOptions& o) {
   const auto tokens = torch::tensor(ids, torch::kLong).view({o.batch, m.text_len()}).to(device);
   const auto x = torch::randn({o.batch, m.channels(), m.image_size(), m.image_size()}, options);
   const auto t = torch::full({o.batch}, 0.5, options);
-  r.forward_seconds =
-      seconds_per_call([&] { net->forward(x, t, tokens); }, sync, o.seconds, 3);
+  r.forward_seconds = seconds_per_call([&] { net->forward(x, t, tokens); }, sync, o.seconds, 3);
   const double flops = 2.0 * static_cast<double>(r.macs_per_sample) * o.batch;
   r.forward_tflops = flops / r.forward_seconds / 1e12;
   r.forward_share_of_matmul = r.forward_tflops / r.matmul_tflops;
@@ -142,6 +163,36 @@ BenchReport run_benchmark(const BenchOptions& o) {
     r.sampler_steps = sampling.steps;
     r.sampler_images_per_second = static_cast<double>(o.batch) / s;
     r.sampler_seconds_per_sample_step = s / (static_cast<double>(o.batch) * sampling.steps);
+  }
+
+  if (o.grpo) {
+    if (reshaped) {
+      throw std::invalid_argument(
+          "bench: bench.grpo times the preset as it is, without "
+          "bench.hidden or bench.depth");
+    }
+    no_grad.reset();  // the update needs gradients
+    policy::Policy policy(o.policy);
+    if (!o.base.empty()) model::load_module_state(*policy.model(), model::load_safetensors(o.base));
+    BrightnessReward stand_in;
+    GrpoOptions g = o.grpo_options;
+    g.mode = "none";
+    g.run_dir.clear();
+    g.audit_every = 0;
+    ExplorationOptions exploration;
+    exploration.group_size = g.group_size;
+    exploration.run_seed = g.seed;
+    GrpoTrainer trainer(g, policy, stand_in, make_random_seed_source(exploration));
+    trainer.run_iteration(0);  // warm-up: allocator, kernels' first launches
+    const auto it = trainer.run_iteration(1);
+    r.grpo = true;
+    r.grpo_samples = g.prompts_per_iteration * g.group_size;
+    r.grpo_steps = g.sampler.steps;
+    r.grpo_optimizer_steps = it.optimizer_steps;
+    r.grpo_rollout_seconds = it.rollout_seconds;
+    r.grpo_reward_seconds = it.reward_seconds;
+    r.grpo_train_seconds = it.train_seconds;
+    r.grpo_iteration_seconds = it.iteration_seconds;
   }
   return r;
 }
@@ -170,6 +221,16 @@ std::string to_json(const BenchReport& r) {
         {"tflops", r.forward_tflops},
         {"share_of_matmul", r.forward_share_of_matmul},
         {"preset_seconds_per_sample", r.preset_forward_seconds_per_sample}}}};
+  if (r.grpo) {
+    j["grpo"] = {{"samples", r.grpo_samples},
+                 {"sampler_steps", r.grpo_steps},
+                 {"reward", "brightness stand-in"},
+                 {"optimizer_steps", r.grpo_optimizer_steps},
+                 {"rollout_seconds", r.grpo_rollout_seconds},
+                 {"reward_seconds", r.grpo_reward_seconds},
+                 {"train_seconds", r.grpo_train_seconds},
+                 {"iteration_seconds", r.grpo_iteration_seconds}};
+  }
   if (r.sampler_steps > 0) {
     j["sampler"] = {{"batch", r.batch},
                     {"steps", r.sampler_steps},

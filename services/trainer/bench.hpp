@@ -7,6 +7,11 @@
 //   forward  one DiT forward of a batch: FLOP/s (2 x multiply-adds of matrix products) and its
 //            share of the matmul peak
 //   sampler  seeded SDE sampling of a batch: images/s and seconds per sample per step
+//   grpo     (bench.grpo) two GRPO iterations with the trainer.* settings; the second one's time
+//            split (rollout, reward, train). A stand-in reward (the images' mean brightness)
+//            gives every group a spread, so every chunk is trained: the task's scorer gives an
+//            untrained model 0 everywhere, and GRPO then trains nothing. An update costs the same
+//            whatever the rewards.
 //
 // A model narrower (bench.hidden) or shallower (bench.depth) than its preset is measured as built;
 // the report adds the full preset's forward time at the measured FLOP rate (its FLOPs divided by
@@ -18,6 +23,7 @@
 
 #include "common/policy/policy_options.hpp"
 #include "common/sampler/sampler_options.hpp"
+#include "services/trainer/grpo_trainer.hpp"
 
 namespace spotlight::trainer {
 
@@ -31,6 +37,8 @@ struct BenchOptions {
   int64_t matmul_size = 0;       // 0: 8192 on CUDA, 1024 on the CPU
   bool sampler = true;           // also measure the sampler
   sampler::SamplerOptions sampling;
+  bool grpo = false;  // also time GRPO iterations (the preset's shape only)
+  GrpoOptions grpo_options;
 };
 
 struct BenchReport {
@@ -55,10 +63,15 @@ struct BenchReport {
   int sampler_steps = 0;
   double sampler_images_per_second = 0;
   double sampler_seconds_per_sample_step = 0;
+  // grpo (when measured): the second iteration
+  bool grpo = false;
+  int grpo_samples = 0, grpo_steps = 0, grpo_optimizer_steps = 0;
+  double grpo_rollout_seconds = 0, grpo_reward_seconds = 0, grpo_train_seconds = 0;
+  double grpo_iteration_seconds = 0;
 };
 
 // Throws std::invalid_argument for a width that the head size does not divide, or a base
-// checkpoint with a changed shape.
+// checkpoint or GRPO timing with a changed shape.
 BenchReport run_benchmark(const BenchOptions& options);
 
 // The report as a JSON object (pretty-printed).

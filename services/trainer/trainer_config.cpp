@@ -69,6 +69,8 @@ BenchOptions bench_options(const config::Config& c) {
   o.matmul_size = c.get_int("bench.matmul_size");
   o.sampler = c.get_bool("bench.sampler");
   o.sampling = run::sampler_options(c);
+  o.grpo = c.get_bool("bench.grpo");
+  o.grpo_options = grpo_options(c);
   return o;
 }
 
