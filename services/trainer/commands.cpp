@@ -1,0 +1,232 @@
+#include "services/trainer/commands.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "common/config/error.hpp"
+#include "common/log/log.hpp"
+#include "common/model/safetensors.hpp"
+#include "common/reward/reward_function.hpp"
+#include "services/trainer/trainer_config.hpp"
+
+namespace spotlight::trainer {
+namespace {
+
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+void apply_threads(const config::Config& c) {
+  if (const auto threads = c.get<int>("run.threads"); threads > 0) torch::set_num_threads(threads);
+}
+
+fs::path base_output(const config::Config& c) {
+  const auto& out = c.get_string("pretrain.output");
+  return out.empty() ? fs::path(c.get_string("run.dir")) / "base.safetensors" : fs::path(out);
+}
+
+void load_base(policy::Policy& policy, const config::Config& c) {
+  const auto& base = c.get_string("model.base");
+  if (base.empty()) return;
+  model::load_module_state(*policy.model(), model::load_safetensors(base));
+  SPOTLIGHT_LOG(info) << "loaded base weights from " << base;
+}
+
+std::string format_validation(const ValidationReport& v) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(3) << "val geneval " << v.geneval_score << " reward "
+    << v.mean_reward << " (";
+  for (size_t i = 0; i < v.per_category.size(); ++i) {
+    s << (i ? " " : "") << v.per_category[i].first << " " << std::setprecision(2)
+      << v.per_category[i].second;
+  }
+  s << ")";
+  return s.str();
+}
+
+}  // namespace
+
+int run_pretrain(const config::Config& c) {
+  apply_threads(c);
+  policy::Policy policy(policy_options(c), task_options(c));
+  const auto options = pretrain_options(c);
+  SPOTLIGHT_LOG(info) << "pretraining preset " << c.get_string("model.preset") << " for "
+                      << options.steps << " steps of " << options.batch << " images";
+  const auto report = pretrain(policy, options, [](const PretrainProgress& p) {
+    SPOTLIGHT_LOG(info) << "pretrain step " << p.step << " loss " << std::fixed
+                        << std::setprecision(4) << p.loss << " " << std::setprecision(1)
+                        << p.seconds << " s";
+  });
+  const auto out = base_output(c);
+  fs::create_directories(out.parent_path().empty() ? "." : out.parent_path());
+  auto state = model::module_state(*policy.model());
+  state.metadata = {{"preset", c.get_string("model.preset")},
+                    {"pretrain.steps", std::to_string(report.steps)},
+                    {"pretrain.seed", std::to_string(options.seed)},
+                    {"pretrain.batch", std::to_string(options.batch)},
+                    {"pretrain.lr", std::to_string(options.lr)}};
+  model::save_safetensors(out, state);
+  GrpoOptions g = grpo_options(c);
+  g.run_dir.clear();
+  auto reward = reward::make_task_reward(policy.task_options());
+  GrpoTrainer evaluator(g, policy, *reward, make_random_seed_source({}));
+  const auto validation = evaluator.validate();
+  SPOTLIGHT_LOG(info) << "pretrained in " << std::fixed << std::setprecision(1) << report.seconds
+                      << " s, final loss " << std::setprecision(4) << report.final_loss << "; base "
+                      << format_validation(validation) << "; wrote " << out.string();
+  Json summary{{"pretrain_seconds", report.seconds},
+               {"steps", report.steps},
+               {"final_loss", report.final_loss},
+               {"base_geneval_score", validation.geneval_score},
+               {"base_ocr_score", validation.ocr_score},
+               {"base_mean_reward", validation.mean_reward},
+               {"checkpoint", out.string()}};
+  std::ofstream(out.string() + ".json") << summary.dump(2) << "\n";
+  return 0;
+}
+
+int run_train(const config::Config& c, TrainHooks& hooks) {
+  apply_threads(c);
+  const auto options = grpo_options(c);
+  if (options.mode != "none" && options.mode != "sync" && !hooks.supports(options.mode)) {
+    throw config::ConfigError("exploration.mode",
+                              "config: 'exploration.mode' " + options.mode +
+                                  " needs the services build (this trainer is the compute core "
+                                  "alone, SPOTLIGHT_CORE_ONLY): use none or sync");
+  }
+  fs::create_directories(options.run_dir);
+  std::ofstream(options.run_dir / "config.yaml") << c.dump();
+  policy::Policy policy(policy_options(c), task_options(c));
+  load_base(policy, c);
+  std::unique_ptr<policy::Policy> reference;
+  if (options.loss.kl_beta > 0) {
+    reference = std::make_unique<policy::Policy>(policy_options(c), task_options(c));
+    reference->copy_weights_from(policy);
+  }
+  auto reward = reward::make_task_reward(policy.task_options());
+  ExplorationOptions exploration;
+  exploration.group_size = options.group_size;
+  exploration.candidates = options.candidates;
+  exploration.sampler = options.sampler;
+  if (options.exploration_steps > 0) exploration.sampler.steps = options.exploration_steps;
+  exploration.chunk = options.micro_batch * 2;
+  exploration.run_seed = options.seed;
+  std::unique_ptr<SeedSource> seeds;
+  if (options.mode == "none") {
+    seeds = make_random_seed_source(exploration);
+  } else if (options.mode == "sync") {
+    seeds = make_sync_seed_source(exploration, policy, *reward);
+  } else {
+    seeds = hooks.seed_source(options);
+  }
+  hooks.prepare(options);
+  GrpoTrainer trainer(options, policy, *reward, std::move(seeds), reference.get());
+  trainer.set_observer(hooks.observer());
+  if (const auto next = trainer.resume(); next > 0) {
+    SPOTLIGHT_LOG(info) << "resumed from checkpoint: next iteration " << next;
+  }
+  hooks.started(trainer.next_iteration());
+  std::optional<ValidationReport> first_validation, last_validation;
+  double last_wall = 0;
+  std::vector<double> taus;
+  double explore_seconds = 0, iteration_seconds = 0;
+  int fallback_prompts = 0, iterations_run = 0;
+  trainer.run([&](const IterationReport& r) {
+    hooks.observed(r);
+    if (r.iteration < 0) {
+      first_validation = r.validation;
+      SPOTLIGHT_LOG(info) << "base model: " << format_validation(*r.validation);
+      return;
+    }
+    last_wall = r.wall_seconds;
+    explore_seconds += r.explore_seconds;
+    hooks.iteration_done(r, explore_seconds);
+    iteration_seconds += r.iteration_seconds;
+    fallback_prompts += r.fallback_prompts;
+    ++iterations_run;
+    if (r.kendall_tau) taus.push_back(*r.kendall_tau);
+    std::ostringstream line;
+    line << std::fixed << std::setprecision(3) << "iter " << r.iteration + 1 << "/"
+         << options.iterations << " reward " << r.reward_mean << " zero-std "
+         << std::setprecision(2) << r.zero_std_ratio << " sel-var " << std::setprecision(4)
+         << r.selected_variance << std::setprecision(1) << " | " << r.iteration_seconds
+         << " s (explore " << r.explore_seconds << ", rollout " << r.rollout_seconds << ", train "
+         << r.train_seconds << ")";
+    if (r.kendall_tau) line << " tau " << std::setprecision(2) << *r.kendall_tau;
+    if (r.validation) {
+      last_validation = r.validation;
+      line << " | " << format_validation(*r.validation);
+    }
+    SPOTLIGHT_LOG(info) << line.str();
+  });
+  Json summary{{"mode", options.mode},
+               {"seed", options.seed},
+               {"iterations", options.iterations},
+               {"train_wall_seconds", last_wall}};
+  if (first_validation) summary["base_geneval_score"] = first_validation->geneval_score;
+  if (last_validation) summary["final_geneval_score"] = last_validation->geneval_score;
+  if (last_validation) summary["final_ocr_score"] = last_validation->ocr_score;
+  if (last_validation) summary["final_mean_reward"] = last_validation->mean_reward;
+  if (!taus.empty()) summary["kendall_tau"] = taus;
+  if (iterations_run > 0) {
+    // explore_seconds is exploration on the critical path: sync explores, async waits for seeds.
+    summary["mean_explore_seconds_on_critical_path"] = explore_seconds / iterations_run;
+    summary["mean_iteration_seconds"] = iteration_seconds / iterations_run;
+    summary["fallback_prompts"] = fallback_prompts;
+  }
+  hooks.summarize(summary);
+  std::ofstream(options.run_dir / "summary.json") << summary.dump(2) << "\n";
+  if (first_validation && last_validation) {
+    SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(3) << "done: validation geneval "
+                        << first_validation->geneval_score << " -> "
+                        << last_validation->geneval_score << " (" << std::showpos
+                        << last_validation->geneval_score - first_validation->geneval_score
+                        << std::noshowpos << ") in " << std::setprecision(1) << last_wall
+                        << " s of training";
+  }
+  return 0;
+}
+
+int run_eval(const config::Config& c) {
+  apply_threads(c);
+  policy::Policy policy(policy_options(c), task_options(c));
+  load_base(policy, c);
+  auto reward = reward::make_task_reward(policy.task_options());
+  GrpoOptions g = grpo_options(c);
+  g.run_dir.clear();
+  GrpoTrainer evaluator(g, policy, *reward, make_random_seed_source({}));
+  const auto v = evaluator.validate();
+  std::cout << format_validation(v) << std::endl;
+  return 0;
+}
+
+int run_bench(const config::Config& c) {
+  apply_threads(c);
+  const std::string json = to_json(run_benchmark(bench_options(c)));
+  std::cout << json << std::endl;
+  if (const fs::path out = c.get_string("bench.output"); !out.empty()) {
+    if (out.has_parent_path()) fs::create_directories(out.parent_path());
+    std::ofstream(out) << json << "\n";
+  }
+  return 0;
+}
+
+int run_subcommand(const std::string& subcommand, const config::Config& c, TrainHooks& hooks) {
+  if (subcommand == "pretrain") return run_pretrain(c);
+  if (subcommand == "train") return run_train(c, hooks);
+  if (subcommand == "eval") return run_eval(c);
+  if (subcommand == "bench") return run_bench(c);
+  std::cerr << "usage: spotlight-trainer pretrain|train|eval|bench [--config FILE] [--set "
+               "key=value]...\n";
+  return 2;
+}
+
+}  // namespace spotlight::trainer

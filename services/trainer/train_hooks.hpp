@@ -1,0 +1,48 @@
+#pragma once
+// What a deployment adds around `train` (commands.hpp's run_train). The services build
+// (app.hpp) brings exploration.mode async (explorers' results through Redis, the weights published
+// for them), the /metrics endpoint and cost accounting; the compute core alone
+// (SPOTLIGHT_CORE_ONLY) trains with NoTrainHooks. run_train calls them in this order:
+//
+//   check at start: mode is none|sync, or hooks.supports(mode)           // else ConfigError
+//   seeds = mode is none|sync ? the core's : hooks.seed_source(options)
+//   hooks.prepare(options)
+//   trainer.set_observer(hooks.observer())
+//   trainer.resume(); hooks.started(next_iteration)
+//   for every report r, the base model's validation (iteration -1) first:
+//     hooks.observed(r)
+//     if r.iteration >= 0: hooks.iteration_done(r, exploration seconds on the critical path so far)
+//   hooks.summarize(summary)                                               // then summary.json
+//
+// All calls come from the thread that runs run_train.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "services/trainer/grpo_trainer.hpp"
+#include "services/trainer/seed_source.hpp"
+
+namespace spotlight::trainer {
+
+class TrainHooks {
+ public:
+  virtual ~TrainHooks() = default;
+  // Whether seed_source() provides exploration.mode `mode` (one the core does not: async).
+  virtual bool supports(const std::string& mode) const { return false; }
+  virtual std::unique_ptr<SeedSource> seed_source(const GrpoOptions& options) { return nullptr; }
+  virtual void prepare(const GrpoOptions& options) {}
+  // Sees every checkpointed weights version; may be null. Must outlive run_train's trainer.
+  virtual TrainerObserver* observer() { return nullptr; }
+  virtual void started(int64_t next_iteration) {}
+  virtual void observed(const IterationReport& report) {}
+  virtual void iteration_done(const IterationReport& report, double explore_seconds) {}
+  virtual void summarize(nlohmann::json& summary) {}
+};
+
+// The compute core alone: exploration.mode none or sync, nothing around it.
+class NoTrainHooks final : public TrainHooks {};
+
+}  // namespace spotlight::trainer
