@@ -236,8 +236,13 @@ const config::Schema& run_schema() {
                     "CURVE-encrypted; empty: plain text."),
       Entry::string("reward.curve.client_secret_file", "",
                     "zcert key pair file of this reward client; empty: an ephemeral key pair.")};
+#ifdef SPOTLIGHT_RUN_SERVICES
   // metrics.bind (empty: off), metrics.max_request_bytes, metrics.request_timeout_ms.
   static const config::Schema schema = config::Schema(entries).add(metrics::metrics_schema(""));
+#else
+  // A core-only build (SPOTLIGHT_CORE_ONLY) serves no metrics: no metrics.* keys.
+  static const config::Schema schema = config::Schema(entries);
+#endif
   return schema;
 }
 
@@ -272,6 +277,8 @@ sampler::SamplerOptions sampler_options(const config::Config& c) {
   return o;
 }
 
+// The services' settings (Redis, ZeroMQ): not part of a core-only build.
+#ifdef SPOTLIGHT_RUN_SERVICES
 redis::RedisOptions redis_options(const config::Config& c) {
   redis::RedisOptions o;
   o.host = c.get_string("redis.host");
@@ -308,5 +315,6 @@ queue::LeaseQueueOptions explore_queue_options(const config::Config& c) {
   o.max_deliveries = c.get<int>("exploration.max_deliveries");
   return o;
 }
+#endif
 
 }  // namespace spotlight::run
