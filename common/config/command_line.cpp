@@ -69,8 +69,8 @@ Config load_or_exit(const Schema& schema, int argc, const char* const* argv,
     if (command_line != nullptr) *command_line = std::move(cmd);
     return config;
   } catch (const ConfigError& e) {
-    std::fprintf(stderr, "%s\n(run with --help to list the options and configuration keys)\n",
-                 e.what());
+    // One line: what is wrong, naming the key or file.
+    std::fprintf(stderr, "%s (--help lists the options and configuration keys)\n", e.what());
     std::exit(2);
   }
 }

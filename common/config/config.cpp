@@ -302,18 +302,38 @@ void apply_yaml(const Schema& schema, const YAML::Node& root, const std::string&
 
 #endif
 
+// A regular file of at most kMaxConfigFileBytes: a directory, a device (/dev/zero), a FIFO or a
+// huge file is refused before anything is read from it.
 std::string read_file(const std::filesystem::path& path) {
+  const std::string name = "config file '" + path.string() + "' (--config)";
+  std::error_code error;
+  const auto status = std::filesystem::status(path, error);
+  if (error) throw ConfigError("", "config: cannot read " + name + ": " + error.message());
+  if (status.type() != std::filesystem::file_type::regular) {
+    throw ConfigError("", "config: " + name + " is not a regular file (" +
+                              (status.type() == std::filesystem::file_type::directory
+                                   ? std::string("a directory")
+                                   : std::string("a device, socket or pipe")) +
+                              ")");
+  }
+  const auto size = std::filesystem::file_size(path, error);
+  if (!error && size > kMaxConfigFileBytes) {
+    throw ConfigError("", "config: " + name + " is " + std::to_string(size) +
+                              " bytes, more than the limit of " +
+                              std::to_string(kMaxConfigFileBytes));
+  }
   std::ifstream stream(path, std::ios::binary);
-  if (!stream) {
-    throw ConfigError(
-        "", "config: cannot read config file '" + path.string() + "': " + std::strerror(errno));
+  if (!stream) throw ConfigError("", "config: cannot read " + name + ": " + std::strerror(errno));
+  // Read at most one byte past the limit: the file may have grown since the stat.
+  std::string text(kMaxConfigFileBytes + 1, '\0');
+  stream.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (stream.bad()) throw ConfigError("", "config: cannot read " + name);
+  text.resize(static_cast<size_t>(stream.gcount()));
+  if (text.size() > kMaxConfigFileBytes) {
+    throw ConfigError("", "config: " + name + " is more than the limit of " +
+                              std::to_string(kMaxConfigFileBytes) + " bytes");
   }
-  std::ostringstream text;
-  text << stream.rdbuf();
-  if (stream.bad()) {
-    throw ConfigError("", "config: cannot read config file '" + path.string() + "'");
-  }
-  return text.str();
+  return text;
 }
 
 // --- dump ---------------------------------------------------------------------------------------

@@ -28,8 +28,12 @@
 
 namespace spotlight::config {
 
+// The largest configuration file read (the biggest shipped recipe is a few KB).
+inline constexpr std::size_t kMaxConfigFileBytes = 1 << 20;
+
 struct ConfigSources {
-  // A YAML file of nested maps; unreadable or unparsable files are a ConfigError.
+  // A YAML file of nested maps; unreadable or unparsable files are a ConfigError, and so is
+  // anything but a regular file of at most kMaxConfigFileBytes (a directory, /dev/zero).
   std::optional<std::filesystem::path> file;
   // YAML text layered after the file (embedded configs, tests); named `yaml_name` in errors.
   std::optional<std::string> yaml;

@@ -26,11 +26,15 @@ CostFlusher::~CostFlusher() {
 }
 
 void CostFlusher::flush_once() {
+  // One line when flushing starts failing and one when it works again, not one per period.
   try {
     if (update_) update_();
     reporter_.flush();
+    if (failing_) log::info("cost ledger flushes again");
+    failing_ = false;
   } catch (const std::exception& e) {
-    log::warn("cost ledger flush failed (retrying next period): {}", e.what());
+    if (!failing_) log::warn("cost ledger flush failed (retrying every period): {}", e.what());
+    failing_ = true;
   }
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // Flushes a CostReporter from its own thread every `period` (and once more when stopped), for
 // services whose main loop should not carry it. Before each flush it calls `update` (e.g. to
-// report the busy seconds measured so far to the meter). A failed flush (Redis away) is logged
-// and retried at the next period; it never stops the thread.
+// report the busy seconds measured so far to the meter). A failed flush (Redis away) is retried
+// at the next period and never stops the thread; it is logged once when flushing starts failing
+// and once when it works again.
 
 #include <chrono>
 #include <condition_variable>
@@ -32,6 +33,7 @@ class CostFlusher {
   CostReporter& reporter_;
   std::function<void()> update_;
   std::chrono::milliseconds period_;
+  bool failing_ = false;  // the flusher thread's own
   std::mutex mutex_;
   std::condition_variable_any wake_;
   std::jthread thread_;

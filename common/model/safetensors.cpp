@@ -1,11 +1,14 @@
 #include "common/model/safetensors.hpp"
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
+
+#include "common/durable/durable_file.hpp"
 
 namespace spotlight::model {
 namespace {
@@ -103,20 +106,15 @@ TensorFile decode_safetensors(const std::string& bytes) {
 }
 
 void save_safetensors(const std::filesystem::path& path, const TensorFile& file) {
-  const auto tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    const std::string bytes = encode_safetensors(file);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) throw CheckpointError("safetensors: cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, path);
+  durable::write_file(path, encode_safetensors(file));
 }
 
 TensorFile load_safetensors(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw CheckpointError("safetensors: cannot open " + path.string());
+  if (!in) {
+    throw CheckpointError("safetensors: cannot open " + path.string() + ": " +
+                          std::strerror(errno));
+  }
   std::stringstream buffer;
   buffer << in.rdbuf();
   return decode_safetensors(buffer.str());

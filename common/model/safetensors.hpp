@@ -30,7 +30,8 @@ std::string encode_safetensors(const TensorFile& file);
 TensorFile decode_safetensors(
     const std::string& bytes);  // throws CheckpointError naming the problem
 
-// Writes atomically (temporary file + rename): a crash never leaves a torn checkpoint.
+// Writes atomically and durably (durable::write_file: temporary file, fsync, rename, fsync of the
+// directory): a crash never leaves a torn checkpoint; failures throw durable::WriteError.
 void save_safetensors(const std::filesystem::path& path, const TensorFile& file);
 TensorFile load_safetensors(const std::filesystem::path& path);
 

@@ -16,6 +16,37 @@ at::ScalarType parse_dtype(const std::string& name) {
 
 }  // namespace
 
+std::optional<std::string> device_problem(const std::string& device) {
+  std::optional<torch::Device> parsed;
+  try {
+    parsed = torch::Device(device);
+  } catch (const std::exception&) {
+    return "'" + device + "' is not a device (cpu, cuda or cuda:<index>)";
+  }
+  if (parsed->is_cpu()) return std::nullopt;
+  if (!parsed->is_cuda()) return "'" + device + "' is not supported (cpu or cuda)";
+  const auto count = static_cast<int>(torch::cuda::device_count());
+  if (count == 0) {
+    return "'" + device + "' is a CUDA device, but " +
+           (torch::cuda::is_available() ? std::string("none is visible")
+                                        : std::string("this LibTorch has no CUDA support or this "
+                                                      "machine no CUDA device"));
+  }
+  if (parsed->has_index() && parsed->index() >= count) {
+    return "'" + device + "' does not exist: " + std::to_string(count) + " CUDA device" +
+           (count == 1 ? "" : "s") + " visible (cuda:0" +
+           (count > 1 ? "..cuda:" + std::to_string(count - 1) : std::string()) + ")";
+  }
+  return std::nullopt;
+}
+
+void check_device(const config::Config& config) {
+  if (const auto problem = device_problem(config.get_string("model.device"))) {
+    throw config::ConfigError("model.device", "config: 'model.device': " + *problem + " (in " +
+                                                  config.origin("model.device") + ")");
+  }
+}
+
 task::TaskOptions task_options_for(const model::MMDiTOptions& model, task::TaskOptions base) {
   base.image_size = static_cast<int>(model.image_size());
   return base;
@@ -26,6 +57,9 @@ Policy::Policy(const PolicyOptions& options, const task::TaskOptions& task) : op
   model_options.vocab_size(vocabulary_.size()).text_len(task::Vocabulary::kMaxPromptTokens);
   task_ = task_options_for(model_options, task);
   task_.validate();
+  if (const auto problem = device_problem(options.device)) {
+    throw std::invalid_argument("policy: device " + *problem);
+  }
   torch::manual_seed(options.init_seed);
   model_ = model::MMDiT(model_options);
   model_->to(torch::Device(options.device), parse_dtype(options.dtype));

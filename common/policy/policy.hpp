@@ -4,11 +4,13 @@
 // and latents into task images, and samples seeded batches in fixed-size chunks.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
 
+#include "common/config/config.hpp"
 #include "common/model/mmdit.hpp"
 #include "common/policy/policy_options.hpp"
 #include "common/sampler/sampler.hpp"
@@ -18,6 +20,13 @@
 #include "common/task/vocabulary.hpp"
 
 namespace spotlight::policy {
+
+// Why tensors cannot be placed on `device` ("cpu", "cuda", "cuda:N") in this process: a CUDA
+// device this LibTorch build or this machine does not have. nullopt when they can.
+std::optional<std::string> device_problem(const std::string& device);
+// The same for the configuration key model.device: throws config::ConfigError naming the key.
+// Every process that places tensors calls it at start (trainer, explorer).
+void check_device(const config::Config& config);
 
 // Task options matching a model preset (image size).
 task::TaskOptions task_options_for(const model::MMDiTOptions& model, task::TaskOptions base = {});

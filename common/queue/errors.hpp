@@ -5,6 +5,8 @@
 //   +- QueueUnavailable      the backing store cannot be reached (or timed out); nothing is known
 //   |                        about the call's effect. Back off and retry: every operation is safe
 //   |                        to retry (enqueue and complete are idempotent per task id).
+//   +- QueueAccessDenied     the backing store refused our credentials or permissions: retrying
+//   |                        will not help (fix the configuration and restart).
 //   +- InvalidQueueOptions   LeaseQueueOptions rejected; names the field.
 
 #include <stdexcept>
@@ -24,6 +26,11 @@ class QueueUnavailable : public QueueError {
 
  private:
   bool timeout_;
+};
+
+class QueueAccessDenied : public QueueError {
+ public:
+  using QueueError::QueueError;
 };
 
 class InvalidQueueOptions : public QueueError {

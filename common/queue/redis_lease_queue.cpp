@@ -320,6 +320,8 @@ auto RedisLeaseQueue::call(Fn&& fn) -> decltype(fn()) {
   } catch (const redis::RedisUnavailable& e) {
     group_ready_ = false;  // maybe a different server when we reconnect: check again
     throw QueueUnavailable("lease queue " + keys_.stream + ": " + e.what(), e.is_timeout());
+  } catch (const redis::RedisAuthError& e) {
+    throw QueueAccessDenied("lease queue " + keys_.stream + ": " + e.what());
   } catch (const redis::RedisError& e) {
     throw QueueError("lease queue " + keys_.stream + ": " + e.what());
   }

@@ -15,7 +15,8 @@
 // (consumer names starting with '~' are reserved) until a reclaim() re-delivers them.
 // Acknowledged entries are deleted from the stream, so its length is the backlog. The consumer
 // group is created (from the start of the stream) on first use and again if it disappears.
-// Redis errors are translated: RedisUnavailable -> QueueUnavailable, others -> QueueError.
+// Redis errors are translated: RedisUnavailable -> QueueUnavailable, RedisAuthError ->
+// QueueAccessDenied, others -> QueueError.
 // Thread-compatible (one connection): one RedisLeaseQueue per thread.
 
 #include "common/queue/lease_queue.hpp"

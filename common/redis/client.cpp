@@ -138,9 +138,9 @@ struct RedisClient::Impl {
           // Say who we tried to be and where the credentials come from; never echo the password.
           const std::string who =
               options.user.empty() ? "the default user" : "user '" + options.user + "'";
-          throw RedisCommandError(e.command(), e.message() + " (authenticating as " + who + " on " +
-                                                   endpoint() + "; credentials from $" +
-                                                   kUserEnvVar + " / $" + kPasswordEnvVar + ")");
+          throw RedisAuthError(e.command(), e.message() + " (authenticating as " + who + " on " +
+                                                endpoint() + "; credentials from $" + kUserEnvVar +
+                                                " / $" + kPasswordEnvVar + ")");
         }
       }
       if (options.db != 0) run({"SELECT", std::to_string(options.db)});
@@ -149,6 +149,31 @@ struct RedisClient::Impl {
       close();
       throw;
     }
+  }
+
+  // An error reply that refuses who we are or what we may do (NOAUTH, WRONGPASS, NOPERM) throws
+  // RedisAuthError: the caller must not retry it as if the server were away.
+  void throw_if_auth_error(std::string_view first, const std::string& message) const {
+    if (!is_auth_error_code(message.substr(0, message.find(' ')))) return;
+    const std::string who =
+        options.user.empty() ? "the default user" : "user '" + options.user + "'";
+    throw RedisAuthError(command_name(first), message + " (as " + who + " on " + endpoint() +
+                                                  "; credentials from $" + kUserEnvVar + " / $" +
+                                                  kPasswordEnvVar + ")");
+  }
+
+  // An error reply of a server that cannot serve yet or right now (LOADING its dataset after a
+  // restart, BUSY running a script, MASTERDOWN, TRYAGAIN, CLUSTERDOWN) throws RedisUnavailable:
+  // the command did not run, and the caller retries as for a lost connection.
+  void throw_if_not_ready(std::string_view first, const std::string& message) {
+    const std::string code = message.substr(0, message.find(' '));
+    if (code != "LOADING" && code != "BUSY" && code != "MASTERDOWN" && code != "TRYAGAIN" &&
+        code != "CLUSTERDOWN") {
+      return;
+    }
+    close();
+    throw RedisUnavailable("redis " + command_name(first) + " on " + endpoint() + ": " + message,
+                           false);
   }
 
   // Drops the connection and throws the RedisUnavailable that describes why it broke.
@@ -190,7 +215,10 @@ struct RedisClient::Impl {
     }
     const auto* reply = static_cast<const redisReply*>(raw.get());
     if (reply->type == REDIS_REPLY_ERROR) {
-      throw RedisCommandError(command_name(argv[0]), std::string(reply->str, reply->len));
+      std::string message(reply->str, reply->len);
+      throw_if_auth_error(argv[0], message);
+      throw_if_not_ready(argv[0], message);
+      throw RedisCommandError(command_name(argv[0]), std::move(message));
     }
     return convert(reply);
   }
@@ -284,6 +312,11 @@ std::vector<Reply> RedisClient::pipeline(const std::vector<std::vector<std::stri
     ReplyPtr raw(raw_ptr);
     if (rc != REDIS_OK || !raw) impl_->fail(argv[0], saved_errno, impl_->options.command_timeout);
     replies.push_back(convert(static_cast<const redisReply*>(raw.get())));
+  }
+  for (std::size_t i = 0; i < replies.size(); ++i) {  // every reply read: the connection is clean
+    if (!replies[i].is_error()) continue;
+    impl_->throw_if_auth_error(commands[i][0], replies[i].as_error());
+    impl_->throw_if_not_ready(commands[i][0], replies[i].as_error());
   }
   return replies;
 }

@@ -86,7 +86,9 @@ class RedisClient {
                              std::chrono::milliseconds timeout);
 
   // Sends all commands, then reads all replies (one round trip). Error replies are returned in
-  // place as Reply::Error, not thrown; connection problems throw RedisUnavailable.
+  // place as Reply::Error, not thrown, except RedisAuthError (NOAUTH, WRONGPASS, NOPERM: the
+  // connection may not be used) and a server not ready (RedisUnavailable, like connection
+  // problems).
   std::vector<Reply> pipeline(const std::vector<std::vector<std::string>>& commands);
 
   // EVALSHA script keys args, loading the script first if the server does not know it.

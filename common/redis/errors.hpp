@@ -3,10 +3,15 @@
 // is not an error.
 //
 //   RedisError                 base; catch this to handle "anything went wrong talking to Redis"
-//   +- RedisUnavailable        no usable connection: refused, reset, closed, timed out. The
-//   |                          connection is dropped; the next command reconnects. A command that
-//   |                          failed this way may or may not have been executed by the server.
-//   +- RedisCommandError       the server answered with an error reply (-ERR, -NOGROUP, -NOAUTH).
+//   +- RedisUnavailable        no usable connection: refused, reset, closed, timed out, or a
+//   |                          server not ready (-LOADING after a restart, -BUSY, -MASTERDOWN,
+//   |                          -TRYAGAIN, -CLUSTERDOWN). The connection is dropped; the next
+//   |                          command reconnects. A command that failed this way may or may not
+//   |                          have been executed by the server.
+//   +- RedisCommandError       the server answered with an error reply (-ERR, -NOGROUP, ...).
+//   |  +- RedisAuthError       the server refused who we are or what we may do: AUTH failed
+//   |                          (WRONGPASS, no password set), -NOAUTH (a password is required),
+//   |                          -NOPERM (the ACL user may not run it). Retrying will not help.
 //   +- RedisReplyError         the reply had another shape than the caller expected.
 
 #include <stdexcept>
@@ -47,6 +52,16 @@ class RedisCommandError : public RedisError {
   std::string command_;
   std::string message_;
 };
+
+class RedisAuthError : public RedisCommandError {
+ public:
+  using RedisCommandError::RedisCommandError;
+};
+
+// True for the error codes of RedisAuthError: NOAUTH, WRONGPASS, NOPERM.
+inline bool is_auth_error_code(const std::string& code) {
+  return code == "NOAUTH" || code == "WRONGPASS" || code == "NOPERM";
+}
 
 class RedisReplyError : public RedisError {
  public:

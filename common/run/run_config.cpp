@@ -20,6 +20,15 @@ bool valid_category_weights(const config::Value& value) {
          std::any_of(w.begin(), w.end(), [](double x) { return x > 0; });
 }
 
+// cpu, cuda or cuda:<index> (whether the device exists is checked where tensors live:
+// policy::check_device).
+bool valid_device(const config::Value& value) {
+  const auto& d = std::get<std::string>(value);
+  if (d == "cpu" || d == "cuda") return true;
+  if (d.rfind("cuda:", 0) != 0 || d.size() == 5 || d.size() > 9) return false;
+  return std::all_of(d.begin() + 5, d.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 bool whole_numbers_at_least(const config::Value& value, double lo) {
   const auto& v = std::get<std::vector<double>>(value);
   return !v.empty() && std::all_of(v.begin(), v.end(), [&](double x) {
@@ -31,14 +40,16 @@ bool whole_numbers_at_least(const config::Value& value, double lo) {
 
 const config::Schema& run_schema() {
   static const config::Schema entries{
-      Entry::string("run.dir", "runs/default", "Run directory: checkpoints, metrics, summary."),
+      Entry::string("run.dir", "runs/default", "Run directory: checkpoints, metrics, summary.")
+          .non_empty(),
       Entry::integer("run.seed", 0,
                      "Run seed: prompts, candidate seeds and rollouts derive from it.")
           .at_least(0),
       Entry::integer("run.threads", 0, "Intra-op CPU threads (0: LibTorch's default).").at_least(0),
       Entry::string("model.preset", "tiny", "Model size preset.")
           .one_of({"micro", "mini", "tiny", "small", "base", "qwen-image-like"}),
-      Entry::string("model.device", "cpu", "Device of every tensor: cpu, cuda, cuda:N."),
+      Entry::string("model.device", "cpu", "Device of every tensor: cpu, cuda, cuda:N.")
+          .check("must be cpu, cuda or cuda:<index>", valid_device),
       Entry::string("model.dtype", "float32", "Parameter and activation dtype.")
           .one_of({"float32", "bfloat16"}),
       Entry::string("model.autocast", "none",
@@ -65,10 +76,16 @@ const config::Schema& run_schema() {
           .positive(),
       Entry::integer("pretrain.warmup", 50, "Warmup steps.").at_least(0),
       Entry::integer("pretrain.seed", 1, "Data seed of pretraining.").at_least(0),
-      Entry::real("pretrain.max_seconds", 0, "Stop pretraining after this wall time (0: no limit).")
+      Entry::real("pretrain.max_seconds", 0,
+                  "Stop pretraining after this wall time (0: no limit); an early stop is logged, "
+                  "recorded in the checkpoint and part of its cache key.")
           .at_least(0),
       Entry::string("pretrain.output", "",
-                    "Where to write the base checkpoint (default: <run.dir>/base.safetensors)."),
+                    "Where to write the base checkpoint (default: <run.dir>/base.safetensors); "
+                    "not with pretrain.cache_dir."),
+      Entry::string("pretrain.cache_dir", "",
+                    "Cache of base checkpoints keyed by the pretraining recipe: pretrain reuses "
+                    "<dir>/base-<key>.safetensors or writes it, and prints its path."),
       Entry::integer("sampler.steps", 10, "SDE/ODE steps per sample.").range(2, 1000),
       Entry::real("sampler.noise_level", 0.7, "SDE noise level a.").range(0, 5),
       Entry::real("sampler.shift", 1.0, "Time-grid shift toward the noise end.").positive(),
@@ -99,8 +116,21 @@ const config::Schema& run_schema() {
       Entry::boolean("trainer.global_std", false,
                      "Normalise advantages by the batch std instead of the group's."),
       Entry::real("trainer.advantage_clip", 5.0, "Advantage clip.").positive(),
+      Entry::real("trainer.grace_seconds", 30,
+                  "After SIGTERM/SIGINT the trainer abandons the iteration in progress and exits "
+                  "0 within this time (its newest checkpoint holds every completed iteration).")
+          .positive(),
+      Entry::real("trainer.redis_outage_limit_seconds", 0,
+                  "async: after Redis has been unavailable this long the trainer exits with code 5 "
+                  "(every completed iteration is checkpointed; a restart resumes); 0: wait.")
+          .at_least(0),
       Entry::integer("validation.every", 5, "Validate every this many iterations.")
           .range(1, 1000000),
+      Entry::boolean("validation.defer", false,
+                     "Instead of validating during the run, save the weights of each validation "
+                     "point under <run.dir>/validation/; `spotlight-trainer validate` scores them "
+                     "later into <run.dir>/validation.jsonl (keeps validation off the run's time "
+                     "line and cores)."),
       Entry::integer("validation.prompts", 64, "Held-out validation prompts.").range(1, 100000),
       Entry::integer("validation.steps", 10, "ODE steps of validation sampling.").range(2, 1000),
       Entry::integer("audit.every", 5, "Staleness audit every this many iterations (0: off).")
@@ -136,6 +166,13 @@ const config::Schema& run_schema() {
       Entry::integer("redis.db", 0, "Redis database number.").range(0, 1024),
       Entry::integer("redis.command_timeout_ms", 5000, "Timeout of one Redis command.")
           .range(1, 3600000),
+      Entry::integer("redis.retry_initial_ms", 100,
+                     "First back-off after Redis is lost; doubles per failed attempt.")
+          .range(1, 600000),
+      Entry::integer("redis.retry_max_ms", 2000,
+                     "Longest back-off between attempts while Redis is unavailable (bounds how "
+                     "late a recovery is noticed).")
+          .range(1, 600000),
       Entry::string("bus.trainer_endpoint", "tcp://127.0.0.1:5560",
                     "ZeroMQ PUB endpoint the trainer binds (weights, iteration notices)."),
       Entry::string("reward.endpoint", "", "Reward service endpoint; empty: score in-process."),
@@ -286,6 +323,13 @@ redis::RedisOptions redis_options(const config::Config& c) {
   o.db = c.get<int>("redis.db");
   o.command_timeout = std::chrono::milliseconds(c.get_int("redis.command_timeout_ms"));
   return redis::with_env_credentials(o);
+}
+
+outage::BackoffOptions redis_backoff(const config::Config& c) {
+  outage::BackoffOptions o;
+  o.initial = std::chrono::milliseconds(c.get_int("redis.retry_initial_ms"));
+  o.max = std::max(o.initial, std::chrono::milliseconds(c.get_int("redis.retry_max_ms")));
+  return o;
 }
 
 bus::PublisherOptions trainer_bus_options(const config::Config& c) {

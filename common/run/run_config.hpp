@@ -10,6 +10,7 @@
 
 #include "common/config/config.hpp"
 #include "common/config/schema.hpp"
+#include "common/outage/backoff.hpp"
 #include "common/policy/policy_options.hpp"
 #include "common/queue/lease_queue.hpp"
 #include "common/redis/client.hpp"
@@ -33,6 +34,8 @@ task::TaskOptions task_options(const config::Config& config);
 sampler::SamplerOptions sampler_options(const config::Config& config);
 // Host, port and db from the config; user and password from SPOTLIGHT_REDIS_USER/PASSWORD.
 redis::RedisOptions redis_options(const config::Config& config);
+// The back-off while Redis is unavailable: redis.retry_initial_ms doubling to redis.retry_max_ms.
+outage::BackoffOptions redis_backoff(const config::Config& config);
 
 // The trainer's notice publisher: bus.max_message_bytes (ZMQ_MAXMSGSIZE),
 // bus.handshake_timeout_ms and CURVE from bus.curve.server_secret_file. Throws config::ConfigError

@@ -3,6 +3,8 @@
 //
 //   StoreError                 base
 //   +- StoreUnavailable        the backing store cannot be reached (or timed out); back off, retry
+//   +- StoreAccessDenied       the backing store refused our credentials or permissions: do not
+//   |                          retry (fix the configuration and restart)
 //   +- InvalidStoreOptions     options rejected; names the field
 //   +- VersionConflict         publish() of a version that exists with different content
 //   +- CorruptWeights          a version's stored content disagrees with its manifest
@@ -27,6 +29,11 @@ class StoreUnavailable : public StoreError {
 
  private:
   bool timeout_;
+};
+
+class StoreAccessDenied : public StoreError {
+ public:
+  using StoreError::StoreError;
 };
 
 class InvalidStoreOptions : public StoreError {

@@ -28,6 +28,8 @@ auto RedisKeyValueStore::call(std::string_view key, Fn&& fn) -> decltype(fn()) {
     return fn();
   } catch (const redis::RedisUnavailable& e) {
     throw StoreUnavailable("store key " + redis_key(key) + ": " + e.what(), e.is_timeout());
+  } catch (const redis::RedisAuthError& e) {
+    throw StoreAccessDenied("store key " + redis_key(key) + ": " + e.what());
   } catch (const redis::RedisError& e) {
     throw StoreError("store key " + redis_key(key) + ": " + e.what());
   }

@@ -1,7 +1,7 @@
 #pragma once
 // KeyValueStore on Redis strings under "<key_prefix>:<key>". Redis errors are translated:
-// RedisUnavailable -> StoreUnavailable, others -> StoreError. Connects on first use.
-// Thread-compatible (one connection): one object per thread.
+// RedisUnavailable -> StoreUnavailable, RedisAuthError -> StoreAccessDenied, others -> StoreError.
+// Connects on first use. Thread-compatible (one connection): one object per thread.
 
 #include "common/redis/client.hpp"
 #include "common/store/key_value_store.hpp"

@@ -80,6 +80,9 @@ auto RedisWeightStore::call(std::int64_t version, Fn&& fn) -> decltype(fn()) {
     throw StoreUnavailable(
         "weights " + base_ + " version " + std::to_string(version) + ": " + e.what(),
         e.is_timeout());
+  } catch (const redis::RedisAuthError& e) {
+    throw StoreAccessDenied("weights " + base_ + " version " + std::to_string(version) + ": " +
+                            e.what());
   } catch (const redis::RedisError& e) {
     throw StoreError("weights " + base_ + " version " + std::to_string(version) + ": " + e.what());
   }

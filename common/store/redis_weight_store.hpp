@@ -6,8 +6,8 @@
 //   manifest) versions        sorted set of versions with any stored part (for gc)
 // One publisher per version at a time (two concurrent publishes of one version with different
 // content can interleave chunks; the trainer is the only publisher). Redis errors are translated:
-// RedisUnavailable -> StoreUnavailable, others -> StoreError. Connects on first use.
-// Thread-compatible (one connection): one object per thread.
+// RedisUnavailable -> StoreUnavailable, RedisAuthError -> StoreAccessDenied, others -> StoreError.
+// Connects on first use. Thread-compatible (one connection): one object per thread.
 
 #include <cstdint>
 

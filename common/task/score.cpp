@@ -177,6 +177,8 @@ Evaluation evaluate(const std::vector<Prompt>& prompts, const std::vector<Image>
   Evaluation e;
   if (prompts.empty()) return e;
   std::map<Category, double> correct;
+  std::vector<double> rewards;
+  rewards.reserve(prompts.size());
   double reward_sum = 0.0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     const Score s = score(prompts[i], images[i], options);
@@ -185,8 +187,9 @@ Evaluation evaluate(const std::vector<Prompt>& prompts, const std::vector<Image>
     e.per_category_reward[c] += s.reward;
     ++e.per_category_count[c];
     reward_sum += s.reward;
+    rewards.push_back(s.reward);
   }
-  double accuracy_sum = 0.0;
+  double accuracy_sum = 0.0, accuracy_variance = 0.0;
   int geneval_categories = 0;
   for (const auto& [category, count] : e.per_category_count) {
     e.per_category[category] = correct[category] / count;
@@ -196,10 +199,21 @@ Evaluation evaluate(const std::vector<Prompt>& prompts, const std::vector<Image>
       continue;
     }
     accuracy_sum += e.per_category[category];
+    const double p = e.per_category[category];
+    accuracy_variance += p * (1.0 - p) / count;
     ++geneval_categories;
   }
   e.geneval_score = geneval_categories ? accuracy_sum / geneval_categories : 0.0;
-  e.mean_reward = reward_sum / prompts.size();
+  e.geneval_std_error =
+      geneval_categories ? std::sqrt(accuracy_variance) / geneval_categories : 0.0;
+  const double n = static_cast<double>(prompts.size());
+  e.mean_reward = reward_sum / n;
+  if (prompts.size() > 1) {
+    double squares = 0.0;
+    for (const double r : rewards)
+      squares += (r - e.mean_reward) * (r - e.mean_reward);
+    e.mean_reward_std_error = std::sqrt(squares / (n - 1.0) / n);
+  }
   return e;
 }
 

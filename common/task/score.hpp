@@ -29,6 +29,10 @@ struct Evaluation {
   double geneval_score = 0.0;
   double ocr_score = 0.0;    // strict accuracy of the text prompts present (exact digit string)
   double mean_reward = 0.0;  // mean reward over all images
+  // Standard errors, treating the images as independent draws: of mean_reward (sample standard
+  // deviation / sqrt(n)) and of geneval_score (sqrt(sum over categories of p(1-p)/n) / categories).
+  double mean_reward_std_error = 0.0;
+  double geneval_std_error = 0.0;
   std::map<Category, double> per_category;         // strict accuracy per category present
   std::map<Category, double> per_category_reward;  // mean reward per category present
   std::map<Category, int> per_category_count;      // number of prompts per category present

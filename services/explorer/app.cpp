@@ -16,10 +16,13 @@
 #include "common/cost/cost_flusher.hpp"
 #include "common/log/log.hpp"
 #include "common/metrics/server.hpp"
+#include "common/outage/failure.hpp"
 #include "common/policy/policy.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/reward/remote_reward.hpp"
 #include "common/run/run_config.hpp"
+#include "common/service/exit_codes.hpp"
+#include "common/service/main_guard.hpp"
 #include "common/signals/stop_signals.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_weight_store.hpp"
@@ -30,7 +33,7 @@
 namespace spotlight::explorer {
 namespace {
 
-constexpr int kExitGraceExceeded = 3;
+using service::kExitGraceExceeded;
 // Slack on top of the grace period before the process gives up on its explorer thread.
 constexpr std::chrono::seconds kWatchdogSlack{5};
 
@@ -63,6 +66,7 @@ int run_explorer(const config::Config& config) {
     // First, before any thread exists; a signal that arrives while starting is kept.
     signals::StopSignals signals;
 
+    policy::check_device(config);  // before anything is placed on it
     const ExplorerOptions options = explorer_options(config);
     const PreemptionNoticeOptions notice_options = preemption_notice_options(config);
     if (const auto threads = config.get<int>("run.threads"); threads > 0) {
@@ -86,6 +90,8 @@ int run_explorer(const config::Config& config) {
     log::info("model preset {} on {}, reward {}", config.get_string("model.preset"),
               config.get_string("model.device"), reward->name());
 
+    // Refused credentials stop the explorer here, with one line, before any thread starts.
+    outage::fail_fast_on_access_denied([&] { kv.get(keys.trainer_iteration); });
     Explorer explorer(options, ExplorerParts{queue, weights, kv, *reward, policy, *registry});
     // Cost: spot devices, busy while sampling and scoring (the sample-time histogram's sum).
     store::RedisKeyValueStore cost_ledger(redis, keys.prefix);  // the flusher thread's own
@@ -143,8 +149,9 @@ int run_explorer(const config::Config& config) {
               m.malformed_tasks.value(), m.tasks_released.value());
     return 0;
   } catch (const std::exception& e) {
-    log::error("explorer failed: {}", e.what());
-    return 1;
+    const int code = service::exit_code_for(e);  // 2: bad model.device, 4: Redis refused us
+    log::error("explorer failed: {} (exit code {})", e.what(), code);
+    return code;
   }
 }
 

@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include "common/log/log.hpp"
+#include "common/outage/failure.hpp"
 #include "common/policy/policy.hpp"
 #include "common/queue/errors.hpp"
 #include "common/run/schedule.hpp"
@@ -50,7 +51,9 @@ Explorer::Explorer(ExplorerOptions options, ExplorerParts parts)
       keys_(options_.run_id),
       metrics_(parts.registry),
       weights_(parts.weights, parts.policy, metrics_, options_.weights_retry_interval),
-      inflight_(parts.kv) {}
+      inflight_(parts.kv),
+      redis_("redis", &parts.registry,
+             outage::BackoffOptions{options_.min_backoff, options_.max_backoff}) {}
 
 ExitReason Explorer::run(std::stop_token stop) {
   stop_ = stop;
@@ -71,16 +74,21 @@ ExitReason Explorer::run(std::stop_token stop) {
         return ExitReason::kRunFinished;
       }
       auto leases = next_leases();
+      redis_.succeeded();  // logs the end of an outage, if there was one
       if (!leases.empty()) process(std::move(leases));
       backoff_ = std::chrono::milliseconds(0);
-    } catch (const queue::QueueUnavailable& e) {
-      metrics_.redis_errors.inc();
-      backoff(e, "queue unavailable");
-    } catch (const store::StoreUnavailable& e) {
-      metrics_.redis_errors.inc();
-      backoff(e, "store unavailable");
     } catch (const std::exception& e) {
-      backoff(e, "error");
+      switch (outage::classify(e)) {
+        case outage::Failure::kAccessDenied:
+          throw;  // wrong credentials or permissions: retrying cannot help
+        case outage::Failure::kUnavailable:
+          metrics_.redis_errors.inc();
+          pause(redis_.failed(e));  // one line per change of state, not per attempt
+          break;
+        case outage::Failure::kOther:
+          backoff(e, "error");
+          break;
+      }
     }
   }
   log::info("explorer {} stopped", options_.id);
@@ -461,8 +469,9 @@ void Explorer::add_run_counter(const char* key, std::int64_t delta) {
   if (delta <= 0) return;
   try {
     parts_.kv.add(key, delta);
-  } catch (const store::StoreUnavailable&) {
+  } catch (const store::StoreUnavailable& e) {
     metrics_.redis_errors.inc();  // accounting only: never stops sampling
+    redis_.failed(e);
   }
 }
 
@@ -470,8 +479,9 @@ void Explorer::keep_alive(std::span<Held> held) {
   extend_if_due(held);
   try {
     heartbeat_if_due();
-  } catch (const store::StoreUnavailable&) {
+  } catch (const store::StoreUnavailable& e) {
     metrics_.redis_errors.inc();
+    redis_.failed(e);
   }
 }
 
@@ -486,8 +496,9 @@ void Explorer::extend_if_due(std::span<Held> held) {
         log::warn("lease of task '{}' was lost; leaving it to its new holder", h.lease.task_id);
         h.settled = true;
       }
-    } catch (const queue::QueueUnavailable&) {
+    } catch (const queue::QueueUnavailable& e) {
       metrics_.redis_errors.inc();
+      redis_.failed(e);
     }
   }
 }
@@ -518,7 +529,7 @@ void Explorer::complete(Held& held, const std::string& result) {
                    held.lease.task_id, e.what());
         return;  // the lease expires and the task runs again elsewhere
       }
-      backoff(e, "completing a task", /*during_grace=*/true);
+      pause(redis_.failed(e), /*during_grace=*/true);
     }
   }
 }
@@ -544,7 +555,8 @@ void Explorer::fail(const queue::Lease& lease, const std::string& error) {
     }
   } catch (const queue::QueueUnavailable& e) {
     metrics_.redis_errors.inc();
-    log::warn("could not fail task '{}' (it will expire): {}", lease.task_id, e.what());
+    redis_.failed(e);  // one line per outage; the task's lease expires
+    log::debug("could not fail task '{}' (it will expire): {}", lease.task_id, e.what());
   }
 }
 
@@ -559,9 +571,15 @@ void Explorer::release(Held& held, const char* why) {
   try {
     if (parts_.queue.release(held.lease)) metrics_.tasks_released.inc();
   } catch (const std::exception& e) {
-    if (dynamic_cast<const queue::QueueUnavailable*>(&e) != nullptr) metrics_.redis_errors.inc();
-    log::warn("could not release task '{}' ({}; it will expire): {}", held.lease.task_id, why,
-              e.what());
+    if (outage::classify(e) == outage::Failure::kUnavailable) {
+      metrics_.redis_errors.inc();
+      redis_.failed(e);  // one line per outage; the task's lease expires
+      log::debug("could not release task '{}' ({}; it will expire): {}", held.lease.task_id, why,
+                 e.what());
+    } else {
+      log::warn("could not release task '{}' ({}; it will expire): {}", held.lease.task_id, why,
+                e.what());
+    }
   }
 }
 

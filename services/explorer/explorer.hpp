@@ -39,14 +39,15 @@
 //     across all explorers, killed ones included
 //   return kStopped
 //
-// Failures never end the loop: Redis unavailable -> count, log, back off (doubling from
-// min_backoff to max_backoff), retry; a result is "done" only after complete() returned, and
-// leases that cannot be completed or released are left to expire (re-delivered to another
-// explorer). A sampling error fails the chunk's leases; a reward error releases them (the
-// reward service may be down) unless the input was invalid (fail). After a stop request the
-// chunk being sampled stops at its next step boundary (committed, then released; a chunk already
-// past its last step is scored and completed), the rest is released, and run() returns within
-// grace_period of the request plus one sampler step (plus one scoring call).
+// Failures never end the loop, except refused credentials (QueueAccessDenied / StoreAccessDenied
+// propagate): Redis unavailable -> count, back off (doubling from min_backoff to max_backoff),
+// retry, logging one line per change of state (outage::OutageTracker); a result is "done" only
+// after complete() returned, and leases that cannot be completed or released are left to expire
+// (re-delivered to another explorer). A sampling error fails the chunk's leases; a reward error
+// releases them (the reward service may be down) unless the input was invalid (fail). After a stop
+// request the chunk being sampled stops at its next step boundary (committed, then released; a
+// chunk already past its last step is scored and completed), the rest is released, and run()
+// returns within grace_period of the request plus one sampler step (plus one scoring call).
 //
 // Thread-compatible: run() uses its collaborators from the calling thread only; give every
 // explorer thread its own queue, stores, reward and policy.
@@ -62,6 +63,7 @@
 #include <vector>
 
 #include "common/metrics/metrics.hpp"
+#include "common/outage/outage_tracker.hpp"
 #include "common/queue/lease_queue.hpp"
 #include "common/reward/reward_function.hpp"
 #include "common/run/run_config.hpp"
@@ -115,7 +117,9 @@ class Explorer {
   // Replaces in-process sampling; call before run().
   void set_chunk_sampler(ChunkSampler sampler) { chunk_sampler_ = std::move(sampler); }
 
-  // The loop described at the top of this file; never throws for runtime failures.
+  // The loop described at the top of this file. Rides through Redis outages (one log line per
+  // change of state, outage::OutageTracker); throws only queue::QueueAccessDenied /
+  // store::StoreAccessDenied (Redis refused the credentials or permissions: retrying cannot help).
   ExitReason run(std::stop_token stop);
 
   const ExplorerOptions& options() const { return options_; }
@@ -177,6 +181,7 @@ class Explorer {
   PolicyWeights weights_;
   InflightStore inflight_;
   ChunkSampler chunk_sampler_;  // empty: parts_.policy samples
+  outage::OutageTracker redis_;
 
   std::stop_token stop_;
   std::atomic<std::int64_t> stop_requested_ns_{0};  // steady clock; 0: not requested

@@ -61,6 +61,9 @@ ExplorerOptions explorer_options(const config::Config& c) {
   o.grace_period = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::duration<double>(c.get_double("explorer.grace_seconds")));
   o.commit_inflight = c.get_bool("explorer.commit_inflight");
+  const auto backoff = run::redis_backoff(c);
+  o.min_backoff = backoff.initial;
+  o.max_backoff = backoff.max;
   o.validate();
   return o;
 }

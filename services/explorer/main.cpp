@@ -1,12 +1,13 @@
 // spotlight-explorer: a spot worker of exploration.mode=async (see app.hpp, explorer.hpp).
 #include "common/config/command_line.hpp"
-#include "common/log/log.hpp"
 #include "common/run/run_config.hpp"
+#include "common/service/main_guard.hpp"
 #include "services/explorer/app.hpp"
 
 int main(int argc, char** argv) {
-  spotlight::log::set_component("explorer");
-  const auto config = spotlight::config::load_or_exit(spotlight::run::run_schema(), argc, argv,
-                                                      "usage: spotlight-explorer [options]");
-  return spotlight::explorer::run_explorer(config);
+  return spotlight::service::guarded_main("explorer", [&] {
+    const auto config = spotlight::config::load_or_exit(spotlight::run::run_schema(), argc, argv,
+                                                        "usage: spotlight-explorer [options]");
+    return spotlight::explorer::run_explorer(config);
+  });
 }

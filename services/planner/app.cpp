@@ -7,6 +7,7 @@
 
 #include "common/log/log.hpp"
 #include "common/metrics/server.hpp"
+#include "common/service/main_guard.hpp"
 #include "services/planner/planner_config.hpp"
 
 namespace spotlight::planner {
@@ -34,8 +35,9 @@ int run_planner(const config::Config& config, const StopFlag& stop) {
     }
     return status;
   } catch (const std::exception& e) {
-    log::error("planner failed: {}", e.what());
-    return 1;
+    const int code = service::exit_code_for(e);  // 4: Redis refused our credentials
+    log::error("planner failed: {} (exit code {})", e.what(), code);
+    return code;
   }
 }
 

@@ -2,19 +2,22 @@
 #include "common/config/command_line.hpp"
 #include "common/log/log.hpp"
 #include "common/run/run_config.hpp"
+#include "common/service/main_guard.hpp"
 #include "services/planner/app.hpp"
 
 int main(int argc, char** argv) {
-  spotlight::log::set_component("planner");
-  spotlight::planner::StopFlag stop;
-  spotlight::planner::StopFlag::stop_on_signals(stop);  // SIGTERM, SIGINT: finish the pass, exit 0
-  spotlight::config::CommandLine command_line;
-  const auto config =
-      spotlight::config::load_or_exit(spotlight::run::run_schema(), argc, argv,
-                                      "usage: spotlight-planner [options]", &command_line);
-  if (!command_line.args.empty()) {
-    spotlight::log::error("unexpected argument '{}'", command_line.args[0]);
-    return 2;
-  }
-  return spotlight::planner::run_planner(config, stop);
+  return spotlight::service::guarded_main("planner", [&] {
+    // SIGTERM, SIGINT: finish the pass, exit 0.
+    spotlight::planner::StopFlag stop;
+    spotlight::planner::StopFlag::stop_on_signals(stop);
+    spotlight::config::CommandLine command_line;
+    const auto config =
+        spotlight::config::load_or_exit(spotlight::run::run_schema(), argc, argv,
+                                        "usage: spotlight-planner [options]", &command_line);
+    if (!command_line.args.empty()) {
+      spotlight::log::error("unexpected argument '{}'", command_line.args[0]);
+      return 2;
+    }
+    return spotlight::planner::run_planner(config, stop);
+  });
 }

@@ -10,6 +10,7 @@
 
 #include "common/exploration/bandit_policy.hpp"
 #include "common/log/log.hpp"
+#include "common/outage/failure.hpp"
 #include "common/queue/errors.hpp"
 #include "common/run/plan_record.hpp"
 #include "common/run/schedule.hpp"
@@ -55,7 +56,9 @@ Planner::Planner(PlannerOptions options, PlannerKeys keys, PlannerParts parts,
       registry_(std::move(registry)),
       metrics_(PlannerMetrics::create(registry_)),
       queue_totals_(registry_),
-      generator_(options_.task) {
+      generator_(options_.task),
+      redis_("redis", registry_.get(),
+             outage::BackoffOptions{options_.poll_interval, options_.max_backoff}) {
   options_.validate();
   require(parts_.queue != nullptr, "parts.queue", "missing");
   require(parts_.store != nullptr, "parts.store", "missing");
@@ -337,6 +340,10 @@ void Planner::maybe_reap() {
       throw;
     } catch (const store::StoreUnavailable&) {
       throw;
+    } catch (const queue::QueueAccessDenied&) {
+      throw;
+    } catch (const store::StoreAccessDenied&) {
+      throw;
     } catch (const std::exception& e) {
       // The fast path is an optimisation (expired leases are reclaimed anyway): it must not stop
       // the planning. Unavailability is different: the pass cannot succeed, back off.
@@ -361,7 +368,9 @@ int Planner::run(const StopFlag& stop) {
     std::chrono::milliseconds wait = options_.poll_interval;
     try {
       const StepOutcome outcome = step();
-      if (failures_in_a_row > 0) {
+      const bool redis_was_down = redis_.down();
+      redis_.succeeded();  // logs the end of a Redis outage
+      if (failures_in_a_row > 0 && !redis_was_down) {
         log::info("planner passes succeed again after {} failures", failures_in_a_row);
       }
       failures_in_a_row = 0;
@@ -373,16 +382,16 @@ int Planner::run(const StopFlag& stop) {
     } catch (const std::exception& e) {
       // QueueUnavailable / StoreUnavailable (Redis down), other queue/store errors, PlannerError:
       // none of them is fixed by exiting, and every pass is safe to repeat.
+      const outage::Failure failure = outage::classify(e);
+      if (failure == outage::Failure::kAccessDenied)
+        throw;  // wrong credentials: retrying won't help
       ++failures_in_a_row;
       ++status_.failed_passes;
       metrics_.redis_errors.inc();
-      const bool unavailable = dynamic_cast<const queue::QueueUnavailable*>(&e) != nullptr ||
-                               dynamic_cast<const store::StoreUnavailable*>(&e) != nullptr;
       wait = backoff;
       backoff = std::min(backoff * 2, options_.max_backoff);
-      if (unavailable) {
-        log::warn("Redis unavailable (failure {} in a row), retrying in {} s: {}",
-                  failures_in_a_row, seconds(wait), e.what());
+      if (failure == outage::Failure::kUnavailable) {
+        wait = redis_.failed(e);  // one line per change of state, not per attempt
       } else {
         log::error("planner pass failed (failure {} in a row), retrying in {} s: {}",
                    failures_in_a_row, seconds(wait), e.what());

@@ -28,8 +28,11 @@
 //
 // run(stop) loops step() every poll_interval until kFinished (returns 0) or a stop request
 // (returns 0 after the current pass). A failed pass (Redis unavailable, or any queue/store error)
-// is logged and counted, and the next one waits an exponential back-off from poll_interval up to
-// max_backoff; it never ends the loop.
+// is counted, and the next one waits an exponential back-off from poll_interval up to
+// max_backoff; it never ends the loop, except when Redis refuses the credentials or permissions
+// (QueueAccessDenied / StoreAccessDenied propagate: retrying cannot help). Redis outages are
+// logged once per change of state (outage::OutageTracker: lost, retrying, restored), other
+// failures once each.
 //
 // Thread-compatible: one thread drives a Planner (its queue and store are single connections).
 
@@ -45,6 +48,7 @@
 #include "common/exploration/explorer_directory.hpp"
 #include "common/exploration/explorer_reaper.hpp"
 #include "common/metrics/metrics.hpp"
+#include "common/outage/outage_tracker.hpp"
 #include "common/queue/lease_queue.hpp"
 #include "common/store/key_value_store.hpp"
 #include "common/task/generator.hpp"
@@ -163,6 +167,7 @@ class Planner {
   std::map<std::int64_t, int> candidates_;  // iteration -> N enqueued by this object
   std::int64_t fed_back_through_ = -1;      // last iteration whose outcome the policy saw
   PlannerStatus status_;
+  outage::OutageTracker redis_;
   bool said_waiting_ = false;
 };
 

@@ -35,7 +35,8 @@ PlannerOptions planner_options(const config::Config& c) {
   o.prompts_per_iteration = c.get<int>("trainer.prompts_per_iteration");
   o.lookahead = c.get<int>("planner.lookahead");
   o.poll_interval = std::chrono::milliseconds(c.get_int("planner.poll_ms"));
-  o.max_backoff = std::max(kDefaultMaxBackoff, o.poll_interval);
+  o.max_backoff =
+      std::max(std::chrono::milliseconds(c.get_int("redis.retry_max_ms")), o.poll_interval);
   o.max_wait = std::chrono::milliseconds(
       static_cast<std::int64_t>(c.get_double("exploration.max_wait_seconds") * 1000.0));
   o.heartbeat_period = std::chrono::milliseconds(c.get_int("explorer.heartbeat_ms"));

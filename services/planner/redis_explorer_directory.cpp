@@ -117,6 +117,8 @@ std::vector<exploration::ExplorerSeen> RedisExplorerDirectory::explorers() {
   } catch (const redis::RedisUnavailable& e) {
     throw store::StoreUnavailable("explorer directory " + stream_ + ": " + e.what(),
                                   e.is_timeout());
+  } catch (const redis::RedisAuthError& e) {
+    throw store::StoreAccessDenied("explorer directory " + stream_ + ": " + e.what());
   } catch (const redis::RedisError& e) {
     throw store::StoreError("explorer directory " + stream_ + ": " + e.what());
   }

@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 
@@ -10,9 +9,12 @@
 
 #include "common/cost/cost_config.hpp"
 #include "common/cost/cost_reporter.hpp"
+#include "common/durable/durable_file.hpp"
 #include "common/log/log.hpp"
 #include "common/metrics/server.hpp"
+#include "common/outage/retry.hpp"
 #include "common/queue/redis_lease_queue.hpp"
+#include "common/service/exit_codes.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "services/trainer/async_exploration.hpp"
@@ -24,15 +26,25 @@ namespace {
 
 using Json = nlohmann::json;
 
-// The services around the core's training loop (train_hooks.hpp): exploration.mode async,
-// weights and progress published for explorers and the planner, /metrics, cost accounting.
+// The services around the core's training loop (train_hooks.hpp): exploration.mode async with
+// Redis outages ridden through, weights and progress published for explorers and the planner,
+// /metrics, cost accounting.
 class ServicesHooks final : public TrainHooks {
  public:
-  explicit ServicesHooks(const config::Config& c) : c_(c) {}
+  explicit ServicesHooks(const config::Config& c)
+      : c_(c),
+        registry_(std::make_shared<metrics::Registry>("trainer")),
+        // Redis calls of async runs wait through outages (one log line per change of state), up
+        // to trainer.redis_outage_limit_seconds, and give up early on a stop request.
+        redis_health_("redis", registry_.get(), run::redis_backoff(c)) {}
 
   bool supports(const std::string& mode) const override { return mode == "async"; }
 
-  std::unique_ptr<SeedSource> seed_source(const GrpoOptions& options) override {
+  std::unique_ptr<SeedSource> seed_source(const GrpoOptions& options,
+                                          std::stop_token stop) override {
+    const auto outage_limit = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::duration<double>(c_.get_double("trainer.redis_outage_limit_seconds")));
+    retry_.emplace(redis_health_, outage::RetryOptions{outage_limit, stop});
     // async: explorers (spot) explore with the previous weights; the trainer reads their results
     // and publishes its weights and progress for them and the planner.
     const run::RunKeys keys(c_.get_string("run.id"));
@@ -41,6 +53,8 @@ class ServicesHooks final : public TrainHooks {
     weight_store_ =
         std::make_unique<store::RedisWeightStore>(redis, store::WeightStoreOptions{keys.prefix});
     state_ = std::make_unique<store::RedisKeyValueStore>(redis, keys.prefix);
+    // Refused credentials stop the trainer now, with one line (an unavailable Redis is waited for).
+    outage::fail_fast_on_access_denied([&] { state_->get(keys.trainer_iteration); });
     if (const auto& endpoint = c_.get_string("bus.trainer_endpoint"); !endpoint.empty()) {
       bus_ = std::make_unique<bus::Publisher>(run::trainer_bus_options(c_));
       SPOTLIGHT_LOG(info) << "publishing notices on " << bus_->bind(endpoint);
@@ -50,9 +64,10 @@ class ServicesHooks final : public TrainHooks {
     async.candidates = options.candidates;
     async.run_seed = options.seed;
     async.max_wait = std::chrono::duration<double>(c_.get_double("exploration.max_wait_seconds"));
-    auto seeds = std::make_unique<AsyncSeedSource>(async, *queue_, state_.get());
+    async.stop = stop;
+    auto seeds = std::make_unique<AsyncSeedSource>(async, *queue_, state_.get(), &*retry_);
     publisher_ = std::make_unique<RunPublisher>(c_.get_string("run.id"), *weight_store_, *state_,
-                                                bus_.get());
+                                                bus_.get(), &*retry_);
     return seeds;
   }
 
@@ -61,7 +76,6 @@ class ServicesHooks final : public TrainHooks {
     // Cost: the trainer holds reserved devices; waiting for explored seeds is its idle time. In
     // async runs the ledger in Redis sums every process of the run (explorers are spot).
     prices_ = cost::prices_from(c_);
-    registry_ = std::make_shared<metrics::Registry>("trainer");
     metrics_server_ =
         metrics::MetricsServer::start(*registry_, metrics::metrics_server_options(c_));
     if (metrics_server_) SPOTLIGHT_LOG(info) << "metrics on " << metrics_server_->url();
@@ -102,23 +116,38 @@ class ServicesHooks final : public TrainHooks {
                 {"spot_device_seconds",
                  so_far.spot_busy_device_seconds + so_far.spot_idle_device_seconds}};
       if (r.validation) line["geneval_score"] = r.validation->geneval_score;
-      std::ofstream(options_.run_dir / "cost.jsonl", std::ios::app) << line.dump() << "\n";
+      durable::append_file(options_.run_dir / "cost.jsonl", line.dump() + "\n");
     } catch (const std::exception& e) {
       SPOTLIGHT_LOG(warn) << "cost ledger unavailable: " << e.what();
     }
   }
 
+  std::optional<int> failed(const std::exception& error, int64_t next_iteration) override {
+    const auto* limit = dynamic_cast<const outage::OutageLimitExceeded*>(&error);
+    if (limit == nullptr) return std::nullopt;
+    SPOTLIGHT_LOG(error) << limit->what()
+                         << " (trainer.redis_outage_limit_seconds): exiting with code "
+                         << service::kExitOutageLimit << "; the newest checkpoint holds iterations "
+                         << "0.." << next_iteration - 1 << ", a restart resumes at iteration "
+                         << next_iteration;
+    return service::kExitOutageLimit;
+  }
+
   void summarize(Json& summary) override {
     if (queue_) {
-      const auto q = queue_->stats();
-      summary["queue"] = {{"results", q.results},
-                          {"waiting", q.waiting},
-                          {"leased", q.leased},
-                          {"dead_letters", q.dead_letters},
-                          {"enqueued_total", q.enqueued_total},
-                          {"acked_total", q.acked_total},
-                          {"reclaimed_total", q.reclaimed_total},
-                          {"duplicate_results_total", q.duplicate_results_total}};
+      try {
+        const auto q = queue_->stats();
+        summary["queue"] = {{"results", q.results},
+                            {"waiting", q.waiting},
+                            {"leased", q.leased},
+                            {"dead_letters", q.dead_letters},
+                            {"enqueued_total", q.enqueued_total},
+                            {"acked_total", q.acked_total},
+                            {"reclaimed_total", q.reclaimed_total},
+                            {"duplicate_results_total", q.duplicate_results_total}};
+      } catch (const std::exception& e) {  // Redis away at the end: the summary is written anyway
+        SPOTLIGHT_LOG(warn) << "queue statistics unavailable for summary.json: " << e.what();
+      }
     }
     try {
       const cost::RunCost total = run_cost();
@@ -154,14 +183,17 @@ class ServicesHooks final : public TrainHooks {
 
   const config::Config& c_;
   GrpoOptions options_;
-  // Destroyed in reverse order: the cost reporter's last flush still reaches the state store.
+  // Members are destroyed in reverse order: the cost reporter's last flush still reaches the
+  // state store, and the seed source and publisher (in run_train) are gone before the retrier.
+  std::shared_ptr<metrics::Registry> registry_;
+  outage::OutageTracker redis_health_;
+  std::optional<outage::Retrier> retry_;
   std::unique_ptr<queue::LeaseQueue> queue_;
   std::unique_ptr<store::WeightStore> weight_store_;
   std::unique_ptr<store::KeyValueStore> state_;
   std::unique_ptr<bus::Publisher> bus_;
   std::unique_ptr<RunPublisher> publisher_;
   cost::Prices prices_;
-  std::shared_ptr<metrics::Registry> registry_;
   std::unique_ptr<metrics::MetricsServer> metrics_server_;
   std::unique_ptr<cost::CostMeter> meter_;
   std::unique_ptr<cost::CostReporter> cost_reporter_;
@@ -174,6 +206,11 @@ class ServicesHooks final : public TrainHooks {
 int run_train(const config::Config& c) {
   ServicesHooks hooks(c);
   return run_train(c, hooks);
+}
+
+int run_train(const config::Config& c, std::stop_token stop) {
+  ServicesHooks hooks(c);
+  return run_train(c, stop, hooks);
 }
 
 int run_subcommand(const std::string& subcommand, const config::Config& c) {

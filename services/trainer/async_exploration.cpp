@@ -1,6 +1,6 @@
 #include "services/trainer/async_exploration.hpp"
 
-#include <thread>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +15,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// fn() through `retry` when there is one.
+template <class Fn>
+auto call(const outage::Retrier* retry, Fn&& fn) -> decltype(fn()) {
+  if (retry != nullptr) return (*retry)(std::forward<Fn>(fn));
+  return fn();
+}
+
 int64_t unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -24,8 +31,8 @@ int64_t unix_ms() {
 }  // namespace
 
 AsyncSeedSource::AsyncSeedSource(AsyncSeedOptions options, queue::LeaseQueue& queue,
-                                 store::KeyValueStore* plans)
-    : o_(std::move(options)), queue_(queue), plans_(plans) {}
+                                 store::KeyValueStore* plans, const outage::Retrier* retry)
+    : o_(std::move(options)), queue_(queue), plans_(plans), retry_(retry) {}
 
 SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task::Prompt>& prompts) {
   const auto start = Clock::now();
@@ -35,7 +42,7 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   std::optional<int> planned;
   const auto read_plan = [&] {
     if (!plans_ || planned) return;
-    if (const auto text = plans_->get(run::plan_key(iteration))) {
+    if (const auto text = call(retry_, [&] { return plans_->get(run::plan_key(iteration)); })) {
       if (const auto record = run::parse_plan_record(*text)) {
         planned = record->candidates;
       } else {
@@ -46,7 +53,8 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   };
   read_plan();
   while (plans_ && !planned && Clock::now() < deadline) {
-    std::this_thread::sleep_for(o_.poll);  // polling interval of a condition wait with a deadline
+    // polling interval of a condition wait with a deadline
+    if (outage::wait_or_stop(o_.stop, o_.poll)) break;
     read_plan();
   }
   const int candidates = planned.value_or(o_.candidates);
@@ -59,7 +67,8 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
     for (size_t i = 0; i < n; ++i) {
       for (int j = 0; j < candidates; ++j) {
         if (found[i][j]) continue;
-        const auto bytes = queue_.result(run::seed_task_id(iteration, static_cast<int>(i), j));
+        const auto id = run::seed_task_id(iteration, static_cast<int>(i), j);
+        const auto bytes = call(retry_, [&] { return queue_.result(id); });
         if (!bytes) continue;
         try {
           found[i][j] = wire::SeedResult::decode(*bytes).reward;
@@ -73,7 +82,8 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
       }
     }
     if (missing == 0 || Clock::now() >= deadline) break;
-    std::this_thread::sleep_for(o_.poll);  // polling interval of a condition wait with a deadline
+    // polling interval of a condition wait with a deadline
+    if (outage::wait_or_stop(o_.stop, o_.poll)) break;
   }
 
   SeedSelection out;
@@ -118,13 +128,20 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
 }
 
 RunPublisher::RunPublisher(std::string run_id, store::WeightStore& weights,
-                           store::KeyValueStore& state, bus::Publisher* bus)
-    : run_id_(std::move(run_id)), keys_(run_id_), weights_(weights), state_(state), bus_(bus) {}
+                           store::KeyValueStore& state, bus::Publisher* bus,
+                           const outage::Retrier* retry)
+    : run_id_(std::move(run_id)),
+      keys_(run_id_),
+      weights_(weights),
+      state_(state),
+      bus_(bus),
+      retry_(retry) {}
 
 void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
                                  const IterationReport* last) {
   const auto publish_start = Clock::now();
-  const auto manifest = weights_.publish(version, policy.weights_bytes());
+  const std::string bytes = policy.weights_bytes();
+  const auto manifest = call(retry_, [&] { return weights_.publish(version, bytes); });
   const double publish_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - publish_start).count();
   if (last) {
@@ -134,9 +151,9 @@ void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
                           {"rollout_seconds", last->rollout_seconds},
                           {"train_seconds", last->train_seconds},
                           {"group_variance", last->group_variance}};
-    state_.put(keys_.trainer_timing, timing.dump());
+    call(retry_, [&] { state_.put(keys_.trainer_timing, timing.dump()); });
   }
-  state_.put(keys_.trainer_iteration, std::to_string(version));
+  call(retry_, [&] { state_.put(keys_.trainer_iteration, std::to_string(version)); });
   if (bus_) {
     wire::WeightsNotice notice{version, manifest.checksum, keys_.prefix + ":weights",
                                static_cast<int64_t>(manifest.bytes), manifest.published_unix_ms};
@@ -152,7 +169,7 @@ void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
 }
 
 void RunPublisher::finished(int64_t iterations) {
-  state_.put(keys_.trainer_iteration, std::to_string(iterations));
+  call(retry_, [&] { state_.put(keys_.trainer_iteration, std::to_string(iterations)); });
   if (bus_) {
     wire::IterationEvent event{run_id_, iterations, wire::IterationKind::kFinished, 0, iterations};
     bus_->publish("iteration", static_cast<uint64_t>(iterations) + 2, event.encode());

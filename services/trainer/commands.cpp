@@ -1,21 +1,29 @@
 #include "services/trainer/commands.hpp"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iomanip>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <stop_token>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "common/config/error.hpp"
+#include "common/durable/durable_file.hpp"
 #include "common/log/log.hpp"
 #include "common/model/safetensors.hpp"
 #include "common/reward/reward_function.hpp"
+#include "common/service/exit_codes.hpp"
+#include "common/signals/stop_signals.hpp"
+#include "services/trainer/pretrain_cache.hpp"
 #include "services/trainer/trainer_config.hpp"
 
 namespace spotlight::trainer {
@@ -36,6 +44,11 @@ fs::path base_output(const config::Config& c) {
 void load_base(policy::Policy& policy, const config::Config& c) {
   const auto& base = c.get_string("model.base");
   if (base.empty()) return;
+  if (std::error_code error; !fs::is_regular_file(base, error)) {
+    throw config::ConfigError("model.base", "config: 'model.base' " + base +
+                                                " is not a readable checkpoint file (in " +
+                                                c.origin("model.base") + ")");
+  }
   model::load_module_state(*policy.model(), model::load_safetensors(base));
   SPOTLIGHT_LOG(info) << "loaded base weights from " << base;
 }
@@ -55,46 +68,87 @@ std::string format_validation(const ValidationReport& v) {
 }  // namespace
 
 int run_pretrain(const config::Config& c) {
+  policy::check_device(c);
+  const std::string& cache_dir = c.get_string("pretrain.cache_dir");
+  if (!cache_dir.empty() && !c.get_string("pretrain.output").empty()) {
+    throw config::ConfigError("pretrain.cache_dir",
+                              "config: set 'pretrain.cache_dir' or 'pretrain.output', not both");
+  }
+  const auto options = pretrain_options(c);
+  const std::string key = recipe_key(c);
+  fs::path out = cache_dir.empty() ? base_output(c) : cached_base(cache_dir, key);
+  if (!cache_dir.empty() && fs::exists(out)) {
+    SPOTLIGHT_LOG(info) << "using the cached base model " << out.string() << " (recipe key " << key
+                        << ")";
+    std::cout << out.string() << std::endl;
+    return 0;
+  }
+  const fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+  try {
+    durable::check_writable_directory(dir);
+  } catch (const durable::WriteError& e) {
+    const char* k = !cache_dir.empty()                         ? "pretrain.cache_dir"
+                    : !c.get_string("pretrain.output").empty() ? "pretrain.output"
+                                                               : "run.dir";
+    throw config::ConfigError(k, std::string("config: '") + k + "': " + e.what());
+  }
   apply_threads(c);
   policy::Policy policy(policy_options(c), task_options(c));
-  const auto options = pretrain_options(c);
   SPOTLIGHT_LOG(info) << "pretraining preset " << c.get_string("model.preset") << " for "
-                      << options.steps << " steps of " << options.batch << " images";
+                      << options.steps << " steps of " << options.batch << " images (recipe key "
+                      << key << ")";
   const auto report = pretrain(policy, options, [](const PretrainProgress& p) {
     SPOTLIGHT_LOG(info) << "pretrain step " << p.step << " loss " << std::fixed
                         << std::setprecision(4) << p.loss << " " << std::setprecision(1)
                         << p.seconds << " s";
   });
-  const auto out = base_output(c);
-  fs::create_directories(out.parent_path().empty() ? "." : out.parent_path());
+  const bool stopped_early = report.steps < options.steps;
+  if (stopped_early) {
+    SPOTLIGHT_LOG(warn) << "pretraining stopped early by pretrain.max_seconds ("
+                        << options.max_seconds << " s) at step " << report.steps << " of "
+                        << options.steps << ": this base is not the recipe's output";
+    if (!cache_dir.empty()) out = cached_base(cache_dir, key, report.steps);
+  }
   auto state = model::module_state(*policy.model());
   state.metadata = {{"preset", c.get_string("model.preset")},
+                    {"pretrain.recipe_key", key},
                     {"pretrain.steps", std::to_string(report.steps)},
+                    {"pretrain.steps_planned", std::to_string(options.steps)},
+                    {"pretrain.stopped_early", stopped_early ? "true" : "false"},
                     {"pretrain.seed", std::to_string(options.seed)},
                     {"pretrain.batch", std::to_string(options.batch)},
                     {"pretrain.lr", std::to_string(options.lr)}};
-  model::save_safetensors(out, state);
+  // The checkpoint appears under its name last, after its summary: present means complete.
+  const fs::path partial = out.string() + ".partial";
+  model::save_safetensors(partial, state);
   GrpoOptions g = grpo_options(c);
   g.run_dir.clear();
   auto reward = reward::make_task_reward(policy.task_options());
   GrpoTrainer evaluator(g, policy, *reward, make_random_seed_source({}));
   const auto validation = evaluator.validate();
   SPOTLIGHT_LOG(info) << "pretrained in " << std::fixed << std::setprecision(1) << report.seconds
-                      << " s, final loss " << std::setprecision(4) << report.final_loss << "; base "
+                      << " s, " << report.steps << "/" << options.steps << " steps, final loss "
+                      << std::setprecision(4) << report.final_loss << "; base "
                       << format_validation(validation) << "; wrote " << out.string();
   Json summary{{"pretrain_seconds", report.seconds},
                {"steps", report.steps},
+               {"steps_planned", options.steps},
+               {"stopped_early", stopped_early},
+               {"max_seconds", options.max_seconds},
+               {"recipe_key", key},
                {"final_loss", report.final_loss},
                {"base_geneval_score", validation.geneval_score},
                {"base_ocr_score", validation.ocr_score},
                {"base_mean_reward", validation.mean_reward},
                {"checkpoint", out.string()}};
-  std::ofstream(out.string() + ".json") << summary.dump(2) << "\n";
+  durable::write_file(out.string() + ".json", summary.dump(2) + "\n");
+  durable::rename(partial, out);
+  std::cout << out.string() << std::endl;  // the only line on stdout: for scripts
   return 0;
 }
 
-int run_train(const config::Config& c, TrainHooks& hooks) {
-  apply_threads(c);
+int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) {
+  policy::check_device(c);
   const auto options = grpo_options(c);
   if (options.mode != "none" && options.mode != "sync" && !hooks.supports(options.mode)) {
     throw config::ConfigError("exploration.mode",
@@ -102,8 +156,13 @@ int run_train(const config::Config& c, TrainHooks& hooks) {
                                   " needs the services build (this trainer is the compute core "
                                   "alone, SPOTLIGHT_CORE_ONLY): use none or sync");
   }
-  fs::create_directories(options.run_dir);
-  std::ofstream(options.run_dir / "config.yaml") << c.dump();
+  try {
+    durable::check_writable_directory(options.run_dir);
+  } catch (const durable::WriteError& e) {
+    throw config::ConfigError("run.dir", std::string("config: 'run.dir': ") + e.what());
+  }
+  apply_threads(c);
+  durable::write_file(options.run_dir / "config.yaml", c.dump());
   policy::Policy policy(policy_options(c), task_options(c));
   load_base(policy, c);
   std::unique_ptr<policy::Policy> reference;
@@ -125,7 +184,7 @@ int run_train(const config::Config& c, TrainHooks& hooks) {
   } else if (options.mode == "sync") {
     seeds = make_sync_seed_source(exploration, policy, *reward);
   } else {
-    seeds = hooks.seed_source(options);
+    seeds = hooks.seed_source(options, stop);
   }
   hooks.prepare(options);
   GrpoTrainer trainer(options, policy, *reward, std::move(seeds), reference.get());
@@ -139,11 +198,11 @@ int run_train(const config::Config& c, TrainHooks& hooks) {
   std::vector<double> taus;
   double explore_seconds = 0, iteration_seconds = 0;
   int fallback_prompts = 0, iterations_run = 0;
-  trainer.run([&](const IterationReport& r) {
+  const auto on_iteration = [&](const IterationReport& r) {
     hooks.observed(r);
     if (r.iteration < 0) {
       first_validation = r.validation;
-      SPOTLIGHT_LOG(info) << "base model: " << format_validation(*r.validation);
+      if (r.validation) SPOTLIGHT_LOG(info) << "base model: " << format_validation(*r.validation);
       return;
     }
     last_wall = r.wall_seconds;
@@ -166,7 +225,19 @@ int run_train(const config::Config& c, TrainHooks& hooks) {
       line << " | " << format_validation(*r.validation);
     }
     SPOTLIGHT_LOG(info) << line.str();
-  });
+  };
+  bool finished = false;
+  try {
+    finished = trainer.run(on_iteration, stop);
+  } catch (const std::exception& e) {
+    if (const auto code = hooks.failed(e, trainer.next_iteration())) return *code;
+    throw;
+  }
+  if (!finished) {
+    SPOTLIGHT_LOG(info) << "stopped: iterations 0.." << trainer.next_iteration() - 1
+                        << " are checkpointed; a restart resumes at iteration "
+                        << trainer.next_iteration();
+  }
   Json summary{{"mode", options.mode},
                {"seed", options.seed},
                {"iterations", options.iterations},
@@ -183,7 +254,7 @@ int run_train(const config::Config& c, TrainHooks& hooks) {
     summary["fallback_prompts"] = fallback_prompts;
   }
   hooks.summarize(summary);
-  std::ofstream(options.run_dir / "summary.json") << summary.dump(2) << "\n";
+  durable::write_file(options.run_dir / "summary.json", summary.dump(2) + "\n");
   if (first_validation && last_validation) {
     SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(3) << "done: validation geneval "
                         << first_validation->geneval_score << " -> "
@@ -195,7 +266,40 @@ int run_train(const config::Config& c, TrainHooks& hooks) {
   return 0;
 }
 
+int run_train(const config::Config& c, TrainHooks& hooks) {
+  // First, before any thread exists; a signal that arrives while starting is kept.
+  signals::StopSignals signals;
+  std::stop_source stop;      // asks the trainer to stop
+  std::stop_source finished;  // run_train returned, whatever the reason
+  std::promise<int> result;
+  auto done = result.get_future();
+  std::jthread worker([&] {
+    try {
+      result.set_value(run_train(c, stop.get_token(), hooks));
+    } catch (...) {
+      result.set_exception(std::current_exception());
+    }
+    finished.request_stop();
+  });
+  if (const auto signo = signals.wait(finished.get_token())) {
+    const auto grace = std::chrono::duration<double>(c.get_double("trainer.grace_seconds"));
+    SPOTLIGHT_LOG(info) << "received " << signals::signal_name(*signo)
+                        << ": abandoning the iteration in progress, exiting within "
+                        << grace.count() << " s";
+    stop.request_stop();
+    if (done.wait_for(grace) != std::future_status::ready) {
+      SPOTLIGHT_LOG(error) << "did not stop within trainer.grace_seconds (" << grace.count()
+                           << " s); exiting with code " << service::kExitGraceExceeded
+                           << " (the newest complete checkpoint is intact)";
+      std::_Exit(service::kExitGraceExceeded);
+    }
+  }
+  worker.join();
+  return done.get();
+}
+
 int run_eval(const config::Config& c) {
+  policy::check_device(c);
   apply_threads(c);
   policy::Policy policy(policy_options(c), task_options(c));
   load_base(policy, c);
@@ -208,13 +312,29 @@ int run_eval(const config::Config& c) {
   return 0;
 }
 
+int run_validate(const config::Config& c) {
+  policy::check_device(c);
+  apply_threads(c);
+  policy::Policy policy(policy_options(c), task_options(c));
+  auto reward = reward::make_task_reward(policy.task_options());
+  GrpoTrainer evaluator(grpo_options(c), policy, *reward, make_random_seed_source({}));
+  const auto start = std::chrono::steady_clock::now();
+  const int scored = evaluator.validate_deferred();
+  SPOTLIGHT_LOG(info)
+      << "validated " << scored << " saved weights in " << std::fixed << std::setprecision(1)
+      << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+      << " s into " << (fs::path(c.get_string("run.dir")) / "validation.jsonl");
+  return 0;
+}
+
 int run_bench(const config::Config& c) {
+  policy::check_device(c);
   apply_threads(c);
   const std::string json = to_json(run_benchmark(bench_options(c)));
   std::cout << json << std::endl;
   if (const fs::path out = c.get_string("bench.output"); !out.empty()) {
     if (out.has_parent_path()) fs::create_directories(out.parent_path());
-    std::ofstream(out) << json << "\n";
+    durable::write_file(out, json + "\n");
   }
   return 0;
 }
@@ -223,8 +343,9 @@ int run_subcommand(const std::string& subcommand, const config::Config& c, Train
   if (subcommand == "pretrain") return run_pretrain(c);
   if (subcommand == "train") return run_train(c, hooks);
   if (subcommand == "eval") return run_eval(c);
+  if (subcommand == "validate") return run_validate(c);
   if (subcommand == "bench") return run_bench(c);
-  std::cerr << "usage: spotlight-trainer pretrain|train|eval|bench [--config FILE] [--set "
+  std::cerr << "usage: spotlight-trainer pretrain|train|eval|validate|bench [--config FILE] [--set "
                "key=value]...\n";
   return 2;
 }

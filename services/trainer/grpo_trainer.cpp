@@ -2,15 +2,20 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
+#include <map>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
 #include <torch/torch.h>
 
+#include "common/durable/durable_file.hpp"
 #include "common/model/safetensors.hpp"
+#include "common/outage/retry.hpp"
 #include "common/rl/kendall.hpp"
 #include "common/rl/selection.hpp"
 #include "common/run/schedule.hpp"
@@ -18,12 +23,16 @@
 #include "common/seeds/seeds.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/score.hpp"
+#include "services/trainer/checkpoint_store.hpp"
 
 namespace spotlight::trainer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using Json = nlohmann::json;
+
+// Thrown at a phase boundary once a stop is requested; caught by run().
+struct Abandoned {};
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -38,6 +47,9 @@ Json to_json(const ValidationReport& v) {
   Json j{{"geneval_score", v.geneval_score},
          {"ocr_score", v.ocr_score},
          {"mean_reward", v.mean_reward},
+         {"geneval_std_error", v.geneval_std_error},
+         {"mean_reward_std_error", v.mean_reward_std_error},
+         {"samples", v.samples},
          {"seconds", v.seconds}};
   for (const auto& [name, score] : v.per_category)
     j["per_category"][name] = score;
@@ -49,6 +61,7 @@ Json to_json(const IterationReport& r) {
          {"reward_mean", r.reward_mean},
          {"reward_std", r.reward_std},
          {"zero_std_ratio", r.zero_std_ratio},
+         {"mean_abs_advantage", r.mean_abs_advantage},
          {"selected_variance", r.selected_variance},
          {"group_variance", r.group_variance},
          {"explore_seconds", r.explore_seconds},
@@ -58,6 +71,7 @@ Json to_json(const IterationReport& r) {
          {"iteration_seconds", r.iteration_seconds},
          {"audit_seconds", r.audit_seconds},
          {"wall_seconds", r.wall_seconds},
+         {"elapsed_seconds", r.elapsed_seconds},
          {"clip_fraction", r.clip_fraction},
          {"kl", r.kl},
          {"fallback_prompts", r.fallback_prompts},
@@ -75,9 +89,12 @@ struct GrpoTrainer::State {
       : optimizer(policy.model()->parameters(),
                   torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay)),
         generator(policy.task_options()),
-        validation_prompts(task::validation_prompts(policy.task_options(), o.validation_prompts)) {}
+        validation_prompts(task::validation_prompts(policy.task_options(), o.validation_prompts)) {
+    if (!o.run_dir.empty()) checkpoints.emplace(CheckpointStoreOptions{o.run_dir / "checkpoints"});
+  }
 
   torch::optim::AdamW optimizer;
+  std::optional<CheckpointStore> checkpoints;  // when run_dir is set
   task::PromptGenerator generator;
   std::vector<task::Prompt> validation_prompts;
   double wall_seconds = 0.0;  // training wall time of completed iterations (validation excluded)
@@ -119,6 +136,9 @@ ValidationReport GrpoTrainer::validate() {
   report.geneval_score = evaluation.geneval_score;
   report.ocr_score = evaluation.ocr_score;
   report.mean_reward = evaluation.mean_reward;
+  report.geneval_std_error = evaluation.geneval_std_error;
+  report.mean_reward_std_error = evaluation.mean_reward_std_error;
+  report.samples = static_cast<int>(prompts.size());
   for (const auto& [category, score] : evaluation.per_category) {
     report.per_category.emplace_back(std::string(task::name(category)), score);
   }
@@ -136,6 +156,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   // 1. Seeds for this iteration's prompts.
   const auto prompts = prompts_for(iteration);
   SeedSelection selection = seeds_->select(iteration, prompts);
+  check_stop();
   report.explore_seconds = selection.explore_seconds;
   report.selected_variance = selection.selected_variance;
   report.fallback_prompts = selection.fallback_prompts;
@@ -157,6 +178,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   auto chunks = policy_.sample(flat_prompts, flat_seeds, rollout_options, o_.micro_batch);
   finish_device_work(policy_.tensor_options());
   report.rollout_seconds = seconds_since(rollout_start);
+  check_stop();
 
   // 3. Rewards and advantages.
   auto reward_start = Clock::now();
@@ -171,6 +193,8 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   report.reward_mean = std::accumulate(rewards.begin(), rewards.end(), 0.0) / rewards.size();
   report.reward_std = std::sqrt(rl::variance(rewards));
   report.zero_std_ratio = rl::zero_std_group_ratio(rewards, g);
+  for (const double a : advantages)
+    report.mean_abs_advantage += std::abs(a) / static_cast<double>(advantages.size());
   {
     double v = 0;
     for (size_t i = 0; i < rewards.size(); i += g) {
@@ -216,6 +240,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
       offset += b;
       if (std::all_of(chunk_adv.begin(), chunk_adv.end(), [](double a) { return a == 0.0; }))
         continue;
+      check_stop();
       auto adv = torch::tensor(chunk_adv, torch::kDouble).to(policy_.tensor_options());
       auto tokens = policy_.tokens(chunk_prompts);
       for (int j = begin; j < end; ++j) {
@@ -317,71 +342,138 @@ std::optional<double> GrpoTrainer::staleness_audit(const std::vector<task::Promp
   return tau_sum / tau_count;
 }
 
-void GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iteration) {
-  if (!o_.run_dir.empty()) std::filesystem::create_directories(o_.run_dir);
+void GrpoTrainer::check_stop() const {
+  if (stop_.stop_requested()) throw Abandoned{};
+}
+
+bool GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iteration,
+                      std::stop_token stop) {
+  stop_ = std::move(stop);
+  if (!o_.run_dir.empty()) durable::create_directories(o_.run_dir);
+  // Each line is on disk before the checkpoint of its iteration (resume drops later ones).
   auto write_metrics = [&](const IterationReport& r) {
     if (o_.run_dir.empty()) return;
-    std::ofstream out(o_.run_dir / "metrics.jsonl", std::ios::app);
-    out << to_json(r).dump() << "\n";
+    durable::append_file(o_.run_dir / "metrics.jsonl", to_json(r).dump() + "\n");
   };
-  if (next_iteration_ == 0) {
-    IterationReport base;
-    base.iteration = -1;
-    base.validation = validate();
-    write_metrics(base);
-    if (on_iteration) on_iteration(base);
-  }
-  if (observer_) observer_->weights_ready(next_iteration_, policy_, nullptr);
-  for (int64_t k = next_iteration_; k < o_.iterations; ++k) {
-    auto report = run_iteration(k);
-    if ((k + 1) % o_.validate_every == 0 || k + 1 == o_.iterations) report.validation = validate();
-    write_metrics(report);
-    save_checkpoint(k);
-    next_iteration_ = k + 1;
-    // Published only after the checkpoint: a restarted trainer republishes identical weights.
-    if (observer_) observer_->weights_ready(next_iteration_, policy_, &report);
-    if (on_iteration) on_iteration(report);
+  // A validation point after `version` iterations; its time is kept off the elapsed time line.
+  double measured_seconds = 0.0;
+  const auto validation_point = [&](int64_t version) -> std::optional<ValidationReport> {
+    const auto start = Clock::now();
+    std::optional<ValidationReport> v;
+    if (o_.defer_validation) {
+      save_validation_weights(version);
+    } else {
+      v = validate();
+    }
+    measured_seconds += seconds_since(start);
+    return v;
+  };
+  try {
+    if (next_iteration_ == 0) {
+      IterationReport base;
+      base.iteration = -1;
+      base.validation = validation_point(0);
+      check_stop();
+      write_metrics(base);
+      if (on_iteration) on_iteration(base);
+    }
+    const auto timeline_start = Clock::now();
+    const double elapsed_before = state_->wall_seconds;  // a resumed run continues its time line
+    measured_seconds = 0.0;
+    if (observer_) observer_->weights_ready(next_iteration_, policy_, nullptr);
+    for (int64_t k = next_iteration_; k < o_.iterations; ++k) {
+      check_stop();
+      auto report = run_iteration(k);
+      measured_seconds += report.audit_seconds;
+      report.elapsed_seconds = elapsed_before + seconds_since(timeline_start) - measured_seconds;
+      if ((k + 1) % o_.validate_every == 0 || k + 1 == o_.iterations) {
+        report.validation = validation_point(k + 1);
+      }
+      check_stop();
+      write_metrics(report);
+      save_checkpoint(k);
+      next_iteration_ = k + 1;
+      // Published only after the checkpoint: a restarted trainer republishes identical weights.
+      if (observer_) observer_->weights_ready(next_iteration_, policy_, &report);
+      if (on_iteration) on_iteration(report);
+    }
+  } catch (const Abandoned&) {
+    return false;
+  } catch (const outage::RetryStopped&) {  // stopped while waiting for Redis
+    return false;
   }
   if (observer_) observer_->finished(o_.iterations);
+  return true;
 }
 
 void GrpoTrainer::save_checkpoint(int64_t completed_iteration) {
+  if (!state_->checkpoints) return;
+  std::ostringstream optimizer;
+  torch::save(state_->optimizer, optimizer);
+  const Json state{{"completed_iteration", completed_iteration},
+                   {"wall_seconds", state_->wall_seconds},
+                   {"seed", o_.seed},
+                   {"mode", o_.mode}};
+  state_->checkpoints->save(
+      completed_iteration,
+      {{"model.safetensors", model::encode_safetensors(model::module_state(*policy_.model()))},
+       {"optimizer.pt", std::move(optimizer).str()}},
+      state);
+}
+
+void GrpoTrainer::save_validation_weights(int64_t version) {
   if (o_.run_dir.empty()) return;
-  const auto root = o_.run_dir / "checkpoints";
-  std::filesystem::create_directories(root);
-  const std::string name = "iter-" + std::to_string(completed_iteration);
-  const auto tmp = root / (name + ".tmp");
-  std::filesystem::remove_all(tmp);
-  std::filesystem::create_directories(tmp);
-  model::save_safetensors(tmp / "model.safetensors", model::module_state(*policy_.model()));
-  torch::save(state_->optimizer, (tmp / "optimizer.pt").string());
-  Json state{{"completed_iteration", completed_iteration},
-             {"wall_seconds", state_->wall_seconds},
-             {"seed", o_.seed},
-             {"mode", o_.mode}};
-  std::ofstream(tmp / "state.json") << state.dump(2);
-  std::filesystem::remove_all(root / name);
-  std::filesystem::rename(tmp, root / name);
-  { std::ofstream(root / "latest.tmp") << name; }
-  std::filesystem::rename(root / "latest.tmp", root / "latest");
-  // keep the two newest
-  for (const auto& entry : std::filesystem::directory_iterator(root)) {
-    const auto n = entry.path().filename().string();
-    if (n.rfind("iter-", 0) != 0 || n.ends_with(".tmp")) continue;
-    if (std::stoll(n.substr(5)) < completed_iteration - 1)
-      std::filesystem::remove_all(entry.path());
+  const auto dir = o_.run_dir / "validation";
+  std::filesystem::create_directories(dir);
+  char name[64];
+  std::snprintf(name, sizeof name, "weights-%06lld.safetensors", static_cast<long long>(version));
+  const auto tmp = dir / (std::string(name) + ".tmp");
+  model::save_safetensors(tmp, model::module_state(*policy_.model()));
+  std::filesystem::rename(tmp, dir / name);
+}
+
+int GrpoTrainer::validate_deferred() {
+  const auto dir = o_.run_dir / "validation";
+  const auto out_path = o_.run_dir / "validation.jsonl";
+  std::set<int64_t> done;
+  if (std::ifstream in(out_path); in) {
+    for (std::string line; std::getline(in, line);) {
+      try {
+        done.insert(Json::parse(line).at("version").get<int64_t>());
+      } catch (const Json::exception&) {
+        // a torn last line from an interrupted run: scored again
+      }
+    }
   }
+  std::map<int64_t, std::filesystem::path> pending;
+  if (std::filesystem::exists(dir)) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      const auto n = entry.path().filename().string();
+      if (!n.starts_with("weights-") || !n.ends_with(".safetensors")) continue;
+      const int64_t version = std::stoll(n.substr(8, n.size() - 8 - 12));
+      if (!done.count(version)) pending.emplace(version, entry.path());
+    }
+  }
+  int scored = 0;
+  for (const auto& [version, path] : pending) {
+    model::load_module_state(*policy_.model(), model::load_safetensors(path));
+    const auto v = validate();
+    Json line{{"version", version}, {"iteration", version - 1}, {"validation", to_json(v)}};
+    std::ofstream(out_path, std::ios::app) << line.dump() << "\n";
+    ++scored;
+  }
+  return scored;
 }
 
 int64_t GrpoTrainer::resume() {
-  const auto root = o_.run_dir / "checkpoints";
-  if (o_.run_dir.empty() || !std::filesystem::exists(root / "latest")) return next_iteration_;
-  std::string name;
-  std::ifstream(root / "latest") >> name;
-  const auto dir = root / name;
-  model::load_module_state(*policy_.model(), model::load_safetensors(dir / "model.safetensors"));
-  torch::load(state_->optimizer, (dir / "optimizer.pt").string());
-  const Json state = Json::parse(std::ifstream(dir / "state.json"));
+  if (!state_->checkpoints) return next_iteration_;
+  const auto checkpoint = state_->checkpoints->load_newest();
+  if (!checkpoint) return next_iteration_;
+  model::load_module_state(*policy_.model(),
+                           model::decode_safetensors(checkpoint->files.at("model.safetensors")));
+  std::istringstream optimizer(checkpoint->files.at("optimizer.pt"));
+  torch::load(state_->optimizer, optimizer);
+  const Json& state = checkpoint->state;
   next_iteration_ = state.at("completed_iteration").get<int64_t>() + 1;
   state_->wall_seconds = state.at("wall_seconds").get<double>();
   // Metrics of iterations after the checkpoint were never checkpointed: drop them, so the
@@ -400,7 +492,7 @@ int64_t GrpoTrainer::resume() {
       }
     }
     in.close();
-    std::ofstream(metrics, std::ios::trunc) << kept.str();
+    durable::write_file(metrics, kept.str());
   }
   return next_iteration_;
 }

@@ -5,11 +5,17 @@
 // plus validation every `validate_every` iterations (ODE, fixed held-out prompts and seeds), a
 // staleness audit (Kendall tau between rewards of the same seeds under v_k and v_{k+1}) and a
 // checkpoint after every iteration, from which a restarted trainer resumes.
+//
+// Deferred validation (`defer_validation`): at each validation point the weights are saved as
+// <run_dir>/validation/weights-<version>.safetensors instead (version = iterations completed, 0 =
+// the base), and validate_deferred() scores them later, in another process if wanted. The run's
+// time line then holds training only; the scores are the same as validating in the run.
 
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -41,6 +47,7 @@ struct GrpoOptions {
   rl::AdvantageOptions advantages;
   rl::GrpoLossOptions loss;
   int validate_every = 5;
+  bool defer_validation = false;  // save the weights to validate; validate_deferred() scores them
   int validation_prompts = 64;
   int validation_steps = 10;
   int audit_every = 5;  // 0 disables the staleness audit
@@ -53,6 +60,9 @@ struct ValidationReport {
   double geneval_score = 0.0;  // the GenEval-like categories (task::Evaluation)
   double ocr_score = 0.0;      // the OCR-like text prompts, when validated
   double mean_reward = 0.0;
+  double geneval_std_error = 0.0;      // standard errors over the validated images
+  double mean_reward_std_error = 0.0;  //   (task::Evaluation)
+  int samples = 0;                     // validated images: prompt x seed pairs
   std::vector<std::pair<std::string, double>> per_category;
   double seconds = 0.0;
 };
@@ -61,12 +71,17 @@ struct IterationReport {
   int64_t iteration = 0;
   double reward_mean = 0.0, reward_std = 0.0;
   double zero_std_ratio = 0.0;
+  double mean_abs_advantage = 0.0;  // mean |A| over the iteration's samples (zeros included)
   double selected_variance = 0.0;
   double group_variance = 0.0;  // mean within-group variance of the rollout rewards trained on
   double explore_seconds = 0.0, rollout_seconds = 0.0, reward_seconds = 0.0, train_seconds = 0.0;
   double iteration_seconds = 0.0;  // excluding the staleness audit (a measurement)
   double audit_seconds = 0.0;
-  double wall_seconds = 0.0;               // since the run started (excluding validation)
+  double wall_seconds = 0.0;  // since the run started (excluding validation)
+  // Wall clock since this trainer process began its first iteration, through this iteration:
+  // checkpoints and weight publishing included, validation and staleness audits (measurements)
+  // excluded. A resumed trainer continues from wall_seconds.
+  double elapsed_seconds = 0.0;
   double first_ratio_max_deviation = 0.0;  // |ratio - 1| max over the first micro-batch
   double clip_fraction = 0.0, kl = 0.0;
   int optimizer_steps = 0;
@@ -95,18 +110,33 @@ class GrpoTrainer {
               std::unique_ptr<SeedSource> seeds, policy::Policy* reference = nullptr);
   ~GrpoTrainer();
 
-  // Restores the newest checkpoint under run_dir, if any; returns the iteration to run next.
+  // Restores the newest complete checkpoint under run_dir, if any (CheckpointStore); returns the
+  // iteration to run next.
   int64_t resume();
-  // Runs iterations [next, options.iterations); `on_iteration` sees each report.
-  void run(const std::function<void(const IterationReport&)>& on_iteration = {});
+  // Runs iterations [next, options.iterations); `on_iteration` sees each report. When `stop` is
+  // requested the iteration in progress is abandoned at its next phase boundary (seeds, rollout,
+  // each micro-batch, validation) and run() returns false: the newest checkpoint then holds every
+  // completed iteration, and a resumed run redoes the abandoned one exactly. An iteration whose
+  // checkpoint is being written is finished first. Returns true when every iteration is done.
+  // A failed checkpoint or metrics write throws durable::WriteError.
+  bool run(const std::function<void(const IterationReport&)>& on_iteration = {},
+           std::stop_token stop = {});
   IterationReport run_iteration(int64_t iteration);
   ValidationReport validate();
+  // Scores every <run_dir>/validation/weights-<version>.safetensors not yet in
+  // <run_dir>/validation.jsonl, in version order, appending one line each: {"version",
+  // "iteration" (= version - 1, -1 for the base), "validation": {...}}. Loads each into the
+  // policy (the trainer's weights are replaced). Returns how many it scored. Resumable.
+  int validate_deferred();
 
   // Prompts of an iteration: a pure function of the run seed.
   std::vector<task::Prompt> prompts_for(int64_t iteration) const;
   int64_t next_iteration() const { return next_iteration_; }
 
+  // Writes the checkpoint of a completed iteration (see checkpoint_store.hpp); throws
+  // durable::WriteError.
   void save_checkpoint(int64_t completed_iteration);
+  void save_validation_weights(int64_t version);
   void set_observer(TrainerObserver* observer) { observer_ = observer; }
 
  private:
@@ -114,6 +144,9 @@ class GrpoTrainer {
   std::optional<double> staleness_audit(const std::vector<task::Prompt>& prompts,
                                         const SeedSelection& selection,
                                         const std::vector<double>& rollout_rewards);
+
+  // Throws the private Abandoned when stop_ is requested (a phase boundary of run()).
+  void check_stop() const;
 
   struct State;
   GrpoOptions o_;
@@ -124,6 +157,7 @@ class GrpoTrainer {
   std::unique_ptr<State> state_;
   int64_t next_iteration_ = 0;
   TrainerObserver* observer_ = nullptr;
+  std::stop_token stop_;
 };
 
 }  // namespace spotlight::trainer

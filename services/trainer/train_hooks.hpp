@@ -5,19 +5,23 @@
 // (SPOTLIGHT_CORE_ONLY) trains with NoTrainHooks. run_train calls them in this order:
 //
 //   check at start: mode is none|sync, or hooks.supports(mode)           // else ConfigError
-//   seeds = mode is none|sync ? the core's : hooks.seed_source(options)
+//   seeds = mode is none|sync ? the core's : hooks.seed_source(options, stop)
 //   hooks.prepare(options)
 //   trainer.set_observer(hooks.observer())
 //   trainer.resume(); hooks.started(next_iteration)
 //   for every report r, the base model's validation (iteration -1) first:
 //     hooks.observed(r)
 //     if r.iteration >= 0: hooks.iteration_done(r, exploration seconds on the critical path so far)
+//   an exception e out of the training loop: exit with hooks.failed(e, next iteration), or rethrow
 //   hooks.summarize(summary)                                               // then summary.json
 //
 // All calls come from the thread that runs run_train.
 
 #include <cstdint>
+#include <exception>
 #include <memory>
+#include <optional>
+#include <stop_token>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -32,13 +36,21 @@ class TrainHooks {
   virtual ~TrainHooks() = default;
   // Whether seed_source() provides exploration.mode `mode` (one the core does not: async).
   virtual bool supports(const std::string& mode) const { return false; }
-  virtual std::unique_ptr<SeedSource> seed_source(const GrpoOptions& options) { return nullptr; }
+  virtual std::unique_ptr<SeedSource> seed_source(const GrpoOptions& options,
+                                                  std::stop_token stop) {
+    return nullptr;
+  }
   virtual void prepare(const GrpoOptions& options) {}
   // Sees every checkpointed weights version; may be null. Must outlive run_train's trainer.
   virtual TrainerObserver* observer() { return nullptr; }
   virtual void started(int64_t next_iteration) {}
   virtual void observed(const IterationReport& report) {}
   virtual void iteration_done(const IterationReport& report, double explore_seconds) {}
+  // The exit code for a failure the hooks' own parts raised (a Redis outage past its limit);
+  // nullopt: not theirs.
+  virtual std::optional<int> failed(const std::exception& error, int64_t next_iteration) {
+    return std::nullopt;
+  }
   virtual void summarize(nlohmann::json& summary) {}
 };
 

@@ -43,6 +43,7 @@ GrpoOptions grpo_options(const config::Config& c) {
   o.loss.clip_range = c.get_double("trainer.clip_range");
   o.loss.kl_beta = c.get_double("trainer.kl_beta");
   o.validate_every = c.get<int>("validation.every");
+  o.defer_validation = c.get_bool("validation.defer");
   o.validation_prompts = c.get<int>("validation.prompts");
   o.validation_steps = c.get<int>("validation.steps");
   o.audit_every = c.get<int>("audit.every");

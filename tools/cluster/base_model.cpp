@@ -2,14 +2,9 @@
 
 #include <cstdint>
 #include <fstream>
-#include <iomanip>
-#include <sstream>
+#include <optional>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-#include <unistd.h>
-
-#include "common/run/run_config.hpp"
 #include "tools/cluster/log_follower.hpp"
 
 namespace spotlight::cluster {
@@ -17,42 +12,28 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool pretraining_reads(const std::string& key) {
-  if (key == "model.base" || key == "pretrain.output") return false;
-  return key.starts_with("model.") || key.starts_with("task.") || key.starts_with("pretrain.");
+// The last non-empty line of `path` from byte `offset` on.
+std::string last_line_from(const fs::path& path, std::uintmax_t offset) {
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(offset));
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  return last;
 }
 
 }  // namespace
 
-std::string base_cache_key(const config::Config& c) {
-  std::uint64_t hash = 1469598103934665603ULL;  // FNV-1a 64
-  for (const auto& entry : c.schema().entries()) {
-    if (!pretraining_reads(entry.key())) continue;
-    const std::string line = entry.key() + "=" + config::format_value(c.value(entry.key())) + "\n";
-    for (unsigned char ch : line) {
-      hash ^= ch;
-      hash *= 1099511628211ULL;
-    }
-  }
-  std::ostringstream hex;
-  hex << std::hex << std::setw(16) << std::setfill('0') << hash;
-  return hex.str();
-}
-
 fs::path ensure_base(const BaseOptions& o) {
-  const config::Config c = config::Config::load(run::run_schema(), o.run);
-  const std::string key = base_cache_key(c);
-  const fs::path base = fs::absolute(o.cache_dir / ("base-" + key + ".safetensors"));
-  if (fs::exists(base)) {
-    if (o.echo) *o.echo << "== using the cached base model " << base.string() << " ==" << std::endl;
-    return base;
-  }
   fs::create_directories(o.cache_dir);
-  const fs::path tmp = base.string() + ".tmp-" + std::to_string(::getpid()) + ".safetensors";
-  const fs::path log = o.log.empty() ? o.cache_dir / ("pretrain-" + key + ".log") : o.log;
+  const fs::path cache = fs::absolute(o.cache_dir);
+  const fs::path log = o.log.empty() ? cache / "pretrain.log" : o.log;
+  std::error_code ec;
+  const std::uintmax_t offset = fs::exists(log, ec) ? fs::file_size(log, ec) : 0;
   if (o.echo) {
-    *o.echo << "== pretraining the base model " << c.get_string("model.preset")
-            << " (flow matching on rendered images) into " << base.string() << " ==" << std::endl;
+    *o.echo << "== the base model: the recipe's, cached in " << cache.string()
+            << " (pretrained there first when missing) ==" << std::endl;
   }
   process::ProcessOptions po;
   po.argv = {o.trainer_binary.string(), "pretrain"};
@@ -66,7 +47,7 @@ fs::path ensure_base(const BaseOptions& o) {
                   : static_cast<int>(o.placement.cpus.size());
   }
   po.argv.insert(po.argv.end(), {"--set", "run.threads=" + std::to_string(threads), "--set",
-                                 "pretrain.output=" + tmp.string()});
+                                 "pretrain.cache_dir=" + cache.string()});
   po.cpus = o.placement.cpus;
   po.env = o.env;
   po.log = log;
@@ -77,20 +58,13 @@ fs::path ensure_base(const BaseOptions& o) {
     echo.poll();  // paces the echo only: the exit wakes the wait
   echo.finish();
   if (!status->success()) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    fs::remove(tmp.string() + ".json", ec);
     throw ClusterError("pretraining the base model failed (" + status->describe() + "); see " +
                        log.string());
   }
-  fs::rename(tmp, base);
-  // The trainer's summary beside the checkpoint names the temporary file: name the real one.
-  if (std::ifstream in(tmp.string() + ".json"); in) {
-    auto summary = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    in.close();
-    if (summary.is_object()) summary["checkpoint"] = base.string();
-    std::ofstream(base.string() + ".json") << summary.dump(2) << "\n";
-    fs::remove(tmp.string() + ".json");
+  const fs::path base = last_line_from(log, offset);
+  if (base.extension() != ".safetensors" || !fs::exists(base, ec)) {
+    throw ClusterError("the trainer printed no base checkpoint path (last line '" + base.string() +
+                       "'); see " + log.string());
   }
   return base;
 }

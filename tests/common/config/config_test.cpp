@@ -333,6 +333,23 @@ TEST(Config, UnreadableAndUnparsableFiles) {
   EXPECT_TRUE(contains(e.what(), "cannot read config file '" + sources.file->string() + "'"))
       << e.what();
 
+  // Not a regular file: refused before reading (a directory used to give the defaults silently,
+  // /dev/zero to read until bad_alloc).
+  sources.file = dir.path();
+  e = expect_config_error([&] { Config::load(test_schema(), sources); });
+  EXPECT_TRUE(contains(e.what(), "is not a regular file (a directory)")) << e.what();
+  sources.file = "/dev/zero";
+  e = expect_config_error([&] { Config::load(test_schema(), sources); });
+  EXPECT_TRUE(contains(e.what(), "is not a regular file (a device")) << e.what();
+  sources.file = dir.write("huge.yaml", "# " + std::string(kMaxConfigFileBytes, 'x') + "\n");
+  e = expect_config_error([&] { Config::load(test_schema(), sources); });
+  EXPECT_TRUE(contains(e.what(), "more than the limit of " + std::to_string(kMaxConfigFileBytes)))
+      << e.what();
+  EXPECT_LT(std::string(e.what()).size(), 300u) << "the error quotes the file";
+  sources.file =
+      dir.write("just-below.yaml", "# " + std::string(kMaxConfigFileBytes - 3, 'x') + "\n");
+  EXPECT_EQ(Config::load(test_schema(), sources).get_int("sampler.steps"), 10);
+
   sources.file = dir.write("broken.yaml", "trainer:\n  lr: [1, 2\n");
   e = expect_config_error([&] { Config::load(test_schema(), sources); });
   EXPECT_TRUE(contains(e.what(), "cannot parse " + sources.file->string() + ":")) << e.what();

@@ -178,7 +178,7 @@ TEST(RedisClientAuthTest, PasswordAndAclUser) {
   try {
     RedisClient(anonymous).command({"SET", "k", "v"});
     FAIL() << "expected NOAUTH";
-  } catch (const RedisCommandError& e) {
+  } catch (const RedisAuthError& e) {  // not retried by the services as if Redis were away
     EXPECT_EQ(e.code(), "NOAUTH");
   }
   RedisClient admin(server.client_options());
@@ -194,7 +194,7 @@ TEST(RedisClientAuthTest, PasswordAndAclUser) {
 
   alice.password = "wrong";
   RedisClient wrong(alice);
-  EXPECT_THROW(wrong.ping(), RedisCommandError);
+  EXPECT_THROW(wrong.ping(), RedisAuthError);
   EXPECT_FALSE(wrong.connected());
 }
 
@@ -211,7 +211,7 @@ TEST(RedisClientAuthTest, WrongPasswordErrorNamesUserAndEndpointButNotThePasswor
   try {
     RedisClient(bob).ping();
     FAIL() << "expected WRONGPASS";
-  } catch (const RedisCommandError& e) {
+  } catch (const RedisAuthError& e) {
     const std::string what = e.what();
     EXPECT_EQ(e.code(), "WRONGPASS") << what;
     EXPECT_EQ(e.command(), "AUTH") << what;

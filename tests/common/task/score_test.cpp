@@ -503,6 +503,10 @@ TEST(Evaluate, GenEvalScoreIsTheMeanOfItsCategoriesAndOcrIsScoredApart) {
   EXPECT_DOUBLE_EQ(e.ocr_score, 0.5);
   // Blank images earn 0, correct ones 1: mean reward = share correct.
   EXPECT_DOUBLE_EQ(e.mean_reward, (10 + 4 * 5) / 50.0);
+  // Standard errors: 0/1 rewards with p = 0.6 (sample variance n/(n-1) p(1-p)); GenEval from
+  // the three categories at 0.5 over 10 images each (counting at 1.0 adds nothing).
+  EXPECT_NEAR(e.mean_reward_std_error, std::sqrt(0.6 * 0.4 / 49.0), 1e-12);
+  EXPECT_NEAR(e.geneval_std_error, std::sqrt(3 * 0.25 / 10) / 4, 1e-12);
   EXPECT_THROW(evaluate(prompts, {}, options), TaskError);
   const Evaluation empty = evaluate({}, {}, options);
   EXPECT_EQ(empty.geneval_score, 0.0);

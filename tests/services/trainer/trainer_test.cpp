@@ -1,13 +1,16 @@
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "common/config/config.hpp"
 #include "common/config/error.hpp"
 #include "common/model/safetensors.hpp"
 #include "services/trainer/grpo_trainer.hpp"
+#include "services/trainer/pretrain_cache.hpp"
 #include "services/trainer/trainer_config.hpp"
 
 namespace spotlight::trainer {
@@ -133,6 +136,58 @@ TEST(GrpoTrainer, ResumingFromACheckpointGivesTheSameWeightsAsAnUnbrokenRun) {
   EXPECT_NE(lines[2].find("\"iteration\":1"), std::string::npos);
 }
 
+TEST(GrpoTrainer, DeferredValidationScoresWhatInlineValidationWouldHave) {
+  auto o = small_options("none");
+  o.audit_every = 0;
+  o.validate_every = 1;
+  const auto inline_dir = temp_dir() / "inline";
+  o.run_dir = inline_dir;
+  Fixture inline_run(o);
+  inline_run.trainer->run();
+  const auto deferred_dir = temp_dir() / "deferred";
+  o.run_dir = deferred_dir;
+  o.defer_validation = true;
+  Fixture deferred_run(o);
+  deferred_run.trainer->run();
+  EXPECT_EQ(deferred_run.policy.weights_bytes(), inline_run.policy.weights_bytes())
+      << "deferring validation changes nothing about training";
+  EXPECT_FALSE(std::filesystem::exists(deferred_dir / "validation.jsonl")) << "nothing scored yet";
+  EXPECT_EQ(deferred_run.trainer->validate_deferred(), 3) << "the base and 2 iterations";
+  EXPECT_EQ(deferred_run.trainer->validate_deferred(), 0) << "already scored: nothing again";
+
+  const auto lines = [](const std::filesystem::path& path) {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);)
+      out.push_back(nlohmann::json::parse(line));
+    return out;
+  };
+  std::map<int64_t, nlohmann::json> inline_scores, deferred_scores;
+  for (const auto& m : lines(inline_dir / "metrics.jsonl"))
+    inline_scores[m["iteration"].get<int64_t>()] = m["validation"];
+  for (const auto& v : lines(deferred_dir / "validation.jsonl")) {
+    EXPECT_EQ(v["iteration"].get<int64_t>(), v["version"].get<int64_t>() - 1);
+    deferred_scores[v["iteration"].get<int64_t>()] = v["validation"];
+  }
+  ASSERT_EQ(inline_scores.size(), 3u);
+  ASSERT_EQ(deferred_scores.size(), 3u);
+  for (const auto& [iteration, v] : inline_scores) {
+    EXPECT_DOUBLE_EQ(deferred_scores[iteration]["mean_reward"].get<double>(),
+                     v["mean_reward"].get<double>())
+        << iteration;
+    EXPECT_EQ(deferred_scores[iteration]["samples"], 5);
+  }
+  // The time line: positive and increasing; deferred runs keep validation off it.
+  double last = 0;
+  for (const auto& m : lines(deferred_dir / "metrics.jsonl")) {
+    if (m["iteration"].get<int64_t>() < 0) continue;
+    EXPECT_FALSE(m.contains("validation"));
+    EXPECT_GT(m["elapsed_seconds"].get<double>(), last);
+    last = m["elapsed_seconds"].get<double>();
+    EXPECT_GE(m["mean_abs_advantage"].get<double>(), 0.0);
+  }
+}
+
 TEST(GrpoTrainer, KlToTheReferenceIsZeroBeforeTheFirstUpdate) {
   auto o = small_options("none");
   o.loss.kl_beta = 0.1;
@@ -168,6 +223,29 @@ TEST(TrainerConfig, ErrorsNameTheBadKey) {
   } catch (const config::ConfigError& e) {
     EXPECT_EQ(e.key(), "trainer.groupsize") << e.what();
   }
+}
+
+// The base cache key follows what pretraining reads and nothing else (the trainer owns it; the
+// launcher, the scripts and the container entrypoint ask the trainer for the path).
+TEST(RecipeKey, FollowsWhatPretrainingReadsOnly) {
+  const auto key = [](std::vector<std::string> overrides) {
+    config::ConfigSources s;
+    s.overrides = std::move(overrides);
+    return recipe_key(config::Config::load(trainer_schema(), s));
+  };
+  const std::string base = key({});
+  EXPECT_EQ(base.size(), 12u);
+  EXPECT_EQ(key({"trainer.lr=1e-3", "run.seed=4", "run.threads=2", "model.base=x.safetensors",
+                 "pretrain.output=y.safetensors", "pretrain.cache_dir=/c",
+                 "pretrain.max_seconds=60", "redis.port=7000"}),
+            base);
+  EXPECT_NE(key({"model.preset=mini"}), base);
+  EXPECT_NE(key({"model.init_seed=3"}), base);
+  EXPECT_NE(key({"pretrain.steps=7"}), base);
+  EXPECT_NE(key({"pretrain.category_weights=[1,0,0,0,0]"}), base);
+  EXPECT_NE(key({"task.held_out_fraction=0.25"}), base);
+  EXPECT_EQ(cached_base("/c", base).string(), "/c/base-" + base + ".safetensors");
+  EXPECT_EQ(cached_base("/c", base, 500).string(), "/c/base-" + base + "-step500.safetensors");
 }
 
 }  // namespace

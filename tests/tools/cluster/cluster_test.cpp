@@ -82,28 +82,15 @@ TEST(LauncherCommandLine, RejectsWhatItDoesNotUnderstandNamingTheFlag) {
   rejects({"--config", "a", "--config", "b"}, "twice");
 }
 
-TEST(BaseCacheKey, FollowsWhatPretrainingReadsOnly) {
-  const auto key = [](std::vector<std::string> overrides) {
-    config::ConfigSources s;
-    s.overrides = std::move(overrides);
-    return base_cache_key(config::Config::load(run::run_schema(), s));
-  };
-  const std::string base = key({});
-  EXPECT_EQ(base.size(), 16u);
-  EXPECT_EQ(key({"trainer.lr=1e-3", "run.seed=4", "model.base=x.safetensors",
-                 "pretrain.output=y.safetensors"}),
-            base);
-  EXPECT_NE(key({"model.preset=mini"}), base);
-  EXPECT_NE(key({"pretrain.steps=7"}), base);
-  EXPECT_NE(key({"task.category_weights=[1,0,0,0,0]"}), base);
-}
-
-TEST_F(ClusterTest, EnsureBasePretrainsOnceIntoTheCacheAndReusesIt) {
+TEST_F(ClusterTest, EnsureBaseAsksTheTrainerForTheRecipesBaseAndUsesThePathItPrints) {
   testing::FakeServices fake;
-  // A stand-in pretraining: writes pretrain.output.
+  // A stand-in trainer that owns the cache as the real one does (services/trainer: pretrain
+  // with pretrain.cache_dir): reuses or writes the base, prints its path last.
   fake.trainer =
-      "for a; do case \"$a\" in pretrain.output=*) echo w > \"${a#pretrain.output=}\";; "
-      "esac; done";
+      "for a; do case \"$a\" in pretrain.cache_dir=*) d=\"${a#pretrain.cache_dir=}\";; esac; done; "
+      "f=\"$d/base-fake.safetensors\"; "
+      "if [ -f \"$f\" ]; then echo \"using the cached base model $f\"; else echo w > \"$f\"; fi; "
+      "echo \"$f\"";
   BaseOptions b;
   b.cache_dir = dir_ / "cache";
   b.trainer_binary =
@@ -119,21 +106,21 @@ TEST_F(ClusterTest, EnsureBasePretrainsOnceIntoTheCacheAndReusesIt) {
   const std::string log = read_text(b.log);
   EXPECT_NE(log.find("argv: pretrain"), std::string::npos) << log;
   EXPECT_NE(log.find("run.threads=1"), std::string::npos) << "threads follow the CPU set: " << log;
-  EXPECT_NE(notes.str().find("pretraining the base model"), std::string::npos) << notes.str();
-  std::filesystem::remove(b.log);
+  EXPECT_NE(log.find("pretrain.cache_dir=" + std::filesystem::absolute(b.cache_dir).string()),
+            std::string::npos)
+      << log;
+  EXPECT_NE(notes.str().find("the base model"), std::string::npos) << notes.str();
   EXPECT_EQ(ensure_base(b), path);
-  EXPECT_FALSE(std::filesystem::exists(b.log)) << "the cached base was pretrained again";
-  EXPECT_NE(notes.str().find("using the cached base model"), std::string::npos);
+  EXPECT_NE(notes.str().find("using the cached base model"), std::string::npos) << notes.str();
 
-  b.run.overrides = {"model.preset=mini"};  // another recipe: another base
   fake.trainer = "exit 1";
   b.trainer_binary =
       testing::write_fake_services(dir_ / "bin", fake) / "trainer" / "spotlight-trainer";
   EXPECT_THROW(ensure_base(b), ClusterError);
-  size_t files = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(b.cache_dir))
-    ++files;
-  EXPECT_EQ(files, 1u) << "a failed pretraining leaves nothing in the cache";
+  fake.trainer = "echo no path here";
+  b.trainer_binary =
+      testing::write_fake_services(dir_ / "bin", fake) / "trainer" / "spotlight-trainer";
+  EXPECT_THROW(ensure_base(b), ClusterError) << "a trainer that printed no path";
 }
 
 TEST_F(ClusterTest, RunsThePinnedTrainerAloneEchoesItAndRecordsIt) {

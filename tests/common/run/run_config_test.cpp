@@ -1,0 +1,46 @@
+// The shared run schema refuses, in every service that loads it (trainer, planner, explorers),
+// what cannot work: an empty run directory, a device string that names no device.
+#include "common/run/run_config.hpp"
+
+#include <gtest/gtest.h>
+
+#include "common/config/config.hpp"
+
+namespace spotlight::run {
+namespace {
+
+std::string error_key(std::vector<std::string> overrides) {
+  config::ConfigSources sources;
+  sources.overrides = std::move(overrides);
+  try {
+    config::Config::load(run_schema(), sources);
+  } catch (const config::ConfigError& e) {
+    return e.key();
+  }
+  return "";
+}
+
+TEST(RunSchema, AnEmptyRunDirIsRefused) {
+  EXPECT_EQ(error_key({"run.dir="}), "run.dir");
+  EXPECT_EQ(error_key({"run.dir=/tmp/x"}), "");
+}
+
+TEST(RunSchema, DeviceStringsAreCheckedForForm) {
+  for (const char* ok : {"cpu", "cuda", "cuda:0", "cuda:99"}) {
+    EXPECT_EQ(error_key({std::string("model.device=") + ok}), "") << ok;
+  }
+  for (const char* bad : {"", "gpu", "cuda:", "cuda:x", "cuda:-1", "CPU", "cuda:0 "}) {
+    EXPECT_EQ(error_key({std::string("model.device=") + bad}), "model.device") << bad;
+  }
+}
+
+TEST(RunSchema, RedisBackoffComesFromTheRetryKeys) {
+  config::ConfigSources sources;
+  sources.overrides = {"redis.retry_initial_ms=50", "redis.retry_max_ms=20"};
+  const auto backoff = redis_backoff(config::Config::load(run_schema(), sources));
+  EXPECT_EQ(backoff.initial.count(), 50);
+  EXPECT_EQ(backoff.max.count(), 50) << "the cap is never below the first back-off";
+}
+
+}  // namespace
+}  // namespace spotlight::run
