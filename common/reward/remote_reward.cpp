@@ -28,6 +28,9 @@ struct RemoteReward::Impl {
     if (options.max_images_per_request < 1) {
       throw std::invalid_argument("remote reward: max_images_per_request must be >= 1");
     }
+    if (options.content != "images" && options.content != "latents") {
+      throw std::invalid_argument("remote reward: content must be images or latents");
+    }
   }
   // Scores images [begin, end) (all of one size) with one request into `out`.
   void score_piece(const std::vector<task::Prompt>& prompts, const std::vector<task::Image>& images,
@@ -46,9 +49,11 @@ void RemoteReward::Impl::score_piece(const std::vector<task::Prompt>& prompts,
   request.request_id = prefix + "-" + std::to_string(next_request++);
   request.width = images[begin].width;
   request.height = images[begin].height;
-  request.channels = 3;
+  request.channels = images[begin].channels;
+  request.content = options.content;
   request.count = static_cast<std::int64_t>(end - begin);
-  const std::size_t per_image = static_cast<std::size_t>(request.width) * request.height * 3;
+  const std::size_t per_image =
+      static_cast<std::size_t>(request.width) * request.height * request.channels;
   request.images.reserve(per_image * (end - begin));
   for (std::size_t i = begin; i < end; ++i) {
     request.prompts.push_back(prompts[i].text());
@@ -76,8 +81,13 @@ void RemoteReward::Impl::score_piece(const std::vector<task::Prompt>& prompts,
             request.request_id + "' with " + std::to_string(end - begin) + " images",
         request.request_id);
   }
+  const std::size_t parts = reply.components.size();
   for (std::size_t i = 0; i < reply.rewards.size(); ++i) {
-    out.push_back(Scored{reply.rewards[i], reply.correct[i]});
+    Scored scored{reply.rewards[i], reply.correct[i], {}};
+    for (std::size_t j = 0; j < parts; ++j) {
+      scored.components.emplace_back(reply.components[j], reply.component_rewards[i * parts + j]);
+    }
+    out.push_back(std::move(scored));
   }
 }
 
@@ -96,11 +106,12 @@ std::vector<Scored> RemoteReward::score(const std::vector<task::Prompt>& prompts
   }
   for (std::size_t i = 0; i < images.size(); ++i) {
     const auto& im = images[i];
-    if (im.width < 0 || im.height < 0 ||
-        im.rgb.size() != static_cast<std::size_t>(im.width) * im.height * 3) {
-      throw std::invalid_argument(
-          "remote reward: images[" + std::to_string(i) + "] has " + std::to_string(im.rgb.size()) +
-          " values for " + std::to_string(im.width) + "x" + std::to_string(im.height) + "x3");
+    if (im.width < 0 || im.height < 0 || im.channels < 1 ||
+        im.rgb.size() != static_cast<std::size_t>(im.width) * im.height * im.channels) {
+      throw std::invalid_argument("remote reward: images[" + std::to_string(i) + "] has " +
+                                  std::to_string(im.rgb.size()) + " values for " +
+                                  std::to_string(im.width) + "x" + std::to_string(im.height) + "x" +
+                                  std::to_string(im.channels));
     }
   }
   std::vector<Scored> out;
@@ -109,7 +120,8 @@ std::vector<Scored> RemoteReward::score(const std::vector<task::Prompt>& prompts
   while (begin < images.size()) {
     std::size_t end = begin + 1;
     while (end < images.size() && end - begin < impl_->options.max_images_per_request &&
-           images[end].width == images[begin].width && images[end].height == images[begin].height) {
+           images[end].width == images[begin].width && images[end].height == images[begin].height &&
+           images[end].channels == images[begin].channels) {
       ++end;
     }
     impl_->score_piece(prompts, images, begin, end, out);

@@ -7,11 +7,12 @@
 //
 // score() is equivalent to:
 //
-//   for each run of consecutive images of one size, in pieces of max_images_per_request:
-//     reply = rpc call(RewardRequest{fresh request_id, prompt texts, images})  // retried on
-//                                                                             // timeout
+//   for each run of consecutive images of one size and channel count, in pieces of
+//   max_images_per_request:
+//     reply = rpc call(RewardRequest{fresh request_id, prompt texts, images, content})
+//                                                          // retried on timeout
 //     reply.error non-empty or reply not for this request -> throw RemoteRewardError
-//   return the rewards in image order
+//   return the rewards (and the reply's named components, if any) in image order
 //
 // Contract: thread-compatible like every RewardFunction (one caller at a time per instance; use
 // one instance per thread for parallel calls). Requests are idempotent, so retries are safe.
@@ -36,6 +37,9 @@ inline constexpr std::size_t kDefaultMaxImagesPerRequest = 256;
 
 struct RemoteRewardOptions {
   std::string endpoint = kDefaultRewardEndpoint;
+  // What the images are (wire::RewardRequest::content): "images" (RGB) or "latents" (raw
+  // latents, channels-last, task::Image::channels of them).
+  std::string content = "images";
   rpc::RpcClientOptions rpc;  // per-attempt timeout, retries, CURVE
   std::size_t max_images_per_request = kDefaultMaxImagesPerRequest;  // >= 1
 };

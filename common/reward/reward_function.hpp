@@ -17,6 +17,8 @@ namespace spotlight::reward {
 struct Scored {
   double reward = 0.0;   // what RL maximises
   bool correct = false;  // strict GenEval-style correctness (validation score)
+  // Named parts of `reward`, when the function reports them (a reward service may).
+  std::vector<std::pair<std::string, double>> components;
 };
 
 class RewardFunction {

@@ -3,7 +3,11 @@
 #include <algorithm>
 
 #include "common/bus/publisher.hpp"
+#include "common/config/error.hpp"
 #include "common/metrics/server.hpp"
+#include "common/task/errors.hpp"
+#include "common/task/generator.hpp"
+#include "common/task/prompt_file.hpp"
 #include "common/zmq/curve.hpp"
 #include "common/zmq/curve_config.hpp"
 
@@ -59,7 +63,36 @@ const config::Schema& run_schema() {
           .one_of({"none", "bfloat16"}),
       Entry::integer("model.init_seed", 0, "Seed of the weight initialisation.").at_least(0),
       Entry::string("model.base", "",
-                    "Base checkpoint (safetensors) to start RL from; empty: fresh weights."),
+                    "Base checkpoint (safetensors) to start RL from; empty: fresh weights "
+                    "(torchscript: the module's own)."),
+      Entry::string("model.kind", "native",
+                    "native: the built-in MMDiT of model.preset; torchscript: a user's transformer "
+                    "exported with torch.jit (model.path; docs/your-model.md).")
+          .one_of({"native", "torchscript"}),
+      Entry::string("model.path", "",
+                    "torchscript: the exported module, forward(latents [B,C,H,W], timesteps [B], "
+                    "prompt_embeds [B,L,D], pooled [B,P]) -> velocity [B,C,H,W]."),
+      Entry::integer("model.latent_channels", 4, "torchscript: latent channels C.").range(1, 4096),
+      Entry::integer("model.latent_size", 32, "torchscript: latent height and width H = W.")
+          .range(1, 4096),
+      Entry::string("task.kind", "embedded",
+                    "embedded: the built-in GenEval-like task; prompt_file: a user's prompts "
+                    "(task.prompts_file) with precomputed embeddings (task.embeddings_file).")
+          .one_of({"embedded", "prompt_file"}),
+      Entry::string("task.prompts_file", "",
+                    "prompt_file: prompts with train and validation splits "
+                    "(tools/encode_prompts.py writes it)."),
+      Entry::string("task.embeddings_file", "",
+                    "prompt_file: the prompts' prompt_embeds and pooled (safetensors; "
+                    "tools/encode_prompts.py writes it)."),
+      Entry::string_list("trainer.trainable", {"*"},
+                         "Trained parameters by name pattern (fnmatch; e.g. ['*lora*']); the "
+                         "others stay frozen.")
+          .non_empty(),
+      Entry::string("reward.input", "images",
+                    "What explorers and the trainer send the reward: images (RGB, 3 latent "
+                    "channels) or latents (the reward service decodes them, e.g. with a VAE).")
+          .one_of({"images", "latents"}),
       Entry::real("task.held_out_fraction", 0.125,
                   "Share of each category's prompts held out for validation.")
           .range(0.01, 0.5),
@@ -175,7 +208,9 @@ const config::Schema& run_schema() {
           .range(1, 600000),
       Entry::string("bus.trainer_endpoint", "tcp://127.0.0.1:5560",
                     "ZeroMQ PUB endpoint the trainer binds (weights, iteration notices)."),
-      Entry::string("reward.endpoint", "", "Reward service endpoint; empty: score in-process."),
+      Entry::string("reward.endpoint", "",
+                    "Reward service endpoint; empty: score in-process (embedded task only). "
+                    "Explorers score through it; the trainer too when task.kind is prompt_file."),
       Entry::integer("reward.timeout_ms", 10000, "Per-attempt timeout of a reward request.")
           .range(1, 3600000),
       Entry::integer("reward.retries", 3, "Attempts of a reward request.").range(1, 100),
@@ -283,8 +318,66 @@ const config::Schema& run_schema() {
   return schema;
 }
 
+void check_model_config(const config::Config& c) {
+  const auto fail = [&](const std::string& key, const std::string& what) {
+    throw config::ConfigError(key, "config: '" + key + "' " + what + " (" + c.origin(key) + ")");
+  };
+  const bool torchscript = c.get_string("model.kind") == "torchscript";
+  const bool prompt_file = c.get_string("task.kind") == "prompt_file";
+  if (torchscript && c.get_string("model.path").empty()) {
+    fail("model.path", "must name the exported module when model.kind is torchscript");
+  }
+  if (torchscript && c.get_string("model.autocast") != "none") {
+    fail("model.autocast", "applies to the built-in MMDiT only, not to model.kind torchscript");
+  }
+  if (torchscript != prompt_file) {
+    fail("task.kind", torchscript ? "must be prompt_file when model.kind is torchscript (a "
+                                    "TorchScript module is conditioned on precomputed embeddings)"
+                                  : "prompt_file needs model.kind torchscript (the built-in "
+                                    "MMDiT encodes the embedded task's words itself)");
+  }
+  if (prompt_file) {
+    for (const char* key : {"task.prompts_file", "task.embeddings_file"}) {
+      if (c.get_string(key).empty()) fail(key, "must name a file when task.kind is prompt_file");
+    }
+    if (c.get_string("reward.endpoint").empty()) {
+      fail("reward.endpoint",
+           "must name a reward service when task.kind is prompt_file (the embedded scorer "
+           "cannot grade a user's prompts)");
+    }
+    if (c.get_int("explorer.sp.size") > 1) {
+      fail("explorer.sp.size", "must be 1 with model.kind torchscript (no SP runtime for it)");
+    }
+  }
+  if (c.get_string("reward.input") == "latents" && c.get_string("reward.endpoint").empty()) {
+    fail("reward.input", "latents needs a reward service (reward.endpoint) that decodes them");
+  }
+}
+
+std::unique_ptr<task::PromptSource> prompt_source(const config::Config& c) {
+  check_model_config(c);
+  if (c.get_string("task.kind") == "prompt_file") {
+    try {
+      return std::make_unique<task::PromptFile>(
+          task::PromptFile::load(c.get_string("task.prompts_file")));
+    } catch (const task::TaskError& e) {
+      throw config::ConfigError("task.prompts_file", std::string("config: ") + e.what());
+    }
+  }
+  return std::make_unique<task::PromptGenerator>(task_options(c));
+}
+
 policy::PolicyOptions policy_options(const config::Config& c) {
+  check_model_config(c);
   policy::PolicyOptions o;
+  o.kind = c.get_string("model.kind");
+  o.path = c.get_string("model.path");
+  o.latent_channels = c.get_int("model.latent_channels");
+  o.latent_size = c.get_int("model.latent_size");
+  o.prompts_file = c.get_string("task.prompts_file");
+  o.embeddings_file = c.get_string("task.embeddings_file");
+  o.trainable = c.get_string_list("trainer.trainable");
+  o.reward_input = c.get_string("reward.input");
   o.preset = c.get_string("model.preset");
   o.device = c.get_string("model.device");
   o.dtype = c.get_string("model.dtype");

@@ -6,6 +6,7 @@
 // needs none of the training keys, has its own schema (services/reward).
 
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "common/config/config.hpp"
@@ -16,6 +17,7 @@
 #include "common/redis/client.hpp"
 #include "common/sampler/sampler_options.hpp"
 #include "common/task/options.hpp"
+#include "common/task/prompt_source.hpp"
 
 namespace spotlight::bus {
 struct PublisherOptions;  // common/bus/publisher.hpp
@@ -28,7 +30,15 @@ namespace spotlight::run {
 
 const config::Schema& run_schema();
 
+// Throws config::ConfigError naming the key when the model, task and reward keys do not fit
+// together: model.kind torchscript <=> task.kind prompt_file (with model.path, both task files and
+// reward.endpoint), reward.input latents needs reward.endpoint, no SP with torchscript.
+void check_model_config(const config::Config& config);
+// The model of the run (check_model_config first).
 policy::PolicyOptions policy_options(const config::Config& config);
+// Where the run's prompts come from: the embedded generator (task.kind embedded) or the prompt
+// file (prompt_file; throws config::ConfigError naming task.prompts_file when it is unusable).
+std::unique_ptr<task::PromptSource> prompt_source(const config::Config& config);
 task::TaskOptions task_options(const config::Config& config);
 // The rollout sampler (SDE) of the run.
 sampler::SamplerOptions sampler_options(const config::Config& config);

@@ -6,11 +6,11 @@
 
 namespace spotlight::run {
 
-std::vector<task::Prompt> iteration_prompts(const task::PromptGenerator& generator,
-                                            uint64_t run_seed, int64_t iteration, int count) {
+std::vector<task::Prompt> iteration_prompts(const task::PromptSource& source, uint64_t run_seed,
+                                            int64_t iteration, int count) {
   std::vector<task::Prompt> prompts;
   for (int i = 0; i < count; ++i) {
-    prompts.push_back(generator.sample(seeds::derive(
+    prompts.push_back(source.sample(seeds::derive(
         run_seed, {seeds::kPrompt, static_cast<uint64_t>(iteration), static_cast<uint64_t>(i)})));
   }
   return prompts;

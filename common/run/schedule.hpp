@@ -8,13 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "common/task/generator.hpp"
 #include "common/task/prompt.hpp"
+#include "common/task/prompt_source.hpp"
 
 namespace spotlight::run {
 
-std::vector<task::Prompt> iteration_prompts(const task::PromptGenerator& generator,
-                                            uint64_t run_seed, int64_t iteration, int count);
+// Prompt i of iteration k: source.sample(derive(run_seed, kPrompt, k, i)).
+std::vector<task::Prompt> iteration_prompts(const task::PromptSource& source, uint64_t run_seed,
+                                            int64_t iteration, int count);
 
 // Candidate j of prompt i in iteration k. Candidates 0..G-1 are also the random seeds of
 // exploration.mode=none, so the modes compare on the same seeds.

@@ -14,7 +14,13 @@ at::Tensor Trajectory::final() const {
 
 at::Tensor initial_latents(const model::MMDiTOptions& m, const std::vector<uint64_t>& seeds,
                            const at::TensorOptions& options) {
-  return kernels::seeded_normal(seeds, 0, {m.channels(), m.image_size(), m.image_size()}, options);
+  return initial_latents(std::vector<int64_t>{m.channels(), m.image_size(), m.image_size()}, seeds,
+                         options);
+}
+
+at::Tensor initial_latents(const std::vector<int64_t>& sample_shape,
+                           const std::vector<uint64_t>& seeds, const at::TensorOptions& options) {
+  return kernels::seeded_normal(seeds, 0, sample_shape, options);
 }
 
 Trajectory sample(model::MMDiT& model, const at::Tensor& tokens, const std::vector<uint64_t>& seeds,
@@ -27,16 +33,21 @@ Trajectory sample(model::MMDiT& model, const VelocityFn& velocity, const at::Ten
                   const std::optional<ResumePoint>& resume) {
   torch::NoGradGuard no_grad;
   Stepper stepper(model, tokens, seeds, options, resume, velocity);
+  return run_to_end(stepper, options.keep_trajectory);
+}
+
+Trajectory run_to_end(Stepper& stepper, bool keep_trajectory) {
+  torch::NoGradGuard no_grad;
   std::vector<at::Tensor> latents;
   std::vector<at::Tensor> log_probs;
-  if (options.keep_trajectory) latents.push_back(stepper.latent());
+  if (keep_trajectory) latents.push_back(stepper.latent());
   while (!stepper.done()) {
     auto log_prob = stepper.advance();
     if (log_prob.defined()) log_probs.push_back(std::move(log_prob));
-    if (options.keep_trajectory) latents.push_back(stepper.latent());
+    if (keep_trajectory) latents.push_back(stepper.latent());
   }
   Trajectory out;
-  out.latents = options.keep_trajectory ? torch::stack(latents, 1) : stepper.latent().unsqueeze(1);
+  out.latents = keep_trajectory ? torch::stack(latents, 1) : stepper.latent().unsqueeze(1);
   if (!log_probs.empty()) out.log_probs = torch::stack(log_probs, 1);
   return out;
 }

@@ -29,6 +29,13 @@ struct ResumePoint {
   int step = 0;
 };
 
+// What a velocity model is conditioned on besides (x, t): the prompt encoding [B, L, D] and the
+// pooled prompt vector [B, P] (the MMDiT's encode_text, or a user's precomputed embeddings).
+struct Conditioning {
+  at::Tensor text;
+  at::Tensor pooled;
+};
+
 // Runs the sampler under NoGradGuard. `tokens` is [B, text_len] on the model's device.
 Trajectory sample(model::MMDiT& model, const at::Tensor& tokens, const std::vector<uint64_t>& seeds,
                   const SamplerOptions& options,
@@ -43,9 +50,16 @@ Trajectory sample(model::MMDiT& model, const VelocityFn& velocity, const at::Ten
                   const std::vector<uint64_t>& seeds, const SamplerOptions& options,
                   const std::optional<ResumePoint>& resume = std::nullopt);
 
+class Stepper;  // common/sampler/stepper.hpp
+// Runs `stepper` to the end under NoGradGuard; `keep_trajectory` keeps every latent.
+Trajectory run_to_end(Stepper& stepper, bool keep_trajectory);
+
 // Initial latents of the given seeds: [B, C, H, W].
 at::Tensor initial_latents(const model::MMDiTOptions& model, const std::vector<uint64_t>& seeds,
                            const at::TensorOptions& options);
+// The same for latents of `sample_shape` ({C, H, W}).
+at::Tensor initial_latents(const std::vector<int64_t>& sample_shape,
+                           const std::vector<uint64_t>& seeds, const at::TensorOptions& options);
 
 // Latents [-1, 1] -> image values [0, 1], HWC float per sample on the CPU.
 std::vector<std::vector<float>> to_images(const at::Tensor& latents);

@@ -10,16 +10,52 @@
 
 namespace spotlight::sampler {
 
+namespace {
+
+VelocityFn model_velocity(model::MMDiT& model, VelocityFn velocity) {
+  if (velocity) return velocity;
+  return [model](const at::Tensor& x, const at::Tensor& t, const at::Tensor& text,
+                 const at::Tensor& pooled) mutable {
+    return model->forward_encoded(x, t, text, pooled);
+  };
+}
+
+Conditioning encode(model::MMDiT& model, const at::Tensor& tokens) {
+  torch::NoGradGuard no_grad;
+  auto [text, pooled] = model->encode_text(tokens);
+  return Conditioning{text, pooled};
+}
+
+std::vector<int64_t> model_sample_shape(const model::MMDiT& model) {
+  const auto& m = model->options();
+  return {m.channels(), m.image_size(), m.image_size()};
+}
+
+}  // namespace
+
 Stepper::Stepper(model::MMDiT& model, const at::Tensor& tokens, std::vector<uint64_t> seeds,
                  const SamplerOptions& options, const std::optional<ResumePoint>& start,
                  VelocityFn velocity)
-    : model_(model), velocity_(std::move(velocity)), seeds_(std::move(seeds)), options_(options) {
+    : Stepper(StepperInput{model_velocity(model, std::move(velocity)), encode(model, tokens),
+                           model_sample_shape(model),
+                           tokens.options().dtype(model->patch_embed->weight.scalar_type())},
+              std::move(seeds), options, start) {}
+
+Stepper::Stepper(StepperInput input, std::vector<uint64_t> seeds, const SamplerOptions& options,
+                 const std::optional<ResumePoint>& start)
+    : velocity_(std::move(input.velocity)),
+      seeds_(std::move(seeds)),
+      options_(options),
+      tensor_options_(input.tensor_options),
+      sample_shape_(std::move(input.sample_shape)),
+      text_(std::move(input.condition.text)),
+      pooled_(std::move(input.condition.pooled)) {
   torch::NoGradGuard no_grad;
+  if (!velocity_) throw std::invalid_argument("sampler: no velocity function");
   if (options_.steps < 1) throw std::invalid_argument("sampler: steps must be >= 1");
-  const auto& m = model_->options();
-  tensor_options_ = tokens.options().dtype(model_->patch_embed->weight.scalar_type());
+  if (sample_shape_.size() != 3)
+    throw std::invalid_argument("sampler: sample shape is not C, H, W");
   grid_ = time_grid(options_.steps, options_.shift);
-  sample_shape_ = {m.channels(), m.image_size(), m.image_size()};
   if (start) {
     if (start->step < 0 || start->step > options_.steps) {
       throw std::invalid_argument("sampler: resume step " + std::to_string(start->step) +
@@ -33,9 +69,8 @@ Stepper::Stepper(model::MMDiT& model, const at::Tensor& tokens, std::vector<uint
     x_ = start->latent.to(tensor_options_);
     step_ = start->step;
   } else {
-    x_ = initial_latents(m, seeds_, tensor_options_);
+    x_ = initial_latents(sample_shape_, seeds_, tensor_options_);
   }
-  std::tie(text_, pooled_) = model_->encode_text(tokens);
 }
 
 at::Tensor Stepper::advance() {
@@ -45,8 +80,7 @@ at::Tensor Stepper::advance() {
   const double t = grid_[k], t_next = grid_[k + 1];
   const auto batch = static_cast<int64_t>(seeds_.size());
   const auto t_batch = torch::full({batch}, t, tensor_options_);
-  auto v = velocity_ ? velocity_(x_, t_batch, text_, pooled_)
-                     : model_->forward_encoded(x_, t_batch, text_, pooled_);
+  auto v = velocity_(x_, t_batch, text_, pooled_);
   at::Tensor log_prob;
   if (options_.sde && options_.noise_level > 0.0) {
     const auto c = sde_coefficients(t, t_next, options_.noise_level, grid_[1]);

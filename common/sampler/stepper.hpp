@@ -11,7 +11,7 @@
 // composition (the noise of step k is a function of (seed, k) alone; BLAS results may depend on
 // the batch size, so only the same batch of samples is bit-reproducible).
 //
-// Not thread-safe; the model and tokens must outlive the Stepper.
+// Not thread-safe; the model must outlive the Stepper.
 
 #include <cstdint>
 #include <optional>
@@ -25,6 +25,15 @@
 
 namespace spotlight::sampler {
 
+// What a Stepper integrates: `velocity(x, t, condition.text, condition.pooled)` on latents of
+// `sample_shape` ({C, H, W}) with `tensor_options` (device, dtype).
+struct StepperInput {
+  VelocityFn velocity;
+  Conditioning condition;
+  std::vector<int64_t> sample_shape;
+  at::TensorOptions tensor_options;
+};
+
 class Stepper {
  public:
   // Starts at grid index 0 from the seeds' initial latents, or at `start`. Throws
@@ -34,6 +43,10 @@ class Stepper {
   Stepper(model::MMDiT& model, const at::Tensor& tokens, std::vector<uint64_t> seeds,
           const SamplerOptions& options, const std::optional<ResumePoint>& start = std::nullopt,
           VelocityFn velocity = {});
+  // Any velocity model (StepperInput below). The same noise, grid and steps as above; the same
+  // checks of `start`.
+  Stepper(StepperInput input, std::vector<uint64_t> seeds, const SamplerOptions& options,
+          const std::optional<ResumePoint>& start = std::nullopt);
 
   int step() const { return step_; }  // grid index of latent()
   int steps() const { return options_.steps; }
@@ -45,8 +58,7 @@ class Stepper {
   at::Tensor advance();
 
  private:
-  model::MMDiT& model_;
-  VelocityFn velocity_;  // empty: model_->forward_encoded
+  VelocityFn velocity_;
   std::vector<uint64_t> seeds_;
   SamplerOptions options_;
   std::vector<double> grid_;

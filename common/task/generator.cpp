@@ -108,6 +108,8 @@ std::vector<Prompt> enumerate(Category category, const TaskOptions& options) {
         }
       }
       break;
+    case Category::kFreeText:  // not part of the embedded task
+      break;
   }
   return out;
 }
@@ -198,6 +200,10 @@ const std::vector<Prompt>& PromptGenerator::training_prompts(Category category) 
 
 const std::vector<Prompt>& PromptGenerator::held_out_prompts(Category category) const {
   return tables_->held_out.at(index_of(category));
+}
+
+std::vector<Prompt> PromptGenerator::validation(int n) const {
+  return validation_prompts(options(), n);
 }
 
 const TaskOptions& PromptGenerator::options() const {

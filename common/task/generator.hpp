@@ -16,10 +16,11 @@
 
 #include "common/task/options.hpp"
 #include "common/task/prompt.hpp"
+#include "common/task/prompt_source.hpp"
 
 namespace spotlight::task {
 
-class PromptGenerator {
+class PromptGenerator final : public PromptSource {
  public:
   // Enumerates and splits the prompt spaces (a few milliseconds). Throws TaskError if `options`
   // is invalid. Copies share the tables; thread-safe after construction.
@@ -27,7 +28,9 @@ class PromptGenerator {
 
   // A training prompt, a pure function of (options, seed): category drawn by weight, then a prompt
   // uniformly among the category's training prompts.
-  Prompt sample(uint64_t seed) const;
+  Prompt sample(uint64_t seed) const override;
+  // validation_prompts(options(), n).
+  std::vector<Prompt> validation(int n) const override;
 
   // True iff `prompt` is held out for validation (never returned by sample()).
   bool is_held_out(const Prompt& prompt) const;

@@ -131,6 +131,8 @@ std::string_view name(Category category) {
       return "position";
     case Category::kText:
       return "text";
+    case Category::kFreeText:
+      return "free_text";
   }
   return "?";
 }
@@ -180,6 +182,9 @@ void validate(const Prompt& prompt) {
   if (prompt.category != Category::kText && !prompt.digits.empty()) {
     fail("digits must be empty for category " + std::string(name(prompt.category)));
   }
+  if (prompt.category != Category::kFreeText && !prompt.free_text.empty()) {
+    fail("free_text must be empty for category " + std::string(name(prompt.category)));
+  }
   switch (prompt.category) {
     case Category::kSingleObject:
       expect_objects(1);
@@ -217,6 +222,11 @@ void validate(const Prompt& prompt) {
         if (c < '0' || c > '9') fail("digits must be '0'-'9', got \"" + prompt.digits + "\"");
       }
       return;
+    case Category::kFreeText:
+      expect_objects(0);
+      expect_relation(false);
+      if (prompt.free_text.empty()) fail("free_text must not be empty");
+      return;
     default:
       fail("category out of range");
   }
@@ -242,8 +252,18 @@ std::string Prompt::text() const {
              object_phrase(objects[1]);
     case Category::kText:
       return "the number " + digits;
+    case Category::kFreeText:
+      return free_text;
   }
   return {};
+}
+
+Prompt free_text_prompt(std::string text) {
+  Prompt prompt;
+  prompt.category = Category::kFreeText;
+  prompt.free_text = std::move(text);
+  validate(prompt);
+  return prompt;
 }
 
 std::optional<Prompt> parse_prompt(std::string_view text) {

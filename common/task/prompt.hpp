@@ -7,8 +7,12 @@
 //   position       "two red squares left of a blue disc"  objects = {n x A, 1 x B}, A != B,
 //                                                         n in {1, 2}, relation != kNone
 //   text           "the number 4821"                      digits = "4821", no objects
+//   free_text      any text of a user's prompt file        free_text = the text verbatim
 //
-// text() and parse_prompt() are inverses: parse_prompt(p.text()) == p for every valid prompt.
+// text() and parse_prompt() are inverses: parse_prompt(p.text()) == p for every valid prompt of
+// the embedded categories. A free_text prompt (task.kind prompt_file: a user's own prompts,
+// conditioned by precomputed embeddings) is never parsed from text and cannot be graded by the
+// embedded scorer (score() throws TaskError); a reward service scores it.
 
 #include <array>
 #include <optional>
@@ -22,8 +26,9 @@ namespace spotlight::task {
 enum class Colour { kRed, kGreen, kBlue, kYellow, kMagenta, kCyan };
 enum class Shape { kSquare, kDisc };
 enum class Relation { kNone, kLeftOf, kRightOf, kAbove, kBelow };
-// GenEval-like categories plus an OCR-like digit task.
-enum class Category { kSingleObject, kTwoObject, kCounting, kPosition, kText };
+// GenEval-like categories plus an OCR-like digit task; kFreeText is a user's prompt (not part of
+// the embedded task, so not in kCategories).
+enum class Category { kSingleObject, kTwoObject, kCounting, kPosition, kText, kFreeText };
 
 inline constexpr std::array<Colour, 6> kColours = {
     Colour::kRed, Colour::kGreen, Colour::kBlue, Colour::kYellow, Colour::kMagenta, Colour::kCyan};
@@ -40,7 +45,8 @@ inline constexpr int kMaxObjectCount = 4;
 inline constexpr int kMaxDigits = 4;
 
 // Lower-case English names: "red", "disc", "left of", and for categories the GenEval-style tags
-// "single_object", "two_object", "counting", "position", "text" (stable; usable as metric labels).
+// "single_object", "two_object", "counting", "position", "text", "free_text" (stable; usable as
+// metric labels).
 std::string_view name(Colour colour);
 std::string_view name(Shape shape);
 std::string_view name(Relation relation);
@@ -62,6 +68,7 @@ struct Prompt {
   std::vector<ObjectSpec> objects;      // empty for kText
   Relation relation = Relation::kNone;  // set only for kPosition: objects[0] <relation> objects[1]
   std::string digits;                   // set only for kText: 1..kMaxDigits characters '0'-'9'
+  std::string free_text;                // set only for kFreeText: non-empty
 
   // The canonical text, e.g. "two red squares left of a blue disc". Throws TaskError if invalid.
   std::string text() const;
@@ -71,6 +78,9 @@ struct Prompt {
 
 // Throws TaskError naming the field if `prompt` breaks the shape documented above.
 void validate(const Prompt& prompt);
+
+// A user's prompt: category kFreeText holding `text` verbatim. Throws TaskError when empty.
+Prompt free_text_prompt(std::string text);
 
 // Parses a canonical prompt text (as produced by Prompt::text(); case and extra spaces are
 // tolerated). Returns std::nullopt for anything else.

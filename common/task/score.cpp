@@ -141,6 +141,10 @@ Score score_text(const Prompt& prompt, const Image& image, const TaskOptions& op
 
 Score score(const Prompt& prompt, const Image& image, const TaskOptions& options) {
   validate(prompt);
+  if (prompt.category == Category::kFreeText) {
+    throw TaskError("the embedded scorer cannot grade a prompt of a prompt file ('" +
+                    prompt.free_text + "'): score it with a reward service (reward.endpoint)");
+  }
   if (prompt.category == Category::kText) return score_text(prompt, image, options);
   const std::vector<DetectedObject> objects = detect_objects(image, options);
   std::vector<Clause> clauses;
@@ -163,6 +167,7 @@ Score score(const Prompt& prompt, const Image& image, const TaskOptions& options
       break;
     }
     case Category::kText:
+    case Category::kFreeText:
       break;
   }
   return combine(clauses);

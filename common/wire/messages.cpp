@@ -251,15 +251,17 @@ IterationEvent IterationEvent::decode(std::string_view bytes, const DecodeOption
 // --- RewardRequest -------------------------------------------------------------------------------
 
 std::string RewardRequest::encode() const {
-  return Writer(kType, kVersion)
-      .str("request_id", request_id)
+  const bool images_only = content == kImages;
+  Writer w(kType, images_only ? 1 : kVersion);
+  w.str("request_id", request_id)
       .str_list("prompts", prompts)
       .f32_bin("images", images)
       .i64("width", width)
       .i64("height", height)
       .i64("count", count)
-      .i64("channels", channels)
-      .finish();
+      .i64("channels", channels);
+  if (!images_only) w.str("content", content);
+  return w.finish();
 }
 
 RewardRequest RewardRequest::decode_body(const Reader& r) {
@@ -275,6 +277,13 @@ RewardRequest RewardRequest::decode_body(const Reader& r) {
   non_negative(r, "count", m.count);
   if (m.channels < 1) {
     r.fail(WireErrorKind::kBadValue, "channels", "must be >= 1, got " + std::to_string(m.channels));
+  }
+  if (r.version() >= 2) {
+    m.content = r.str("content");
+    if (m.content != kImages && m.content != kLatents) {
+      r.fail(WireErrorKind::kBadValue, "content",
+             "must be 'images' or 'latents', got '" + m.content + "'");
+    }
   }
   m.prompts = r.str_list("prompts");
   if (m.prompts.size() != static_cast<std::uint64_t>(m.count)) {
@@ -302,12 +311,15 @@ RewardRequest RewardRequest::decode(std::string_view bytes, const DecodeOptions&
 // --- RewardReply ---------------------------------------------------------------------------------
 
 std::string RewardReply::encode() const {
-  return Writer(kType, kVersion)
-      .str("request_id", request_id)
+  Writer w(kType, kVersion);
+  w.str("request_id", request_id)
       .f64_list("rewards", rewards)
       .bool_list("correct", correct)
-      .str("error", error)
-      .finish();
+      .str("error", error);
+  if (!components.empty()) {
+    w.str_list("components", components).f64_list("component_rewards", component_rewards);
+  }
+  return w.finish();
 }
 
 RewardReply RewardReply::decode_body(const Reader& r) {
@@ -321,6 +333,18 @@ RewardReply RewardReply::decode_body(const Reader& r) {
     r.fail(WireErrorKind::kBadValue, "correct",
            "has " + std::to_string(m.correct.size()) + " entries, 'rewards' has " +
                std::to_string(m.rewards.size()));
+  }
+  if (r.has("components") || r.has("component_rewards")) {
+    m.components = r.str_list("components");
+    m.component_rewards = r.f64_list("component_rewards");
+    const auto expected = checked_mul(m.rewards.size(), m.components.size());
+    if (!expected || *expected != m.component_rewards.size()) {
+      r.fail(WireErrorKind::kBadValue, "component_rewards",
+             "has " + std::to_string(m.component_rewards.size()) +
+                 " values, expected one per reward and component (" +
+                 std::to_string(m.rewards.size()) + " x " + std::to_string(m.components.size()) +
+                 ")");
+    }
   }
   return m;
 }

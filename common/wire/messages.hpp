@@ -125,13 +125,19 @@ struct IterationEvent {
   bool operator==(const IterationEvent&) const = default;
 };
 
-// Images to score (explorer/trainer -> reward, ZeroMQ request).
-// Invariant (checked by decode): prompts.size() == count, and images holds count images of
-// height x width x channels float32 values in HWC order, image after image; count, width and
+// Images (or latents) to score (explorer/trainer -> reward, ZeroMQ request).
+// Invariant (checked by decode): prompts.size() == count, and images holds count samples of
+// height x width x channels float32 values in HWC order, sample after sample; count, width and
 // height >= 0, channels >= 1. On the wire `images` is one bin of float32 little-endian.
+// `content` says what the samples are: "images" (RGB in [0, 1]) or "latents" (the sampler's final
+// latents, channels-last, unbounded; the reward service decodes them, e.g. with a VAE). Version 2
+// added `content`; encode() writes version 1 (no `content` field) for images, so version-1
+// readers keep working, and version 2 for latents, which a version-1 reader refuses.
 struct RewardRequest {
   static constexpr std::string_view kType = "reward_request";
-  static constexpr std::int64_t kVersion = 1;
+  static constexpr std::int64_t kVersion = 2;
+  static constexpr std::string_view kImages = "images";
+  static constexpr std::string_view kLatents = "latents";
 
   std::string request_id{};
   std::vector<std::string> prompts{};
@@ -140,6 +146,7 @@ struct RewardRequest {
   std::int64_t height = 0;
   std::int64_t count = 0;
   std::int64_t channels = 3;
+  std::string content{kImages};  // "images" or "latents"
 
   std::string encode() const;
   static RewardRequest decode(std::string_view bytes, const DecodeOptions& options = {});
@@ -150,6 +157,9 @@ struct RewardRequest {
 // Scores for one RewardRequest, in its image order (reward -> requester, ZeroMQ reply).
 // Invariant (checked by decode): rewards.size() == correct.size(). A failed request has a
 // non-empty `error` (and usually no rewards).
+// Optional breakdown (additive, so no new version; both fields or neither): `components` names K
+// parts of the reward and `component_rewards` holds rewards.size() x K values, sample-major
+// (sample i, part j at [i * K + j]). encode() writes them only when `components` is non-empty.
 struct RewardReply {
   static constexpr std::string_view kType = "reward_reply";
   static constexpr std::int64_t kVersion = 1;
@@ -158,6 +168,8 @@ struct RewardReply {
   std::vector<double> rewards{};
   std::vector<bool> correct{};
   std::string error{};
+  std::vector<std::string> components{};
+  std::vector<double> component_rewards{};
 
   bool ok() const { return error.empty(); }
   std::string encode() const;

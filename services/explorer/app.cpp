@@ -45,6 +45,7 @@ std::unique_ptr<reward::RewardFunction> make_explorer_reward(const config::Confi
   if (endpoint.empty()) return reward::make_task_reward(task);
   reward::RemoteRewardOptions options;
   options.endpoint = endpoint;
+  options.content = config.get_string("reward.input");
   options.rpc.timeout = std::chrono::milliseconds(config.get_int("reward.timeout_ms"));
   // The run schema counts attempts in all; the RPC client counts retries after the first.
   options.rpc.retries = config.get<int>("reward.retries") - 1;
@@ -87,7 +88,9 @@ int run_explorer(const config::Config& config) {
     const auto metrics_server =
         metrics::MetricsServer::start(*registry, metrics::metrics_server_options(config));
     if (metrics_server) log::info("metrics on {}", metrics_server->url());
-    log::info("model preset {} on {}, reward {}", config.get_string("model.preset"),
+    log::info("model {} on {}, reward {}",
+              policy.is_native() ? "preset " + config.get_string("model.preset")
+                                 : config.get_string("model.path"),
               config.get_string("model.device"), reward->name());
 
     // Refused credentials stop the explorer here, with one line, before any thread starts.

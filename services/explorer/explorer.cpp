@@ -168,8 +168,15 @@ std::optional<Explorer::Held> Explorer::admit(queue::Lease lease) {
     return reject("fields 'iteration'/'prompt_index' (" + std::to_string(task.iteration) + "/" +
                   std::to_string(task.prompt_index) + ") disagree with the task id");
   }
-  auto prompt = task::parse_prompt(task.prompt_text);
-  if (!prompt) {
+  // The embedded task's prompts parse into their structure; a prompt file's are free text, which
+  // the policy must hold embeddings for.
+  std::optional<task::Prompt> prompt;
+  if (parts_.policy.is_native()) {
+    prompt = task::parse_prompt(task.prompt_text);
+  } else if (!task.prompt_text.empty()) {
+    prompt = task::free_text_prompt(task.prompt_text);
+  }
+  if (!prompt || !parts_.policy.accepts(*prompt)) {
     return reject("field 'prompt_text': '" + task.prompt_text + "' is not a prompt of the task");
   }
   Held held;
@@ -285,8 +292,7 @@ std::optional<std::int64_t> Explorer::committed_version(std::span<const Held> he
 }
 
 void Explorer::check_commits(std::span<Held> held, std::int64_t version) {
-  const auto& m = parts_.policy.model_options();
-  const std::vector<std::int64_t> shape{m.channels(), m.image_size(), m.image_size()};
+  const std::vector<std::int64_t> shape = parts_.policy.sample_shape();
   for (auto& h : held) {
     if (!h.resume) continue;
     const wire::InflightCommit& commit = *h.resume;
@@ -326,8 +332,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
   sampler.steps = static_cast<int>(active.front()->task.sampler_steps);
   sampler.sde = true;
   sampler.keep_trajectory = false;
-  const auto& m = parts_.policy.model_options();
-  const std::vector<std::int64_t> sample_shape{m.channels(), m.image_size(), m.image_size()};
+  const std::vector<std::int64_t> sample_shape = parts_.policy.sample_shape();
   const auto batch = static_cast<std::int64_t>(active.size());
 
   const auto start = Clock::now();
@@ -357,8 +362,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
                           .clone();
         resume = sampler::ResumePoint{latent, static_cast<int>(active.front()->resume_step())};
       }
-      sampler::Stepper stepper(parts_.policy.model(), parts_.policy.tokens(prompts), seeds, sampler,
-                               resume);
+      sampler::Stepper stepper = parts_.policy.stepper(prompts, seeds, sampler, resume);
       if (resume) {
         metrics_.resumes.inc(static_cast<double>(batch));
         add_run_counter(kResumedStepsKey, batch * resume->step);
@@ -379,7 +383,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
         // A chunk may take longer than the reaper's dead_after or the lease timeout: stay alive.
         keep_alive(chunk);
       }
-      images = parts_.policy.latents_to_images(stepper.latent());
+      images = parts_.policy.reward_inputs(stepper.latent());
     }
   } catch (const std::exception& e) {
     log::error("sampling {} task(s) failed: {}", active.size(), e.what());

@@ -56,7 +56,8 @@ Planner::Planner(PlannerOptions options, PlannerKeys keys, PlannerParts parts,
       registry_(std::move(registry)),
       metrics_(PlannerMetrics::create(registry_)),
       queue_totals_(registry_),
-      generator_(options_.task),
+      prompts_(options_.prompts ? options_.prompts
+                                : std::make_shared<const task::PromptGenerator>(options_.task)),
       redis_("redis", registry_.get(),
              outage::BackoffOptions{options_.poll_interval, options_.max_backoff}) {
   options_.validate();
@@ -261,7 +262,7 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
   }
   const exploration::ExplorationDecision d = decide(t, context);
 
-  const auto prompt_list = run::iteration_prompts(generator_, options_.run_seed, t, prompts);
+  const auto prompt_list = run::iteration_prompts(*prompts_, options_.run_seed, t, prompts);
   const std::int64_t deadline = now_unix_ms() + budget.count();
   const std::int64_t weights_version = std::clamp<std::int64_t>(t - 1, 0, c);
   std::vector<queue::Task> tasks;

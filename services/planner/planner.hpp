@@ -53,6 +53,7 @@
 #include "common/store/key_value_store.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/options.hpp"
+#include "common/task/prompt_source.hpp"
 #include "services/planner/planner_keys.hpp"
 #include "services/planner/planner_metrics.hpp"
 #include "services/planner/queue_metrics.hpp"
@@ -85,7 +86,9 @@ struct PlannerOptions {
   // dead_heartbeats periods without one.
   std::chrono::milliseconds heartbeat_period = kDefaultHeartbeatPeriod;
   int dead_heartbeats = kDefaultDeadHeartbeats;
-  task::TaskOptions task;  // the prompts' generator
+  task::TaskOptions task;  // the prompts' generator, when `prompts` is null
+  // Where the prompts come from (run::prompt_source: task.kind); null: the generator of `task`.
+  std::shared_ptr<const task::PromptSource> prompts;
   // Where every plan record (decision and reason) is appended as a JSON line; empty: nowhere.
   std::string decisions_file;
 
@@ -161,7 +164,7 @@ class Planner {
   std::shared_ptr<metrics::Registry> registry_;
   PlannerMetrics metrics_;
   QueueTotalsMetrics queue_totals_;
-  task::PromptGenerator generator_;
+  std::shared_ptr<const task::PromptSource> prompts_;
   std::unique_ptr<exploration::ExplorerReaper> reaper_;
   std::chrono::steady_clock::time_point next_reap_{};
   std::map<std::int64_t, int> candidates_;  // iteration -> N enqueued by this object

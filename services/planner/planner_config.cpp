@@ -41,6 +41,7 @@ PlannerOptions planner_options(const config::Config& c) {
       static_cast<std::int64_t>(c.get_double("exploration.max_wait_seconds") * 1000.0));
   o.heartbeat_period = std::chrono::milliseconds(c.get_int("explorer.heartbeat_ms"));
   o.task = run::task_options(c);
+  o.prompts = run::prompt_source(c);
   o.decisions_file = c.get_string("planner.decisions_file");
   if (o.decisions_file.empty() && c.get_string("planner.policy") == "bandit") {
     o.decisions_file = (std::filesystem::path(c.get_string("run.dir")) / "planner.jsonl").string();

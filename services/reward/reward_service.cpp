@@ -147,6 +147,13 @@ std::variant<Pending, Rejection> RewardService::Impl::prepare(std::size_t index,
     return Rejection{std::string(wire::to_string(e.kind())), e.what(), {}, true};
   }
   const std::string what = "reward_request '" + request.request_id + "'";
+  if (request.content != wire::RewardRequest::kImages) {
+    return Rejection{std::string(kBadImage),
+                     what + ": carries " + request.content +
+                         "; this service scores images (decode latents in a reward service of "
+                         "your own: docs/reward-protocol.md)",
+                     request.request_id};
+  }
   const int size = options.task.image_size;
   if (request.count > 0 &&
       (request.channels != 3 || request.width != size || request.height != size)) {

@@ -14,6 +14,7 @@
 #include "common/metrics/server.hpp"
 #include "common/outage/retry.hpp"
 #include "common/queue/redis_lease_queue.hpp"
+#include "common/reward/remote_reward.hpp"
 #include "common/service/exit_codes.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_weight_store.hpp"
@@ -131,6 +132,17 @@ class ServicesHooks final : public TrainHooks {
                          << "0.." << next_iteration - 1 << ", a restart resumes at iteration "
                          << next_iteration;
     return service::kExitOutageLimit;
+  }
+
+  std::unique_ptr<reward::RewardFunction> remote_reward(const config::Config& c) override {
+    reward::RemoteRewardOptions options;
+    options.endpoint = c.get_string("reward.endpoint");
+    options.content = c.get_string("reward.input");
+    options.rpc.timeout = std::chrono::milliseconds(c.get_int("reward.timeout_ms"));
+    // The run schema counts attempts in all; the RPC client counts retries after the first.
+    options.rpc.retries = c.get<int>("reward.retries") - 1;
+    options.rpc.curve = run::reward_client_curve(c);
+    return std::make_unique<reward::RemoteReward>(options);
   }
 
   void summarize(Json& summary) override {

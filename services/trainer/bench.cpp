@@ -173,7 +173,7 @@ BenchReport run_benchmark(const BenchOptions& o) {
     }
     no_grad.reset();  // the update needs gradients
     policy::Policy policy(o.policy);
-    if (!o.base.empty()) model::load_module_state(*policy.model(), model::load_safetensors(o.base));
+    if (!o.base.empty()) policy.load_state(model::load_safetensors(o.base));
     BrightnessReward stand_in;
     GrpoOptions g = o.grpo_options;
     g.mode = "none";

@@ -49,12 +49,36 @@ void load_base(policy::Policy& policy, const config::Config& c) {
                                                 " is not a readable checkpoint file (in " +
                                                 c.origin("model.base") + ")");
   }
-  model::load_module_state(*policy.model(), model::load_safetensors(base));
+  policy.load_state(model::load_safetensors(base));
   SPOTLIGHT_LOG(info) << "loaded base weights from " << base;
+}
+
+// The embedded task is scored in-process (the reward service's own scorer); a prompt file's
+// prompts only by the reward service (run::check_model_config requires reward.endpoint), whose
+// client the services build provides (hooks.remote_reward).
+std::unique_ptr<reward::RewardFunction> make_reward(const config::Config& c,
+                                                    const policy::Policy& policy,
+                                                    TrainHooks& hooks) {
+  if (c.get_string("task.kind") != "prompt_file") {
+    return reward::make_task_reward(policy.task_options());
+  }
+  auto remote = hooks.remote_reward(c);
+  if (!remote) {
+    throw config::ConfigError("task.kind",
+                              "config: 'task.kind' prompt_file is scored by the reward service, "
+                              "whose client this build lacks (the compute core alone, "
+                              "SPOTLIGHT_CORE_ONLY): use the embedded task");
+  }
+  return remote;
 }
 
 std::string format_validation(const ValidationReport& v) {
   std::ostringstream s;
+  if (v.per_category.empty()) {  // a prompt file: graded by the reward function
+    s << std::fixed << std::setprecision(4) << "val reward " << v.mean_reward << " correct "
+      << std::setprecision(3) << v.geneval_score;
+    return s.str();
+  }
   s << std::fixed << std::setprecision(3) << "val geneval " << v.geneval_score << " reward "
     << v.mean_reward << " (";
   for (size_t i = 0; i < v.per_category.size(); ++i) {
@@ -93,6 +117,11 @@ int run_pretrain(const config::Config& c) {
     throw config::ConfigError(k, std::string("config: '") + k + "': " + e.what());
   }
   apply_threads(c);
+  if (c.get_string("model.kind") != "native") {
+    SPOTLIGHT_LOG(error) << "pretrain trains the built-in MMDiT (model.kind native); a "
+                            "TorchScript model comes pretrained";
+    return 2;
+  }
   policy::Policy policy(policy_options(c), task_options(c));
   SPOTLIGHT_LOG(info) << "pretraining preset " << c.get_string("model.preset") << " for "
                       << options.steps << " steps of " << options.batch << " images (recipe key "
@@ -109,7 +138,7 @@ int run_pretrain(const config::Config& c) {
                         << options.steps << ": this base is not the recipe's output";
     if (!cache_dir.empty()) out = cached_base(cache_dir, key, report.steps);
   }
-  auto state = model::module_state(*policy.model());
+  auto state = policy.state();
   state.metadata = {{"preset", c.get_string("model.preset")},
                     {"pretrain.recipe_key", key},
                     {"pretrain.steps", std::to_string(report.steps)},
@@ -165,12 +194,17 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
   durable::write_file(options.run_dir / "config.yaml", c.dump());
   policy::Policy policy(policy_options(c), task_options(c));
   load_base(policy, c);
+  if (!policy.is_native()) {
+    SPOTLIGHT_LOG(info) << "TorchScript model " << c.get_string("model.path") << ": "
+                        << policy.trainable_parameters().size() << " of "
+                        << policy.named_parameters().size() << " parameter tensors trained";
+  }
   std::unique_ptr<policy::Policy> reference;
   if (options.loss.kl_beta > 0) {
     reference = std::make_unique<policy::Policy>(policy_options(c), task_options(c));
     reference->copy_weights_from(policy);
   }
-  auto reward = reward::make_task_reward(policy.task_options());
+  auto reward = make_reward(c, policy, hooks);
   ExplorationOptions exploration;
   exploration.group_size = options.group_size;
   exploration.candidates = options.candidates;
@@ -243,6 +277,7 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
                {"iterations", options.iterations},
                {"train_wall_seconds", last_wall}};
   if (first_validation) summary["base_geneval_score"] = first_validation->geneval_score;
+  if (first_validation) summary["base_mean_reward"] = first_validation->mean_reward;
   if (last_validation) summary["final_geneval_score"] = last_validation->geneval_score;
   if (last_validation) summary["final_ocr_score"] = last_validation->ocr_score;
   if (last_validation) summary["final_mean_reward"] = last_validation->mean_reward;
@@ -255,7 +290,15 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
   }
   hooks.summarize(summary);
   durable::write_file(options.run_dir / "summary.json", summary.dump(2) + "\n");
-  if (first_validation && last_validation) {
+  if (first_validation && last_validation && first_validation->per_category.empty()) {
+    // A prompt file: the reward service grades validation.
+    SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(4) << "done: validation reward "
+                        << first_validation->mean_reward << " -> " << last_validation->mean_reward
+                        << " (" << std::showpos
+                        << last_validation->mean_reward - first_validation->mean_reward
+                        << std::noshowpos << ") in " << std::setprecision(1) << last_wall
+                        << " s of training";
+  } else if (first_validation && last_validation) {
     SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(3) << "done: validation geneval "
                         << first_validation->geneval_score << " -> "
                         << last_validation->geneval_score << " (" << std::showpos
@@ -298,12 +341,12 @@ int run_train(const config::Config& c, TrainHooks& hooks) {
   return done.get();
 }
 
-int run_eval(const config::Config& c) {
+int run_eval(const config::Config& c, TrainHooks& hooks) {
   policy::check_device(c);
   apply_threads(c);
   policy::Policy policy(policy_options(c), task_options(c));
   load_base(policy, c);
-  auto reward = reward::make_task_reward(policy.task_options());
+  auto reward = make_reward(c, policy, hooks);
   GrpoOptions g = grpo_options(c);
   g.run_dir.clear();
   GrpoTrainer evaluator(g, policy, *reward, make_random_seed_source({}));
@@ -329,6 +372,12 @@ int run_validate(const config::Config& c) {
 
 int run_bench(const config::Config& c) {
   policy::check_device(c);
+  if (c.get_string("model.kind") != "native") {
+    throw config::ConfigError("model.kind",
+                              "config: bench measures the built-in MMDiT (model.kind native), not "
+                              "model.kind " +
+                                  c.get_string("model.kind"));
+  }
   apply_threads(c);
   const std::string json = to_json(run_benchmark(bench_options(c)));
   std::cout << json << std::endl;
@@ -342,7 +391,7 @@ int run_bench(const config::Config& c) {
 int run_subcommand(const std::string& subcommand, const config::Config& c, TrainHooks& hooks) {
   if (subcommand == "pretrain") return run_pretrain(c);
   if (subcommand == "train") return run_train(c, hooks);
-  if (subcommand == "eval") return run_eval(c);
+  if (subcommand == "eval") return run_eval(c, hooks);
   if (subcommand == "validate") return run_validate(c);
   if (subcommand == "bench") return run_bench(c);
   std::cerr << "usage: spotlight-trainer pretrain|train|eval|validate|bench [--config FILE] [--set "

@@ -9,7 +9,7 @@
 //   eval      validation score of a checkpoint (model.base)
 //   validate  scores the weights a run with validation.defer saved (<run.dir>/validation.jsonl)
 //   bench     matmul peak, the DiT forward's FLOP/s and share of it, sampler throughput, GRPO
-//             timing (bench.hpp)
+//             timing of the built-in MMDiT (model.kind native; bench.hpp)
 // Each returns a process exit code (common/service/exit_codes.hpp); configuration problems throw
 // config::ConfigError, unwritable files durable::WriteError (main maps them to 2 and 6).
 
@@ -26,7 +26,8 @@ int run_pretrain(const config::Config& config);
 int run_train(const config::Config& config, TrainHooks& hooks);
 // run_train without signal handling: stops when `stop` is requested (returns 0).
 int run_train(const config::Config& config, std::stop_token stop, TrainHooks& hooks);
-int run_eval(const config::Config& config);
+// task.kind prompt_file is scored by hooks.remote_reward() (a ConfigError where there is none).
+int run_eval(const config::Config& config, TrainHooks& hooks);
 int run_validate(const config::Config& config);
 int run_bench(const config::Config& config);
 

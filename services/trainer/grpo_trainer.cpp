@@ -77,6 +77,8 @@ Json to_json(const IterationReport& r) {
          {"fallback_prompts", r.fallback_prompts},
          {"optimizer_steps", r.optimizer_steps},
          {"first_ratio_max_deviation", r.first_ratio_max_deviation}};
+  for (const auto& [name, mean] : r.reward_components)
+    j["reward_components"][name] = mean;
   if (r.kendall_tau) j["kendall_tau"] = *r.kendall_tau;
   if (r.validation) j["validation"] = to_json(*r.validation);
   return j;
@@ -86,16 +88,17 @@ Json to_json(const IterationReport& r) {
 
 struct GrpoTrainer::State {
   State(policy::Policy& policy, const GrpoOptions& o)
-      : optimizer(policy.model()->parameters(),
+      : optimizer(policy.trainable_parameters(),
                   torch::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay)),
-        generator(policy.task_options()),
-        validation_prompts(task::validation_prompts(policy.task_options(), o.validation_prompts)) {
+        prompts(o.prompts ? o.prompts
+                          : std::make_shared<const task::PromptGenerator>(policy.task_options())),
+        validation_prompts(prompts->validation(o.validation_prompts)) {
     if (!o.run_dir.empty()) checkpoints.emplace(CheckpointStoreOptions{o.run_dir / "checkpoints"});
   }
 
   torch::optim::AdamW optimizer;
   std::optional<CheckpointStore> checkpoints;  // when run_dir is set
-  task::PromptGenerator generator;
+  std::shared_ptr<const task::PromptSource> prompts;
   std::vector<task::Prompt> validation_prompts;
   double wall_seconds = 0.0;  // training wall time of completed iterations (validation excluded)
 };
@@ -117,7 +120,7 @@ GrpoTrainer::GrpoTrainer(GrpoOptions options, policy::Policy& policy,
 GrpoTrainer::~GrpoTrainer() = default;
 
 std::vector<task::Prompt> GrpoTrainer::prompts_for(int64_t iteration) const {
-  return run::iteration_prompts(state_->generator, o_.seed, iteration, o_.prompts_per_iteration);
+  return run::iteration_prompts(*state_->prompts, o_.seed, iteration, o_.prompts_per_iteration);
 }
 
 ValidationReport GrpoTrainer::validate() {
@@ -130,9 +133,20 @@ ValidationReport GrpoTrainer::validate() {
   ode.sde = false;
   ode.steps = o_.validation_steps;
   ode.shift = o_.sampler.shift;
+  ValidationReport report;
+  if (!policy_.is_native()) {
+    // A user's prompts: the reward function grades them.
+    const auto inputs = policy_.final_reward_inputs(policy_.sample(prompts, seeds, ode, 32));
+    const auto scores = reward_.score(prompts, inputs);
+    for (const auto& s : scores) {
+      report.mean_reward += s.reward / static_cast<double>(scores.size());
+      report.geneval_score += (s.correct ? 1.0 : 0.0) / static_cast<double>(scores.size());
+    }
+    report.seconds = seconds_since(start);
+    return report;
+  }
   const auto images = policy_.final_images(policy_.sample(prompts, seeds, ode, 32));
   const auto evaluation = task::evaluate(prompts, images, policy_.task_options());
-  ValidationReport report;
   report.geneval_score = evaluation.geneval_score;
   report.ocr_score = evaluation.ocr_score;
   report.mean_reward = evaluation.mean_reward;
@@ -150,7 +164,6 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   const auto start = Clock::now();
   IterationReport report;
   report.iteration = iteration;
-  auto& model = policy_.model();
   const int g = o_.group_size;
 
   // 1. Seeds for this iteration's prompts.
@@ -174,7 +187,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   auto rollout_options = o_.sampler;
   rollout_options.sde = true;
   rollout_options.keep_trajectory = true;
-  model->eval();
+  policy_.set_training(false);
   auto chunks = policy_.sample(flat_prompts, flat_seeds, rollout_options, o_.micro_batch);
   finish_device_work(policy_.tensor_options());
   report.rollout_seconds = seconds_since(rollout_start);
@@ -182,11 +195,22 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
 
   // 3. Rewards and advantages.
   auto reward_start = Clock::now();
-  const auto images = policy_.final_images(chunks);
+  const auto images = policy_.final_reward_inputs(chunks);
   const auto scores = reward_.score(flat_prompts, images);
   std::vector<double> rewards;
   for (const auto& s : scores)
     rewards.push_back(s.reward);
+  if (!scores.empty()) {
+    for (const auto& [name, value] : scores.front().components) {
+      double sum = 0;
+      for (const auto& s : scores) {
+        for (const auto& [n, v] : s.components) {
+          if (n == name) sum += v;
+        }
+      }
+      report.reward_components.emplace_back(name, sum / static_cast<double>(scores.size()));
+    }
+  }
   auto advantage_options = o_.advantages;
   advantage_options.group_size = g;
   const auto advantages = rl::group_advantages(rewards, advantage_options);
@@ -222,7 +246,8 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   const int end = std::clamp(o_.train_step_end <= 0 ? steps + o_.train_step_end : o_.train_step_end,
                              begin, steps);
   const int window = std::max(1, end - begin);
-  model->train();
+  policy_.set_training(true);
+  const auto trainable = policy_.trainable_parameters();
   auto& optimizer = state_->optimizer;
   optimizer.zero_grad();
   int accumulated = 0, updates = 0;
@@ -242,19 +267,21 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
         continue;
       check_stop();
       auto adv = torch::tensor(chunk_adv, torch::kDouble).to(policy_.tensor_options());
-      auto tokens = policy_.tokens(chunk_prompts);
       for (int j = begin; j < end; ++j) {
         auto x = trajectory.latents.select(1, j);
         auto x_next = trajectory.latents.select(1, j + 1);
         const auto coefficients =
             sampler::sde_coefficients(grid[j], grid[j + 1], o_.sampler.noise_level, grid[1]);
         auto t = torch::full({b}, grid[j], policy_.tensor_options());
-        auto mean = sampler::sde_mean(x, model->forward(x, t, tokens), coefficients);
+        // Conditioned per step, as a forward from tokens would: the MMDiT's text encoder trains.
+        const auto condition = policy_.condition(chunk_prompts);
+        auto mean = sampler::sde_mean(x, policy_.velocity(x, t, condition), coefficients);
         auto logp = sampler::sde_log_prob(x_next, mean, coefficients);
         at::Tensor mean_ref;
         if (o_.loss.kl_beta > 0) {
           torch::NoGradGuard no_grad;
-          mean_ref = sampler::sde_mean(x, reference_->model()->forward(x, t, tokens), coefficients);
+          mean_ref = sampler::sde_mean(
+              x, reference_->velocity(x, t, reference_->condition(chunk_prompts)), coefficients);
         }
         auto terms = rl::grpo_loss(logp, trajectory.log_probs.select(1, j), adv, mean, mean_ref,
                                    coefficients.std_dev, o_.loss);
@@ -269,7 +296,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
       }
       first = false;
       if (++accumulated == o_.micro_batches_per_update) {
-        if (o_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), o_.grad_clip);
+        if (o_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(trainable, o_.grad_clip);
         optimizer.step();
         optimizer.zero_grad();
         accumulated = 0;
@@ -278,13 +305,13 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
     }
   }
   if (accumulated > 0) {
-    if (o_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), o_.grad_clip);
+    if (o_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(trainable, o_.grad_clip);
     optimizer.step();
     optimizer.zero_grad();
     ++updates;
   }
   report.optimizer_steps = updates;
-  model->eval();
+  policy_.set_training(false);
   report.clip_fraction = loss_terms ? clip_sum / loss_terms : 0.0;
   report.kl = loss_terms ? kl_sum / loss_terms : 0.0;
   finish_device_work(policy_.tensor_options());
@@ -323,7 +350,7 @@ std::optional<double> GrpoTrainer::staleness_audit(const std::vector<task::Promp
   auto audit_options = o_.sampler;
   audit_options.keep_trajectory = false;
   if (explored && o_.exploration_steps > 0) audit_options.steps = o_.exploration_steps;
-  const auto audit_images = policy_.final_images(
+  const auto audit_images = policy_.final_reward_inputs(
       policy_.sample(audit_prompts, audit_seeds, audit_options, o_.micro_batch));
   const auto fresh = reward_.score(audit_prompts, audit_images);
   double tau_sum = 0;
@@ -414,11 +441,10 @@ void GrpoTrainer::save_checkpoint(int64_t completed_iteration) {
                    {"wall_seconds", state_->wall_seconds},
                    {"seed", o_.seed},
                    {"mode", o_.mode}};
-  state_->checkpoints->save(
-      completed_iteration,
-      {{"model.safetensors", model::encode_safetensors(model::module_state(*policy_.model()))},
-       {"optimizer.pt", std::move(optimizer).str()}},
-      state);
+  state_->checkpoints->save(completed_iteration,
+                            {{"model.safetensors", model::encode_safetensors(policy_.state())},
+                             {"optimizer.pt", std::move(optimizer).str()}},
+                            state);
 }
 
 void GrpoTrainer::save_validation_weights(int64_t version) {
@@ -427,9 +453,7 @@ void GrpoTrainer::save_validation_weights(int64_t version) {
   std::filesystem::create_directories(dir);
   char name[64];
   std::snprintf(name, sizeof name, "weights-%06lld.safetensors", static_cast<long long>(version));
-  const auto tmp = dir / (std::string(name) + ".tmp");
-  model::save_safetensors(tmp, model::module_state(*policy_.model()));
-  std::filesystem::rename(tmp, dir / name);
+  model::save_safetensors(dir / name, policy_.state());  // atomic: temp file, fsync, rename
 }
 
 int GrpoTrainer::validate_deferred() {
@@ -456,7 +480,7 @@ int GrpoTrainer::validate_deferred() {
   }
   int scored = 0;
   for (const auto& [version, path] : pending) {
-    model::load_module_state(*policy_.model(), model::load_safetensors(path));
+    policy_.load_state(model::load_safetensors(path));
     const auto v = validate();
     Json line{{"version", version}, {"iteration", version - 1}, {"validation", to_json(v)}};
     std::ofstream(out_path, std::ios::app) << line.dump() << "\n";
@@ -469,8 +493,7 @@ int64_t GrpoTrainer::resume() {
   if (!state_->checkpoints) return next_iteration_;
   const auto checkpoint = state_->checkpoints->load_newest();
   if (!checkpoint) return next_iteration_;
-  model::load_module_state(*policy_.model(),
-                           model::decode_safetensors(checkpoint->files.at("model.safetensors")));
+  policy_.load_state(model::decode_safetensors(checkpoint->files.at("model.safetensors")));
   std::istringstream optimizer(checkpoint->files.at("optimizer.pt"));
   torch::load(state_->optimizer, optimizer);
   const Json& state = checkpoint->state;

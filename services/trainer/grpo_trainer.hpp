@@ -24,6 +24,7 @@
 #include "common/rl/advantages.hpp"
 #include "common/rl/grpo_loss.hpp"
 #include "common/sampler/sampler.hpp"
+#include "common/task/prompt_source.hpp"
 #include "services/trainer/seed_source.hpp"
 
 namespace spotlight::trainer {
@@ -54,8 +55,12 @@ struct GrpoOptions {
   int audit_prompts = 4;
   uint64_t seed = 0;              // run seed: prompts, seeds and validation are functions of it
   std::filesystem::path run_dir;  // checkpoints and metrics; empty: nothing written
+  // Training and validation prompts (run::prompt_source); null: the embedded task's generator.
+  std::shared_ptr<const task::PromptSource> prompts;
 };
 
+// For a prompt file (free-text prompts) the reward function grades validation: geneval_score is
+// then the share of validation samples it calls correct, mean_reward their mean reward.
 struct ValidationReport {
   double geneval_score = 0.0;  // the GenEval-like categories (task::Evaluation)
   double ocr_score = 0.0;      // the OCR-like text prompts, when validated
@@ -84,6 +89,8 @@ struct IterationReport {
   double elapsed_seconds = 0.0;
   double first_ratio_max_deviation = 0.0;  // |ratio - 1| max over the first micro-batch
   double clip_fraction = 0.0, kl = 0.0;
+  // Mean of each named part of the rollouts' rewards, when the reward reports parts.
+  std::vector<std::pair<std::string, double>> reward_components;
   int optimizer_steps = 0;
   int fallback_prompts = 0;
   std::optional<double> kendall_tau;  // staleness audit, when run

@@ -45,8 +45,8 @@ class SyncSeedSource final : public SeedSource {
     }
     auto sampler_options = o_.sampler;
     sampler_options.keep_trajectory = false;
-    const auto images =
-        policy_.final_images(policy_.sample(all_prompts, all_seeds, sampler_options, o_.chunk));
+    const auto images = policy_.final_reward_inputs(
+        policy_.sample(all_prompts, all_seeds, sampler_options, o_.chunk));
     const auto scores = reward_.score(all_prompts, images);
     SeedSelection out;
     double variance_sum = 0.0;

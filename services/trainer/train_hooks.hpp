@@ -14,6 +14,7 @@
 //     if r.iteration >= 0: hooks.iteration_done(r, exploration seconds on the critical path so far)
 //   an exception e out of the training loop: exit with hooks.failed(e, next iteration), or rethrow
 //   hooks.summarize(summary)                                               // then summary.json
+// and, for task.kind prompt_file (train and eval), hooks.remote_reward(config) before the trainer.
 //
 // All calls come from the thread that runs run_train.
 
@@ -26,6 +27,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "common/config/config.hpp"
+#include "common/reward/reward_function.hpp"
 #include "services/trainer/grpo_trainer.hpp"
 #include "services/trainer/seed_source.hpp"
 
@@ -52,6 +55,11 @@ class TrainHooks {
     return std::nullopt;
   }
   virtual void summarize(nlohmann::json& summary) {}
+  // The reward service's client, for task.kind prompt_file (train and eval: a prompt file's
+  // prompts are scored by the reward service alone); null where this build has none.
+  virtual std::unique_ptr<reward::RewardFunction> remote_reward(const config::Config& config) {
+    return nullptr;
+  }
 };
 
 // The compute core alone: exploration.mode none or sync, nothing around it.

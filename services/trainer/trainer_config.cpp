@@ -50,6 +50,7 @@ GrpoOptions grpo_options(const config::Config& c) {
   o.audit_prompts = c.get<int>("audit.prompts");
   o.seed = c.get<uint64_t>("run.seed");
   o.run_dir = c.get_string("run.dir");
+  o.prompts = run::prompt_source(c);
   if (o.candidates < o.group_size && o.mode != "none") {
     throw config::ConfigError("exploration.candidates",
                               "config: 'exploration.candidates' must be >= trainer.group_size (" +

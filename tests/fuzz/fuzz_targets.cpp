@@ -84,11 +84,19 @@ std::vector<std::string> sample_messages() {
   heartbeat.unix_ms = 1'700'000'000'000;
   heartbeat.tasks_in_flight = 3;
   heartbeat.samples_per_second = 12.5;
+  wire::RewardRequest latents = request;  // version 2: raw latents, 2 channels
+  latents.content = std::string(wire::RewardRequest::kLatents);
+  latents.channels = 2;
+  latents.images.resize(static_cast<std::size_t>(2 * 2 * 1 * 2), 0.25f);
+  wire::RewardReply parts = reply;  // with named reward components
+  parts.components = {"ocr", "aesthetic"};
+  parts.component_rewards = {0.1, 0.2, 0.3, 0.4};
   return {task.encode(),      result.encode(),
           commit.encode(),    notice.encode(),
           event.encode(),     request.encode(),
           reply.encode(),     failed.encode(),
-          heartbeat.encode(), wire::Writer("unknown_type", 1).str("x", "y").finish()};
+          heartbeat.encode(), wire::Writer("unknown_type", 1).str("x", "y").finish(),
+          latents.encode(),   parts.encode()};
 }
 
 std::vector<std::string> wire_seeds() {

@@ -220,7 +220,9 @@ void expect_round_trip(const M& original) {
   EXPECT_EQ(M::decode(bytes), original) << M::kType;
   const MessageHeader header = peek_type(bytes);
   EXPECT_EQ(header.type, M::kType);
-  EXPECT_EQ(header.version, M::kVersion);
+  // The lowest version that expresses the message (reward_request: 1 for images, 2 for latents).
+  EXPECT_GE(header.version, 1);
+  EXPECT_LE(header.version, M::kVersion);
   EXPECT_TRUE(is_known_type(M::kType));
   // Encoding is deterministic.
   EXPECT_EQ(M::decode(bytes).encode(), bytes) << M::kType;
@@ -348,6 +350,58 @@ TEST(WireMalformed, EveryFieldOfEveryMessageIsChecked) {
   expect_every_field_checked(sample_reward_request());
   expect_every_field_checked(sample_reward_reply());
   expect_every_field_checked(sample_heartbeat());
+}
+
+TEST(WireRewardContent, ImagesStayVersionOneAndLatentsAreVersionTwo) {
+  // Images encode exactly as before `content` existed, so version-1 readers keep working.
+  const RewardRequest images = sample_reward_request();
+  EXPECT_EQ(peek_type(images.encode()).version, 1);
+  EXPECT_EQ(body_fields(images.encode()),
+            (std::vector<std::string>{"request_id", "prompts", "images", "width", "height", "count",
+                                      "channels"}));
+  EXPECT_EQ(RewardRequest::decode(images.encode()).content, RewardRequest::kImages);
+
+  RewardRequest latents = sample_reward_request();
+  latents.content = std::string(RewardRequest::kLatents);
+  latents.channels = 1;
+  latents.count = 3;
+  latents.prompts.push_back("a third");
+  latents.images.resize(3 * 2 * 4 * 1);
+  EXPECT_EQ(peek_type(latents.encode()).version, 2);
+  expect_round_trip(latents);
+
+  // A version-2 message must say what it carries, with a known word.
+  const std::string v2 = latents.encode();
+  WireError e =
+      expect_wire_error([&] { RewardRequest::decode(rewrite_body(v2, "content", nullptr)); });
+  EXPECT_EQ(e.kind(), WireErrorKind::kMissingField);
+  EXPECT_EQ(e.field(), "content");
+  e = expect_wire_error(
+      [&] { RewardRequest::decode(rewrite_body(v2, "content", str_value("pixels"))); });
+  EXPECT_EQ(e.kind(), WireErrorKind::kBadValue);
+  EXPECT_EQ(e.field(), "content");
+  EXPECT_NE(std::string(e.what()).find("'pixels'"), std::string::npos) << e.what();
+}
+
+TEST(WireRewardContent, ReplyComponentsRoundTripAndAreChecked) {
+  RewardReply reply = sample_reward_reply();
+  reply.components = {"aesthetic", "ocr"};
+  reply.component_rewards = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6};
+  expect_round_trip(reply);
+  // Without components the reply is what it always was.
+  EXPECT_EQ(body_fields(sample_reward_reply().encode()),
+            (std::vector<std::string>{"request_id", "rewards", "correct", "error"}));
+
+  reply.component_rewards.pop_back();  // 5 values for 3 rewards x 2 components
+  WireError e = expect_wire_error([&] { RewardReply::decode(reply.encode()); });
+  EXPECT_EQ(e.kind(), WireErrorKind::kBadValue);
+  EXPECT_EQ(e.field(), "component_rewards");
+
+  reply.component_rewards.push_back(0.6);
+  e = expect_wire_error(
+      [&] { RewardReply::decode(rewrite_body(reply.encode(), "component_rewards", nullptr)); });
+  EXPECT_EQ(e.kind(), WireErrorKind::kMissingField);
+  EXPECT_EQ(e.field(), "component_rewards");
 }
 
 TEST(WireMalformed, WrongTypeMessageNamesExpectedAndActual) {

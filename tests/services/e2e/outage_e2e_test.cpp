@@ -148,8 +148,19 @@ TEST(RedisOutage, EveryServiceRidesThroughAKillAndAPauseAndTheJobLosesNothing) {
   // Back = when it accepted connections again (its log), else when it answered our PING.
   const std::int64_t back_ms = redis_ready_ms(redis.dir() / "redis.log").value_or(ping_ms);
 
-  // 2. SIGSTOP for 15 s (connections hang, commands time out), once the job moved on.
+  // 2. SIGSTOP for 15 s (connections hang, commands time out), once the job moved on and every
+  // service that noticed the kill has logged its recovery: a pause that starts while a busy
+  // explorer has not yet retried would merge the two faults into one outage in its log.
   ASSERT_TRUE(wait_for_iteration(killed_at + 2)) << trainer.log_tail();
+  for (const auto* log : {"planner.log", "explorer-1.log", "explorer-2.log"}) {
+    ASSERT_TRUE(testing::wait_for(
+        [&] {
+          return lines_with(dir / log, "redis lost").size() ==
+                 lines_with(dir / log, "redis restored").size();
+        },
+        120s))
+        << log << " did not recover from the kill";
+  }
   const std::int64_t pause_ms = testing::now_unix_ms();
   redis.pause();
   std::this_thread::sleep_for(15s);
