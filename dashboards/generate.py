@@ -4,17 +4,33 @@ panel lists below: edit a list, run `python3 dashboards/generate.py`, commit the
 
 Every query may use only metrics some service exports (tests/dashboards checks it against the
 sources) plus Prometheus's own `up`. The compose end-to-end test (tests/compose) checks that every
-panel's query returns data from a running job."""
+panel's query returns data from a running job.
+
+Text panels (kind "text") show HTML instead of a query: the run overview's newest validation grid
+is an <img> of the trainer's /validation/latest.png, loaded by the viewer's browser from the URL in
+the dashboard variable `trainer_url` (default: compose's published trainer port). Grafana must
+render the panel's HTML as is: compose sets GF_PANELS_DISABLE_SANITIZE_HTML (see README)."""
 import json
 import os
 
 DATASOURCE = {"type": "prometheus", "uid": "spotlight-prometheus"}
+
+# Where the viewer's browser reaches the trainer's metrics port (compose publishes it on loopback).
+TRAINER_URL = "http://127.0.0.1:9100"
+# The newest validation grid; ${__to} changes on every refresh, so the browser fetches it again.
+GRID_HTML = ('<img src="${trainer_url}/validation/latest.png?t=${__to}" width="100%" '
+             'alt="newest validation grid (none yet, or the trainer is not reachable at '
+             '${trainer_url})">')
 
 # (title, unit, [(expr, legend)], kind, description); kind "timeseries" or "stat".
 RUN_OVERVIEW = [
     ("Validation score (GenEval-like)", "percentunit",
      [("spotlight_trainer_validation_score", "validation score")], "timeseries",
      "Held-out prompts, fixed seeds, ODE sampler; updated every validation.every iterations."),
+    ("Newest validation grid", "none", GRID_HTML, "text",
+     "The first validation prompts with fixed seeds, each image captioned with its reward (green: "
+     "correct); served by the trainer at /validation/latest.png. Set trainer_url above to where "
+     "your browser reaches the trainer's metrics port."),
     ("Iterations", "none",
      [("spotlight_trainer_iterations_completed", "completed"),
       ("spotlight_trainer_iterations_target", "target")], "timeseries",
@@ -87,6 +103,18 @@ EXPLORATION = [
     ("Fallback prompts", "none",
      [("spotlight_trainer_fallback_prompts_total", "prompts on random seeds")], "timeseries",
      "Prompts whose explored seeds were not ready in time."),
+    ("Rollouts reused", "none",
+     [("sum by (source) (rate(spotlight_trainer_rollouts_total[2m]))", "{{source}}/s"),
+      ("sum(rate(spotlight_explorer_trajectories_kept_total[2m]))", "trajectories kept/s")],
+     "timeseries",
+     "Rollouts the trainer took from exploration instead of sampling (exploration.reuse), and "
+     "the trajectories explorers keep for it."),
+    ("Importance ratio", "none",
+     [("spotlight_trainer_importance_ratio_mean", "mean pi/pi_old"),
+      ("spotlight_trainer_importance_log_ratio_max_abs", "max |log ratio|"),
+      ("spotlight_trainer_clip_fraction", "clipped fraction")], "timeseries",
+     "Last iteration's ratios over trained sample-steps: 1 and 0 on-policy at the first update, "
+     "off 1 when trained on stale trajectories (exploration.reuse=off_policy)."),
 ]
 
 SYSTEMS = [
@@ -128,6 +156,15 @@ SYSTEMS = [
 
 
 def panel(index, grid, title, unit, queries, kind, description):
+    if kind == "text":  # `queries` is the panel's HTML
+        return {
+            "id": index + 1,
+            "type": "text",
+            "title": title,
+            "description": description,
+            "gridPos": grid,
+            "options": {"mode": "html", "content": queries},
+        }
     refs = "ABCDEFGH"
     return {
         "id": index + 1,
@@ -145,7 +182,18 @@ def panel(index, grid, title, unit, queries, kind, description):
 
 
 def dashboard(uid, title, panels):
-    return {
+    variables = []
+    if any(p[3] == "text" and "${trainer_url}" in p[2] for p in panels):
+        variables.append({
+            "name": "trainer_url",
+            "label": "Trainer metrics URL (as your browser reaches it)",
+            "type": "textbox",
+            "query": TRAINER_URL,
+            "current": {"text": TRAINER_URL, "value": TRAINER_URL},
+            "options": [{"selected": True, "text": TRAINER_URL, "value": TRAINER_URL}],
+            "hide": 0,
+        })
+    board = {
         "uid": uid,
         "title": title,
         "tags": ["spotlight"],
@@ -157,13 +205,16 @@ def dashboard(uid, title, panels):
         "time": {"from": "now-30m", "to": "now"},
         "panels": [panel(i, grid, *p) for i, (grid, p) in enumerate(zip(layout(panels), panels))],
     }
+    if variables:
+        board["templating"] = {"list": variables}
+    return board
 
 
 def layout(panels):
-    """Left to right, top to bottom: stats 8 wide, graphs 12 wide."""
+    """Left to right, top to bottom: stats 8 wide, graphs 12 wide, text (images) 12 wide and tall."""
     x = y = row_height = 0
     for p in panels:
-        w, h = (8, 5) if p[3] == "stat" else (12, 8)
+        w, h = {"stat": (8, 5), "text": (12, 14)}.get(p[3], (12, 8))
         if x + w > 24:
             x, y, row_height = 0, y + row_height, 0
         yield {"x": x, "y": y, "w": w, "h": h}

@@ -4,50 +4,35 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "common/config/arguments.hpp"
+
 namespace spotlight::config {
 
 CommandLine parse_command_line(int argc, const char* const* argv) {
+  ArgumentParser parser("");
+  parser.option("config", "FILE", "YAML configuration file")
+      .repeated("set", "KEY=VALUE", "override");
+  Arguments args = [&] {
+    try {
+      return parser.parse(argc, argv);
+    } catch (const ConfigError& e) {
+      throw ConfigError("", std::string("config: ") + e.what());
+    }
+  }();
   CommandLine cmd;
   if (argc > 0 && argv[0] != nullptr) cmd.program = argv[0];
-  bool options_done = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view word = argv[i] != nullptr ? argv[i] : "";
-    if (options_done || word.empty() || word.front() != '-' || word == "-") {
-      cmd.args.emplace_back(word);
-      continue;
+  cmd.help = args.help();
+  cmd.args = args.positional();
+  cmd.args.insert(cmd.args.end(), args.rest().begin(), args.rest().end());
+  if (const auto file = args.value("config")) {
+    if (file->empty()) throw ConfigError("", "config: --config needs a file name");
+    cmd.sources.file = *file;
+  }
+  for (std::string& value : args.values("set")) {
+    if (value.find('=') == std::string::npos) {
+      throw ConfigError("", "config: --set '" + value + "' must be KEY=VALUE");
     }
-    if (word == "--") {
-      options_done = true;
-      continue;
-    }
-    if (word == "-h" || word == "--help") {
-      cmd.help = true;
-      continue;
-    }
-    // --name value | --name=value
-    const std::size_t eq = word.find('=');
-    const std::string_view name = word.substr(0, eq);
-    if (name != "--config" && name != "--set") {
-      throw ConfigError("", "config: unknown option '" + std::string(word) + "'");
-    }
-    std::string value;
-    if (eq != std::string_view::npos) {
-      value = std::string(word.substr(eq + 1));
-    } else if (i + 1 < argc && argv[i + 1] != nullptr) {
-      value = argv[++i];
-    } else {
-      throw ConfigError("", "config: option '" + std::string(name) + "' needs a value");
-    }
-    if (name == "--config") {
-      if (cmd.sources.file) throw ConfigError("", "config: --config given twice");
-      if (value.empty()) throw ConfigError("", "config: --config needs a file name");
-      cmd.sources.file = value;
-    } else {
-      if (value.find('=') == std::string::npos) {
-        throw ConfigError("", "config: --set '" + value + "' must be KEY=VALUE");
-      }
-      cmd.sources.overrides.push_back(std::move(value));
-    }
+    cmd.sources.overrides.push_back(std::move(value));
   }
   return cmd;
 }

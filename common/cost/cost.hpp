@@ -1,5 +1,5 @@
 #pragma once
-// What compute costs (DESIGN.md section 6): every service accounts the device-seconds it holds,
+// What compute costs (docs/algorithm.md): every service accounts the device-seconds it holds,
 // busy or idle, by device class (reserved for the trainer, spot for explorers), and prices them
 // from configuration (spot = spot_price_ratio x reserved). Idle time is paid for as well: a
 // reserved GPU waiting for seeds costs what a busy one does.
@@ -27,7 +27,7 @@ std::string_view to_string(DeviceClass device_class);  // "reserved", "spot"
 std::optional<DeviceClass> parse_device_class(std::string_view text);
 
 inline constexpr double kDefaultReservedPricePerHour = 4.0;  // per device-hour, any currency
-inline constexpr double kDefaultSpotPriceRatio = 0.27;       // DESIGN.md: 69-77% below reserved
+inline constexpr double kDefaultSpotPriceRatio = 0.27;       // 69-77% off; docs/algorithm.md
 
 struct Prices {
   double reserved_per_hour = kDefaultReservedPricePerHour;  // cost.reserved_price_per_hour

@@ -2,10 +2,12 @@
 
 #include <cmath>
 
+#include "common/run/run_keys.hpp"
+
 namespace spotlight::cost {
 
 std::string ledger_key(DeviceClass device_class, bool busy) {
-  return "cost:" + std::string(to_string(device_class)) + (busy ? ":busy_ms" : ":idle_ms");
+  return run::RunKeys::cost_ledger(to_string(device_class), busy);
 }
 
 CostReporter::CostReporter(const CostMeter& meter, metrics::Registry* registry,

@@ -1,5 +1,5 @@
 #pragma once
-// The bandit that decides how much to explore (DESIGN.md section 3): each iteration it picks an
+// The bandit that decides how much to explore (docs/algorithm.md): each iteration it picks an
 // arm (candidates per prompt N, exploration sampler steps S) from a configured grid to maximise
 // the reward variance of the groups the trainer then trains on, subject to the exploration
 // finishing inside the trainer's predicted training time given the live explorer capacity.

@@ -1,6 +1,6 @@
 #pragma once
 // How much to explore for one iteration: the planner's one decision that a bandit will make later
-// (DESIGN.md section 3: arms such as candidates-per-prompt and exploration step count). The
+// (docs/algorithm.md: arms such as candidates-per-prompt and exploration step count). The
 // planner asks once per target iteration, just before enqueueing it, and enqueues
 // prompts x decision.candidates seed tasks sampled with decision.steps steps. A decision of
 // candidates 0 means "explore nothing for this iteration": the planner enqueues no task and the

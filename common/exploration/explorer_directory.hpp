@@ -2,9 +2,9 @@
 // Which explorers there are and when each last sent a heartbeat: what the planner needs to count
 // live capacity and to find explorers that died holding leases (explorer_reaper.hpp).
 //
-// Explorers put RunKeys::explorer_heartbeat(id) = wall-clock Unix ms (decimal text) every
-// explorer.heartbeat_ms (async_protocol.md). Without a registry of explorer ids, a directory
-// finds them where they show up anyway: as consumers of the lease queue.
+// Explorers write a heartbeat (wall-clock Unix ms) every explorer.heartbeat_ms; on Redis it is
+// the run's wire::Heartbeat record (common/run/run_keys.hpp). Without a registry of explorer ids,
+// a directory finds them where they show up anyway: as consumers of the lease queue.
 //
 // Errors: store::StoreUnavailable when the backing store cannot be reached (back off, retry),
 // store::StoreError otherwise. Thread-compatible: one object per thread.
@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace spotlight::exploration {
@@ -31,9 +30,5 @@ class ExplorerDirectory {
   // The known explorers, each once, in no particular order.
   virtual std::vector<ExplorerSeen> explorers() = 0;
 };
-
-// The heartbeat value an explorer wrote: decimal Unix ms, or a msgpack wire::Heartbeat (its
-// unix_ms). nullopt for anything else.
-std::optional<std::int64_t> parse_heartbeat(std::string_view value);
 
 }  // namespace spotlight::exploration

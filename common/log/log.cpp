@@ -8,6 +8,7 @@
 #include <ctime>
 #include <mutex>
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 namespace spotlight::log {
@@ -176,27 +177,17 @@ Line::~Line() {
 
 namespace detail {
 
-void format_into(std::ostringstream& out, std::string_view fmt, const std::string* args,
-                 std::size_t count) {
-  std::size_t next = 0;
-  for (std::size_t i = 0; i < fmt.size(); ++i) {
-    const char c = fmt[i];
-    if (c == '{' && i + 1 < fmt.size() && fmt[i + 1] == '{') {
-      out << '{';
-      ++i;
-    } else if (c == '}' && i + 1 < fmt.size() && fmt[i + 1] == '}') {
-      out << '}';
-      ++i;
-    } else if (c == '{' && i + 1 < fmt.size() && fmt[i + 1] == '}' && next < count) {
-      out << args[next++];
-      ++i;
-    } else {
-      out << c;
-    }
-  }
-  for (; next < count; ++next)
-    out << ' ' << args[next];
-}
+void arguments_and_placeholders_differ() {}
 
 }  // namespace detail
+
 }  // namespace spotlight::log
+
+fmt::format_context::iterator fmt::formatter<spotlight::log::detail::Real>::format(
+    spotlight::log::detail::Real real, fmt::format_context& ctx) const {
+  if (!plain) return fmt::formatter<double>::format(real.value, ctx);
+  std::ostringstream out;  // operator<<'s default: 6 significant digits, as before fmt
+  out << real.value;
+  const std::string text = std::move(out).str();
+  return std::copy(text.begin(), text.end(), ctx.out());
+}

@@ -3,6 +3,8 @@
 //   spotlight::log::set_component("trainer");            // once, early in main()
 //   SPOTLIGHT_LOG(info) << "iteration " << k << " done";
 //   spotlight::log::warn("lease {} reclaimed after {} ms", id, age_ms);
+//   spotlight::log::info("reward {:.3f}", mean);          // fmt's format syntax, checked at
+//   compile time
 //
 // Every line is written whole (never interleaved with another thread's line) as
 //   2025-01-02T03:04:05.678Z INFO  trainer [tid 4242] message
@@ -11,14 +13,22 @@
 // The level comes from the environment variable SPOTLIGHT_LOG_LEVEL (debug|info|warn|error|off,
 // case-insensitive; default info), read on first use; set_level() overrides it afterwards.
 // Arguments of a disabled level are not evaluated (macro) or not formatted (functions).
+// Formatting is fmt's (libfmt): a format string with more or fewer "{}" than arguments, or a spec
+// that does not fit its argument, does not compile. Types fmt does not know are written with
+// operator<<, and a plain "{}" prints floating point and bools as operator<< does.
 #pragma once
 
+#include <concepts>
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+
+#include <fmt/core.h>
 
 namespace spotlight::log {
 
@@ -80,11 +90,6 @@ struct Voidify {
   void operator&(std::ostream&) {}
 };
 
-// Replaces each "{}" in fmt by the next argument (via operator<<); "{{" and "}}" are literal
-// braces; arguments without a "{}" are appended, separated by spaces.
-void format_into(std::ostringstream& out, std::string_view fmt, const std::string* args,
-                 std::size_t count);
-
 template <class T>
 std::string to_text(const T& value) {
   std::ostringstream out;
@@ -92,42 +97,106 @@ std::string to_text(const T& value) {
   return std::move(out).str();
 }
 
-template <class... Args>
-std::string format(std::string_view fmt, const Args&... args) {
-  std::ostringstream out;
-  if constexpr (sizeof...(Args) == 0) {
-    format_into(out, fmt, nullptr, 0);
+// A double that prints like operator<< ("%g": 6 significant digits) under a plain "{}" and by
+// fmt's rules under any format spec ("{:.3f}", "{:>8}").
+struct Real {
+  double value;
+};
+
+// How an argument reaches fmt: numbers and strings as themselves, floating point as Real, bools
+// and everything fmt cannot format (enums, paths, types with only operator<<) as the text
+// operator<< writes, as the formatter did before fmt.
+template <class T>
+inline constexpr bool kAsText =
+    std::is_same_v<T, bool> || std::is_enum_v<T> || !fmt::is_formattable<T>::value;
+
+template <class T>
+using Arg = std::conditional_t<std::is_floating_point_v<T>, Real,
+                               std::conditional_t<kAsText<T>, std::string, const T&>>;
+
+template <class T>
+decltype(auto) arg(const T& value) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return Real{static_cast<double>(value)};
+  } else if constexpr (kAsText<T>) {
+    return to_text(value);
   } else {
-    const std::string rendered[] = {to_text(args)...};
-    format_into(out, fmt, rendered, sizeof...(Args));
+    return (value);
   }
-  return std::move(out).str();
 }
+
+// The number of replacement fields in a format string ("{{" and "}}" are literal braces).
+consteval std::size_t count_fields(std::string_view text) {
+  std::size_t fields = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '{' && i + 1 < text.size() && text[i + 1] == '{') {
+      ++i;
+    } else if (text[i] == '{') {
+      ++fields;
+    }
+  }
+  return fields;
+}
+
+void arguments_and_placeholders_differ();  // not constexpr: calling it fails the build
+
+// A format string checked at compile time by fmt (specs against argument types) and here (one
+// argument per "{}": neither dropped nor missing).
+template <class... Args>
+struct FormatString {
+  template <class S>
+  requires std::convertible_to<const S&, std::string_view>
+  consteval FormatString(const S& text) : checked(text) {
+    if (count_fields(std::string_view(text)) != sizeof...(Args)) {
+      arguments_and_placeholders_differ();
+    }
+  }
+  fmt::format_string<Arg<Args>...> checked;
+};
 
 }  // namespace detail
 
+// fmt's format syntax ({} {:.3f} {:>8} {{ }}) with operator<< for types fmt does not know; the
+// string is checked at compile time. Throws nothing for a valid call.
 template <class... Args>
-void debug(std::string_view fmt, const Args&... args) {
-  if (enabled(Level::kDebug)) write(Level::kDebug, detail::format(fmt, args...));
+std::string format(detail::FormatString<std::type_identity_t<Args>...> text, const Args&... args) {
+  return fmt::vformat(text.checked, fmt::make_format_args(detail::arg(args)...));
+}
+
+template <class... Args>
+void debug(detail::FormatString<std::type_identity_t<Args>...> text, const Args&... args) {
+  if (enabled(Level::kDebug)) write(Level::kDebug, format<Args...>(text, args...));
 }
 template <class... Args>
-void info(std::string_view fmt, const Args&... args) {
-  if (enabled(Level::kInfo)) write(Level::kInfo, detail::format(fmt, args...));
+void info(detail::FormatString<std::type_identity_t<Args>...> text, const Args&... args) {
+  if (enabled(Level::kInfo)) write(Level::kInfo, format<Args...>(text, args...));
 }
 template <class... Args>
-void warn(std::string_view fmt, const Args&... args) {
-  if (enabled(Level::kWarn)) write(Level::kWarn, detail::format(fmt, args...));
+void warn(detail::FormatString<std::type_identity_t<Args>...> text, const Args&... args) {
+  if (enabled(Level::kWarn)) write(Level::kWarn, format<Args...>(text, args...));
 }
 template <class... Args>
-void error(std::string_view fmt, const Args&... args) {
-  if (enabled(Level::kError)) write(Level::kError, detail::format(fmt, args...));
+void error(detail::FormatString<std::type_identity_t<Args>...> text, const Args&... args) {
+  if (enabled(Level::kError)) write(Level::kError, format<Args...>(text, args...));
 }
 
 }  // namespace spotlight::log
 
 // SPOTLIGHT_LOG(debug|info|warn|error) << ...; the operands are evaluated only when enabled.
-#define SPOTLIGHT_LOG(lvl)                                          \
-  !::spotlight::log::enabled(::spotlight::log::detail::level_##lvl) \
-      ? (void)0                                                     \
-      : ::spotlight::log::detail::Voidify() &                       \
+#define SPOTLIGHT_LOG(lvl)                                                             \
+  !::spotlight::log::enabled(::spotlight::log::detail::level_##lvl)                    \
+      ? (void)0                                                                        \
+      : ::spotlight::log::detail::Voidify() & /* NOLINT(bugprone-macro-parentheses) */ \
             ::spotlight::log::Line(::spotlight::log::detail::level_##lvl).stream()
+
+template <>
+struct fmt::formatter<spotlight::log::detail::Real> : fmt::formatter<double> {
+  bool plain = true;
+  constexpr auto parse(fmt::format_parse_context& ctx) {
+    plain = ctx.begin() == ctx.end() || *ctx.begin() == '}';
+    return fmt::formatter<double>::parse(ctx);
+  }
+  // Defined in log.cpp (fmt/format.h stays out of this header).
+  fmt::format_context::iterator format(spotlight::log::detail::Real real,
+                                       fmt::format_context& ctx) const;
+};

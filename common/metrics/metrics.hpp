@@ -12,7 +12,7 @@
 //   t.observe(0.002);
 //   // serve it: metrics::MetricsServer (common/metrics/server.hpp)
 //
-// Names (DESIGN.md section 7): "spotlight_<service>_<what>_<unit>", lower-case segments
+// Names (docs/operations.md): "spotlight_<service>_<what>_<unit>", lower-case segments
 // [a-z0-9]+ joined by '_', <what> may have several segments; counters end in "_total" (their
 // unit), gauges and histograms must not. A name breaking the pattern, a label name Prometheus
 // rejects, or a name already used for another metric type is a programming error:

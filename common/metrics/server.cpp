@@ -2,16 +2,21 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <list>
 #include <map>
+#include <mutex>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
 #include <prometheus/text_serializer.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -22,8 +27,13 @@ namespace spotlight::metrics {
 namespace {
 
 constexpr std::size_t kMinMetricsRequestBytes = 64;
-constexpr std::chrono::milliseconds kLingerTime{200};  // after an answer, see answer()
+constexpr std::string_view kMetricsPath = "/metrics";
+constexpr std::chrono::milliseconds kLingerTime{200};  // after an answer, see progress()
 constexpr std::size_t kLingerMaxBytes = std::size_t{1} << 20;
+constexpr std::chrono::milliseconds kMinWriteTime{100};  // to send an answer, see progress()
+constexpr std::chrono::milliseconds kAcceptPause{100};   // after running out of descriptors
+constexpr const char* kRejectReasons[] = {"too_large", "bad_request", "method", "not_found",
+                                          "timeout",   "overload",    "error"};
 
 struct HostPort {
   std::string host;
@@ -56,10 +66,34 @@ std::optional<std::string> bind_problem(const std::string& bind) {
   return "must be empty or HOST:PORT with PORT in [0, 65535]";
 }
 
-// A deliberately small HTTP/1.0 server on its own thread: one request per connection, GET only.
-// (prometheus-cpp's Exposer runs CivetWeb threads with 100 KB stacks, which cannot start in a
-// process that also loads LibTorch: its static TLS alone is larger. Scrapes are rare and tiny.)
+// A deliberately small HTTP/1.0 server: one event loop (poll) on its own thread, one request per
+// connection, GET only. (prometheus-cpp's Exposer runs CivetWeb threads with 100 KB stacks, which
+// cannot start in a process that also loads LibTorch: its static TLS alone is larger. Scrapes are
+// rare and tiny, so one thread serving every connection without blocking is enough.)
 struct MetricsServer::Impl {
+  using Clock = std::chrono::steady_clock;
+
+  enum class Phase {
+    kReading,    // receiving the request head
+    kWriting,    // sending the answer
+    kLingering,  // answer sent and write side shut: discarding what the client still sends
+  };
+  struct Connection {
+    int fd = -1;
+    std::uint64_t serial = 0;    // accept order: the oldest reading one is evicted first
+    Clock::time_point deadline;  // accept + request_timeout: head read and answer written
+    Clock::time_point linger_until;
+    Phase phase = Phase::kReading;
+    std::string in;   // request head so far
+    std::string out;  // the answer
+    std::size_t sent = 0;
+    std::size_t drained = 0;
+  };
+  struct Route {
+    std::string content_type;
+    ContentProvider provider;
+  };
+
   std::shared_ptr<prometheus::Registry> registry;  // kept alive while served
   std::shared_ptr<Registry::Impl> registry_impl;   // owns the reject counters' family
   MetricsServerOptions options;
@@ -67,51 +101,187 @@ struct MetricsServer::Impl {
   std::string host;
   std::uint16_t port = 0;
   int listener = -1;
+  int wake = -1;  // eventfd: the destructor's stop signal
   std::atomic<bool> stopping{false};
+  std::mutex routes_mutex;  // guards routes
+  std::map<std::string, Route, std::less<>> routes;
+  std::list<Connection> connections;  // the thread's own
+  std::uint64_t next_serial = 0;
+  Clock::time_point accept_paused_until{};  // after EMFILE/ENFILE: let descriptors free up
   std::thread thread;
+
+  ~Impl() {
+    for (auto& c : connections)
+      ::close(c.fd);
+    if (listener >= 0) ::close(listener);
+    if (wake >= 0) ::close(wake);
+  }
 
   void count_reject(std::string_view reason) {
     const auto it = rejected.find(reason);
     if (it != rejected.end()) it->second->Increment();
   }
 
+  static int poll_timeout(Clock::time_point now, Clock::time_point until) {
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(until - now).count();
+    return static_cast<int>(std::clamp<long long>(ms, 0, 60000));
+  }
+
   void serve() {
+    std::vector<pollfd> fds;
+    std::vector<std::list<Connection>::iterator> polled;
     while (!stopping.load()) {
-      pollfd pfd{listener, POLLIN, 0};
-      if (::poll(&pfd, 1, 100) <= 0) continue;  // 100 ms: how quickly a stop is noticed
-      const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0) continue;
-      answer(fd);
-      ::close(fd);
+      auto now = Clock::now();
+      fds.clear();
+      polled.clear();
+      fds.push_back(pollfd{wake, POLLIN, 0});
+      const bool accepting = now >= accept_paused_until;
+      fds.push_back(pollfd{listener, static_cast<short>(accepting ? POLLIN : 0), 0});
+      Clock::time_point next = now + std::chrono::seconds(60);
+      if (!accepting) next = std::min(next, accept_paused_until);
+      for (auto it = connections.begin(); it != connections.end(); ++it) {
+        const short events = it->phase == Phase::kWriting ? POLLOUT : POLLIN;
+        fds.push_back(pollfd{it->fd, events, 0});
+        polled.push_back(it);
+        next = std::min(next, it->phase == Phase::kLingering ? it->linger_until : it->deadline);
+      }
+      const int ready = ::poll(fds.data(), fds.size(), poll_timeout(now, next));
+      if (ready < 0 && errno != EINTR) break;  // cannot happen with valid descriptors
+      if (stopping.load()) break;
+      now = Clock::now();
+      for (std::size_t i = 0; i < polled.size(); ++i) {
+        const short revents = fds[i + 2].revents;
+        auto it = polled[i];
+        bool open = true;
+        if (revents != 0) open = progress(*it, now);
+        if (open) open = !expired(*it, now);
+        if (!open) {
+          ::close(it->fd);
+          connections.erase(it);
+        }
+      }
+      if (fds[1].revents & POLLIN) accept_all(now);
+      if (fds[0].revents & POLLIN) {
+        std::uint64_t value = 0;
+        [[maybe_unused]] const ssize_t n = ::read(wake, &value, sizeof value);
+      }
     }
   }
 
-  // Reads the request head within options.request_timeout and answers it.
-  void answer(int fd) {
-    using Clock = std::chrono::steady_clock;
-    const auto deadline = Clock::now() + options.request_timeout;
-    std::string request;
-    char buffer[2048];
-    detail::HttpRequestHead head;
+  // Accepts every pending connection, within max_connections.
+  void accept_all(Clock::time_point now) {
     for (;;) {
-      head = detail::parse_request_head(request, options.max_request_bytes);
-      if (head.status != detail::HttpHeadStatus::kIncomplete) break;
-      const auto remaining =
-          std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      pollfd pfd{fd, POLLIN, 0};
-      if (remaining <= 0 || ::poll(&pfd, 1, static_cast<int>(remaining)) <= 0) {
-        count_reject("timeout");
-        return;
+      const int fd = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) {
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          // Out of descriptors: free one if a slow client holds it, else wait a moment (the
+          // listener would otherwise stay readable and spin the loop).
+          if (!evict_oldest_reader()) accept_paused_until = now + kAcceptPause;
+        }
+        return;  // EAGAIN: none left; ECONNABORTED and the like: the next poll tells
       }
-      const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
-      if (n <= 0) {
-        if (!request.empty()) count_reject("timeout");  // gave up before the head ended
-        return;
+      if (connections.size() >= options.max_connections && !evict_oldest_reader()) {
+        count_reject("overload");  // every slot is answering: refuse the newcomer
+        ::close(fd);
+        continue;
       }
-      request.append(buffer, static_cast<size_t>(n));
+      Connection c;
+      c.fd = fd;
+      c.serial = next_serial++;
+      c.deadline = now + options.request_timeout;
+      connections.push_back(std::move(c));
     }
+  }
+
+  // Drops the connection that has been sending its head for longest; false when none is.
+  bool evict_oldest_reader() {
+    auto oldest = connections.end();
+    for (auto it = connections.begin(); it != connections.end(); ++it) {
+      if (it->phase == Phase::kReading &&
+          (oldest == connections.end() || it->serial < oldest->serial))
+        oldest = it;
+    }
+    if (oldest == connections.end()) return false;
+    count_reject("overload");
+    ::close(oldest->fd);
+    connections.erase(oldest);
+    return true;
+  }
+
+  // Handles readiness of `c`; false when the connection is done (to be closed).
+  bool progress(Connection& c, Clock::time_point now) {
+    char buffer[4096];
+    switch (c.phase) {
+      case Phase::kReading: {
+        for (;;) {
+          const ssize_t n = ::recv(c.fd, buffer, sizeof buffer, 0);
+          if (n < 0 && errno == EINTR) continue;
+          if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+          if (n <= 0) {
+            if (!c.in.empty()) count_reject("timeout");  // gave up before the head ended
+            return false;
+          }
+          c.in.append(buffer, static_cast<std::size_t>(n));
+          const auto head = detail::parse_request_head(c.in, options.max_request_bytes);
+          if (head.status == detail::HttpHeadStatus::kIncomplete) continue;
+          c.out = answer(head);
+          c.in.clear();
+          c.in.shrink_to_fit();
+          c.phase = Phase::kWriting;
+          // A client that does not read its answer is dropped at its deadline (at least 100 ms
+          // from now, so a fast client at the end of its time still gets it).
+          c.deadline = std::max(c.deadline, now + kMinWriteTime);
+          return progress(c, now);
+        }
+      }
+      case Phase::kWriting: {
+        while (c.sent < c.out.size()) {
+          const ssize_t n =
+              ::send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL);
+          if (n < 0 && errno == EINTR) continue;
+          if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+          if (n <= 0) return false;
+          c.sent += static_cast<std::size_t>(n);
+        }
+        // Lingering close: closing with unread request bytes makes the kernel send a reset, which
+        // can destroy the answer (e.g. a 431) before the client reads it. Discard what the client
+        // still sends, briefly and boundedly, after announcing the end of the answer.
+        ::shutdown(c.fd, SHUT_WR);
+        c.out.clear();
+        c.out.shrink_to_fit();
+        c.phase = Phase::kLingering;
+        c.linger_until = std::min(c.deadline, now + kLingerTime);
+        return now < c.linger_until;
+      }
+      case Phase::kLingering: {
+        for (;;) {
+          const ssize_t n = ::recv(c.fd, buffer, sizeof buffer, 0);
+          if (n < 0 && errno == EINTR) continue;
+          if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+          if (n <= 0) return false;
+          c.drained += static_cast<std::size_t>(n);
+          if (c.drained >= kLingerMaxBytes) return false;
+        }
+      }
+    }
+    return false;
+  }
+
+  // True when `c` ran out of time (counted when it had not sent its whole head).
+  bool expired(const Connection& c, Clock::time_point now) {
+    if (c.phase == Phase::kLingering) return now >= c.linger_until;
+    if (now < c.deadline) return false;
+    if (c.phase == Phase::kReading) count_reject("timeout");
+    return true;
+  }
+
+  // The whole HTTP answer to a complete (or rejected) request head.
+  std::string answer(const detail::HttpRequestHead& head) {
     std::string status = "200 OK", type = "text/plain; version=0.0.4; charset=utf-8", body;
-    const std::string_view path = head.target;
+    std::string_view path = head.target;
+    if (const auto query = path.find('?'); query != std::string_view::npos) {
+      path = path.substr(0, query);
+    }
     if (head.status == detail::HttpHeadStatus::kTooLarge) {
       count_reject("too_large");
       status = "431 Request Header Fields Too Large";
@@ -124,41 +294,42 @@ struct MetricsServer::Impl {
       count_reject("method");
       status = "405 Method Not Allowed";
       body = "only GET\n";
-    } else if (path != "/metrics" && !path.starts_with("/metrics?")) {
+    } else if (path == kMetricsPath) {
+      body = prometheus::TextSerializer().Serialize(registry->Collect());
+    } else if (auto route = find_route(path)) {
+      std::optional<std::string> content;
+      try {
+        content = route->provider();
+      } catch (const std::exception&) {
+        count_reject("error");
+        status = "500 Internal Server Error";
+        body = "cannot produce " + std::string(path) + "\n";
+        type = "text/plain; charset=utf-8";
+      }
+      if (content) {
+        type = route->content_type;
+        body = std::move(*content);
+      } else if (status.starts_with("200")) {
+        count_reject("not_found");
+        status = "404 Not Found";
+        body = std::string(path) + " has nothing to serve yet\n";
+        type = "text/plain; charset=utf-8";
+      }
+    } else {
       count_reject("not_found");
       status = "404 Not Found";
       body = "see /metrics\n";
-    } else {
-      body = prometheus::TextSerializer().Serialize(registry->Collect());
     }
-    const std::string head_out = "HTTP/1.0 " + status + "\r\nContent-Type: " + type +
-                                 "\r\nContent-Length: " + std::to_string(body.size()) +
-                                 "\r\nConnection: close\r\n\r\n";
-    const std::string out = head_out + body;
-    for (size_t sent = 0; sent < out.size();) {
-      pollfd pfd{fd, POLLOUT, 0};
-      const auto remaining =
-          std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
-      // A client that does not read its answer is dropped at the same deadline.
-      if (::poll(&pfd, 1, static_cast<int>(std::max<long long>(remaining, 100))) <= 0) return;
-      const ssize_t n = ::send(fd, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) return;
-      sent += static_cast<size_t>(n);
-    }
-    // Lingering close: closing with unread request bytes makes the kernel send a reset, which can
-    // destroy the answer (e.g. a 431) before the client reads it. Discard what the client still
-    // sends, briefly and boundedly, after announcing the end of the answer.
-    ::shutdown(fd, SHUT_WR);
-    const auto linger_until = std::min(deadline, Clock::now() + kLingerTime);
-    for (std::size_t drained = 0; drained < kLingerMaxBytes;) {
-      const auto remaining =
-          std::chrono::ceil<std::chrono::milliseconds>(linger_until - Clock::now()).count();
-      pollfd pfd{fd, POLLIN, 0};
-      if (remaining <= 0 || ::poll(&pfd, 1, static_cast<int>(remaining)) <= 0) return;
-      const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
-      if (n <= 0) return;
-      drained += static_cast<std::size_t>(n);
-    }
+    return "HTTP/1.0 " + status + "\r\nContent-Type: " + type +
+           "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
+           body;
+  }
+
+  std::optional<Route> find_route(std::string_view path) {
+    std::lock_guard lock(routes_mutex);
+    const auto it = routes.find(path);
+    if (it == routes.end()) return std::nullopt;
+    return it->second;
   }
 };
 
@@ -177,6 +348,9 @@ MetricsServer::MetricsServer(const Registry& registry, const MetricsServerOption
   if (options.request_timeout.count() <= 0) {
     throw std::invalid_argument("metrics: request_timeout must be > 0");
   }
+  if (options.max_connections < 1) {
+    throw std::invalid_argument("metrics: max_connections must be >= 1");
+  }
   impl_->options = options;
   impl_->registry = registry.impl_->registry;
   impl_->registry_impl = registry.impl_;
@@ -186,7 +360,7 @@ MetricsServer::MetricsServer(const Registry& registry, const MetricsServerOption
     const std::string name = "spotlight_" + r.service + "_rejected_http_requests_total";
     auto& family = r.family(name, "Requests to the /metrics endpoint rejected, by reason.",
                             MetricType::kCounter, {{"reason", ""}});
-    for (const char* reason : {"too_large", "bad_request", "method", "not_found", "timeout"}) {
+    for (const char* reason : kRejectReasons) {
       impl_->rejected[reason] = &family.counters->Add({{"reason", reason}});
     }
   }
@@ -207,7 +381,7 @@ MetricsServer::MetricsServer(const Registry& registry, const MetricsServerOption
     if (fd < 0) continue;
     const int one = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 16) == 0) {
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0) {
       sockaddr_storage bound{};
       socklen_t len = sizeof(bound);
       ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
@@ -223,14 +397,37 @@ MetricsServer::MetricsServer(const Registry& registry, const MetricsServerOption
   ::freeaddrinfo(found);
   if (impl_->listener < 0)
     throw MetricsError("metrics: cannot listen on '" + options.bind + "': " + why);
+  // The loop never blocks on a client: accepted sockets are non-blocking, and so is the listener
+  // (a connection reset between poll and accept must not block the loop).
+  ::fcntl(impl_->listener, F_SETFL, ::fcntl(impl_->listener, F_GETFL) | O_NONBLOCK);
+  impl_->wake = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (impl_->wake < 0) {
+    throw MetricsError("metrics: eventfd: " + std::string(std::strerror(errno)));
+  }
   impl_->host = hp->host;
   impl_->thread = std::thread([impl = impl_.get()] { impl->serve(); });
 }
 
 MetricsServer::~MetricsServer() {
   impl_->stopping = true;
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const ssize_t n = ::write(impl_->wake, &one, sizeof one);
   if (impl_->thread.joinable()) impl_->thread.join();
-  if (impl_->listener >= 0) ::close(impl_->listener);
+}
+
+void MetricsServer::add_route(std::string path, std::string content_type,
+                              ContentProvider provider) {
+  if (path.empty() || path.front() != '/' || path.find_first_of("? \t\r\n") != std::string::npos) {
+    throw std::invalid_argument("metrics: route '" + path +
+                                "' must start with '/' and contain no '?' or spaces");
+  }
+  if (path == kMetricsPath) throw std::invalid_argument("metrics: /metrics is built in");
+  if (!provider) throw std::invalid_argument("metrics: route '" + path + "' has no provider");
+  std::lock_guard lock(impl_->routes_mutex);
+  if (!impl_->routes.try_emplace(path, Impl::Route{std::move(content_type), std::move(provider)})
+           .second) {
+    throw std::invalid_argument("metrics: route '" + path + "' is already served");
+  }
 }
 
 std::unique_ptr<MetricsServer> MetricsServer::start(const Registry& registry,
@@ -270,6 +467,11 @@ config::Schema metrics_schema(std::string default_bind) {
                                     "A /metrics client must send its request head within this "
                                     "time (slower: dropped, counted).")
                  .range(1, 600000));
+  schema.add(config::Entry::integer("metrics.max_connections",
+                                    static_cast<std::int64_t>(kDefaultMetricsMaxConnections),
+                                    "Connections the /metrics endpoint keeps open at once (beyond: "
+                                    "the oldest still sending its request is dropped, counted).")
+                 .range(1, 65536));
   return schema;
 }
 
@@ -278,6 +480,7 @@ MetricsServerOptions metrics_server_options(const config::Config& config) {
   options.bind = config.get_string("metrics.bind");
   options.max_request_bytes = config.get<std::size_t>("metrics.max_request_bytes");
   options.request_timeout = std::chrono::milliseconds(config.get_int("metrics.request_timeout_ms"));
+  options.max_connections = config.get<std::size_t>("metrics.max_connections");
   return options;
 }
 

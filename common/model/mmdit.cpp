@@ -43,6 +43,19 @@ at::Tensor timestep_embedding(const at::Tensor& t) {
   return torch::cat({torch::cos(args), torch::sin(args)}, 1).to(t.scalar_type());
 }
 
+// A linear layer on [B, in] or [B, L, in] as one matrix product per sample (bmm against the
+// weight broadcast over the batch, no copy). A single product over all B x L rows may round
+// differently with the number of rows (BLAS picks kernels and blockings by size), and a sample's
+// output must not depend on the batch it is in: same seed + same weights => the same trajectory,
+// however samples are batched (so an explored candidate is bit for bit the rollout).
+at::Tensor per_sample(const torch::nn::Linear& layer, const at::Tensor& x) {
+  const auto& w = layer->weight;  // [out, in]
+  const auto rows = x.dim() == 2 ? x.unsqueeze(1) : x;
+  auto out = torch::bmm(rows, w.t().unsqueeze(0).expand({rows.size(0), w.size(1), w.size(0)}));
+  out = out + layer->bias;
+  return x.dim() == 2 ? out.squeeze(1) : out;
+}
+
 at::Tensor modulate(const at::Tensor& x, const at::Tensor& shift, const at::Tensor& scale) {
   return x * (1 + scale.unsqueeze(1)) + shift.unsqueeze(1);
 }
@@ -121,12 +134,12 @@ JointBlockImpl::JointBlockImpl(int64_t hidden, int64_t heads, int64_t mlp_ratio)
 std::pair<at::Tensor, at::Tensor> JointBlockImpl::forward(const at::Tensor& x, const at::Tensor& c,
                                                           const at::Tensor& cond,
                                                           const AttentionFn& attention) {
-  auto mx = image->modulation->forward(cond).chunk(6, 1);
-  auto mc = text->modulation->forward(cond).chunk(6, 1);
+  auto mx = per_sample(image->modulation, cond).chunk(6, 1);
+  auto mc = per_sample(text->modulation, cond).chunk(6, 1);
   auto qkv_x =
-      split_heads(image->qkv->forward(modulate(image->norm1->forward(x), mx[0], mx[1])), heads);
+      split_heads(per_sample(image->qkv, modulate(image->norm1->forward(x), mx[0], mx[1])), heads);
   auto qkv_c =
-      split_heads(text->qkv->forward(modulate(text->norm1->forward(c), mc[0], mc[1])), heads);
+      split_heads(per_sample(text->qkv, modulate(text->norm1->forward(c), mc[0], mc[1])), heads);
   // Joint sequence: text tokens first, then image tokens.
   auto out = merge_heads(attention(torch::cat({qkv_c[0], qkv_x[0]}, 2),
                                    torch::cat({qkv_c[1], qkv_x[1]}, 2),
@@ -135,12 +148,13 @@ std::pair<at::Tensor, at::Tensor> JointBlockImpl::forward(const at::Tensor& x, c
   auto out_c = out.narrow(1, 0, text_len);
   auto out_x = out.narrow(1, text_len, x.size(1));
 
-  auto x1 = x + mx[2].unsqueeze(1) * image->proj->forward(out_x);
-  auto c1 = c + mc[2].unsqueeze(1) * text->proj->forward(out_c);
+  auto x1 = x + mx[2].unsqueeze(1) * per_sample(image->proj, out_x);
+  auto c1 = c + mc[2].unsqueeze(1) * per_sample(text->proj, out_c);
   auto mlp = [](StreamWeights& s, const at::Tensor& h, const at::Tensor& shift,
                 const at::Tensor& scale) {
-    return s->fc2->forward(F::gelu(s->fc1->forward(modulate(s->norm2->forward(h), shift, scale)),
-                                   F::GELUFuncOptions().approximate("tanh")));
+    return per_sample(s->fc2,
+                      F::gelu(per_sample(s->fc1, modulate(s->norm2->forward(h), shift, scale)),
+                              F::GELUFuncOptions().approximate("tanh")));
   };
   x1 = x1 + mx[5].unsqueeze(1) * mlp(image, x1, mx[3], mx[4]);
   c1 = c1 + mc[5].unsqueeze(1) * mlp(text, c1, mc[3], mc[4]);
@@ -162,10 +176,10 @@ at::Tensor TextEncoderImpl::forward(const at::Tensor& tokens) {
   auto h = embed->forward(tokens) + position.narrow(1, 0, tokens.size(1));
   for (const auto& module : *layers) {
     auto layer = module->as<StreamWeightsImpl>();
-    auto qkv = split_heads(layer->qkv->forward(layer->norm1->forward(h)), heads);
-    h = h + layer->proj->forward(merge_heads(softmax_attention(qkv[0], qkv[1], qkv[2])));
-    h = h + layer->fc2->forward(F::gelu(layer->fc1->forward(layer->norm2->forward(h)),
-                                        F::GELUFuncOptions().approximate("tanh")));
+    auto qkv = split_heads(per_sample(layer->qkv, layer->norm1->forward(h)), heads);
+    h = h + per_sample(layer->proj, merge_heads(softmax_attention(qkv[0], qkv[1], qkv[2])));
+    h = h + per_sample(layer->fc2, F::gelu(per_sample(layer->fc1, layer->norm2->forward(h)),
+                                           F::GELUFuncOptions().approximate("tanh")));
   }
   return norm->forward(h);
 }
@@ -223,8 +237,8 @@ at::Tensor MMDiTImpl::forward(const at::Tensor& x, const at::Tensor& t, const at
 }
 
 at::Tensor MMDiTImpl::condition(const at::Tensor& t, const at::Tensor& pooled_text) {
-  auto temb = time_fc2->forward(F::silu(time_fc1->forward(timestep_embedding(t))));
-  return F::silu(temb + pooled_fc->forward(pooled_text));
+  auto temb = per_sample(time_fc2, F::silu(per_sample(time_fc1, timestep_embedding(t))));
+  return F::silu(temb + per_sample(pooled_fc, pooled_text));
 }
 
 at::Tensor MMDiTImpl::forward_encoded(const at::Tensor& x, const at::Tensor& t,
@@ -240,13 +254,13 @@ at::Tensor MMDiTImpl::forward_encoded(const at::Tensor& x, const at::Tensor& t,
 at::Tensor MMDiTImpl::forward_blocks(const at::Tensor& x, const at::Tensor& t,
                                      const at::Tensor& text, const at::Tensor& pooled_text) {
   auto cond = condition(t, pooled_text);
-  auto h = patch_embed->forward(patchify(x)) + image_position;
+  auto h = per_sample(patch_embed, patchify(x)) + image_position;
   auto c = text;
   for (const auto& module : *blocks) {
     std::tie(h, c) = module->as<JointBlockImpl>()->forward(h, c, cond, attention_);
   }
-  auto m = final_modulation->forward(cond).chunk(2, 1);
-  return unpatchify(final_proj->forward(modulate(final_norm->forward(h), m[0], m[1])));
+  auto m = per_sample(final_modulation, cond).chunk(2, 1);
+  return unpatchify(per_sample(final_proj, modulate(final_norm->forward(h), m[0], m[1])));
 }
 
 }  // namespace spotlight::model

@@ -1,5 +1,5 @@
 #pragma once
-// Ulysses sequence parallelism for the MMDiT (DESIGN.md section 4).
+// Ulysses sequence parallelism for the MMDiT (docs/preemption.md).
 //
 // Every rank of an SP group holds a shard of the joint text+image sequence (SequenceShard) and
 // runs the per-token parts of each block (modulation, qkv, projections, MLP) on it alone. In

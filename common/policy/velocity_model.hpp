@@ -1,6 +1,6 @@
 #pragma once
 // The network a policy samples and trains, whatever it is: the built-in MMDiT or a user's
-// TorchScript module. One signature for both (DESIGN.md section 2's v(x, t, c)):
+// TorchScript module. One signature for both (docs/algorithm.md's v(x, t, c)):
 //
 //   velocity(latents [B, C, H, W], timesteps [B] in [0, 1] (1 = noise),
 //            condition {prompt_embeds [B, L, D], pooled [B, P]}) -> velocity [B, C, H, W]

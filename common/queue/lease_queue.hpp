@@ -1,5 +1,5 @@
 #pragma once
-// The lease queue (DESIGN.md section 3): tasks are pulled under leases; only unacknowledged
+// The lease queue (docs/preemption.md): tasks are pulled under leases; only unacknowledged
 // leases are ever re-run; results are recorded idempotently before the acknowledgement.
 //
 // Life of a task:
@@ -10,12 +10,18 @@
 //                                        gone from the queue, never delivered again
 //   fail(lease, error)                   error kept; re-deliverable at once (next reclaim), or
 //                                        dead-lettered if it already had max_deliveries
+//   reject(lease, error)                 dead-lettered now with the error, whatever its deliveries
+//                                        (a task no retry can fix: forged, unsigned)
 //   release(lease)                       given back unfinished (preemption notice): re-deliverable
 //                                        at once, and this delivery does not count
 //   reclaim(consumer, min_idle, n)       leases idle >= min_idle (holder died or hung) move to
 //                                        `consumer` (delivery_count + 1); a task that would exceed
 //                                        max_deliveries goes to the dead-letter stream instead
 //   reclaim_from(dead, consumer, n)      the same for every lease of one dead consumer, now
+//   quarantine(task, result, reason)     a recorded result found invalid (poisoned): moved aside
+//                                        with the reason, and the task enqueued again (with the
+//                                        payload it was first enqueued with) unless it is still
+//                                        waiting or leased
 //
 // Guarantees: a task is acknowledged at most once and only after its result is recorded;
 // nothing acknowledged is delivered again; nothing unacknowledged is lost (it stays leased until
@@ -46,7 +52,9 @@ inline constexpr std::chrono::milliseconds kDefaultBlockTimeout{1000};
 inline constexpr int kDefaultMaxDeliveries = 5;
 
 // Key layout (Redis): <key_prefix>:<stream> (tasks), <key_prefix>:<dead_letter_stream>,
-// <key_prefix>:<results> (hash task id -> result), plus <key_prefix>:{index,errors,stats}.
+// <key_prefix>:<results> (hash task id -> result), plus <key_prefix>:{index,errors,stats,
+// payloads,quarantine} (payloads: task id -> payload as enqueued; quarantine: a stream of
+// quarantined results and why).
 struct LeaseQueueOptions {
   std::string key_prefix =
       "spotlight";  // one per run (and per queue), e.g. "spotlight:run-42:explore"
@@ -101,6 +109,21 @@ struct DeadLetter {
   std::int64_t deliveries = 0;
 };
 
+struct QuarantineOutcome {
+  bool quarantined = false;   // the result was still `result` and is now moved aside
+  bool requeued = false;      // the task was enqueued again
+  bool still_queued = false;  // not requeued: it is still waiting or leased (it will complete)
+  // quarantined && !requeued && !still_queued: no payload kept (enqueued before payloads were
+  // kept, or never): the task cannot run again.
+};
+
+struct QuarantinedResult {
+  std::string entry_id;  // id in the quarantine stream
+  std::string task_id;
+  std::string reason;
+  std::string result;  // the bytes that were recorded (the first 4096)
+};
+
 struct QueueStats {
   std::int64_t length = 0;   // tasks not acknowledged: waiting + leased
   std::int64_t leased = 0;   // tasks currently under a lease (pending)
@@ -117,6 +140,8 @@ struct QueueStats {
   std::int64_t failed_total = 0;
   std::int64_t dead_lettered_total = 0;
   std::int64_t duplicate_results_total = 0;
+  std::int64_t quarantined_total = 0;  // results moved aside by quarantine()
+  std::int64_t requeued_total = 0;     // tasks enqueued again by quarantine()
 };
 
 class LeaseQueue {
@@ -139,6 +164,8 @@ class LeaseQueue {
 
   // Keeps the error and releases the lease for re-delivery, or dead-letters the task (above).
   virtual FailOutcome fail(const Lease& lease, std::string_view error) = 0;
+  // Dead-letters the task now with `error` (kDeadLettered), or kNotHeld.
+  virtual FailOutcome reject(const Lease& lease, std::string_view error) = 0;
 
   // Gives an unfinished lease back (e.g. on a preemption notice, after committing in-flight state
   // elsewhere): re-deliverable by the next reclaim() at once, and the delivery is not counted
@@ -159,6 +186,13 @@ class LeaseQueue {
 
   // The recorded result of a task, if any.
   virtual std::optional<std::string> result(std::string_view task_id) = 0;
+  // Moves the recorded result of `task_id` aside with `reason` if it is still `result` (nothing
+  // happens otherwise), then enqueues the task again unless it is still waiting or leased.
+  // Atomic. For the consumer of results that found one invalid.
+  virtual QuarantineOutcome quarantine(std::string_view task_id, std::string_view result,
+                                       std::string_view reason) = 0;
+  // Up to max_count quarantined results, oldest first.
+  virtual std::vector<QuarantinedResult> quarantined(int max_count) = 0;
   virtual std::int64_t result_count() = 0;
   // Calls fn(task_id, result) for every recorded result (in no particular order; results
   // recorded during the walk may or may not be seen).

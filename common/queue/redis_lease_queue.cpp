@@ -57,8 +57,8 @@ local function redeliver(group, p, consumer, min_idle, max_deliveries, out)
 end
 )lua";
 
-// KEYS: stream, index, counters. ARGV: task_1, payload_1, task_2, payload_2, ...
-// Returns {{entry_id, 1 if new else 0}, ...}.
+// KEYS: stream, index, counters, payloads. ARGV: task_1, payload_1, task_2, payload_2, ...
+// Returns {{entry_id, 1 if new else 0}, ...}. The payload is kept (payloads) for quarantine().
 constexpr const char* kEnqueueLua = R"lua(
 local out, added = {}, 0
 for i = 1, #ARGV, 2 do
@@ -68,6 +68,7 @@ for i = 1, #ARGV, 2 do
   else
     local id = redis.call('XADD', KEYS[1], '*', 'task', ARGV[i], 'payload', ARGV[i + 1])
     redis.call('HSET', KEYS[2], ARGV[i], id)
+    redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1])
     out[#out + 1] = {id, 1}
     added = added + 1
   end
@@ -139,6 +140,25 @@ local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
 if #p == 0 or p[1][2] ~= ARGV[3] then return 0 end
 redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[3], 0, ARGV[2], 'JUSTID')
 return 1
+)lua";
+
+// KEYS: stream, results, index, payloads, quarantine, counters. ARGV: task id, result, reason.
+// Returns {quarantined, requeued, still queued}: the result moves aside only if it is still
+// `result`; the task is enqueued again (its first payload) unless its entry is still in the stream.
+constexpr const char* kQuarantineLua = R"lua(
+if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return {0, 0, 0} end
+redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('XADD', KEYS[5], 'MAXLEN', '~', 100000, '*', 'task', ARGV[1], 'reason', ARGV[3],
+           'result', string.sub(ARGV[2], 1, 4096))
+redis.call('HINCRBY', KEYS[6], 'quarantined', 1)
+local entry = redis.call('HGET', KEYS[3], ARGV[1])
+if entry and #redis.call('XRANGE', KEYS[1], entry, entry) > 0 then return {1, 0, 1} end
+local payload = redis.call('HGET', KEYS[4], ARGV[1])
+if not payload then return {1, 0, 0} end
+local id = redis.call('XADD', KEYS[1], '*', 'task', ARGV[1], 'payload', payload)
+redis.call('HSET', KEYS[3], ARGV[1], id)
+redis.call('HINCRBY', KEYS[6], 'requeued', 1)
+return {1, 1, 0}
 )lua";
 
 // KEYS: stream, dead, errors, counters. ARGV: group, consumer, min idle (ms), max count,
@@ -215,6 +235,7 @@ struct Scripts {
   Script reclaim{std::string(kPrelude) + kReclaimLua};
   Script reclaim_from{std::string(kPrelude) + kReclaimFromLua};
   Script stats{kStatsLua};
+  Script quarantine{kQuarantineLua};
 };
 
 const Scripts& scripts() {
@@ -264,7 +285,8 @@ void LeaseQueueOptions::validate() const {
       {"results", &results}};
   for (const auto& [name, value] : names) {
     if (value->empty()) throw InvalidQueueOptions(name, "must not be empty");
-    if (*value == "index" || *value == "errors" || *value == "stats") {
+    if (*value == "index" || *value == "errors" || *value == "stats" || *value == "payloads" ||
+        *value == "quarantine") {
       throw InvalidQueueOptions(name, "'" + *value + "' is reserved");
     }
   }
@@ -288,7 +310,9 @@ RedisLeaseQueue::RedisLeaseQueue(redis::RedisClient client, LeaseQueueOptions op
                p + ":" + options_.results,
                p + ":index",
                p + ":errors",
-               p + ":stats"};
+               p + ":stats",
+               p + ":payloads",
+               p + ":quarantine"};
 }
 
 RedisLeaseQueue::~RedisLeaseQueue() = default;
@@ -329,8 +353,9 @@ auto RedisLeaseQueue::call(Fn&& fn) -> decltype(fn()) {
 
 EnqueueResult RedisLeaseQueue::enqueue(std::string_view task_id, std::string_view payload) {
   return call([&] {
-    const Reply r = client_.eval(scripts().enqueue, {keys_.stream, keys_.index, keys_.stats},
-                                 {task_id, payload});
+    const Reply r =
+        client_.eval(scripts().enqueue, {keys_.stream, keys_.index, keys_.stats, keys_.payloads},
+                     {task_id, payload});
     const auto& item = r.as_array().at(0).as_array();
     return EnqueueResult{item.at(0).as_string(), item.at(1).as_integer() == 1};
   });
@@ -339,7 +364,7 @@ EnqueueResult RedisLeaseQueue::enqueue(std::string_view task_id, std::string_vie
 std::int64_t RedisLeaseQueue::enqueue_many(std::span<const Task> tasks) {
   return call([&] {
     std::int64_t added = 0;
-    const std::string_view keys[] = {keys_.stream, keys_.index, keys_.stats};
+    const std::string_view keys[] = {keys_.stream, keys_.index, keys_.stats, keys_.payloads};
     std::vector<std::string_view> args;
     for (std::size_t begin = 0; begin < tasks.size(); begin += kEnqueueBatch) {
       const std::size_t end = std::min(tasks.size(), begin + kEnqueueBatch);
@@ -407,8 +432,17 @@ Completion RedisLeaseQueue::complete(const Lease& lease, std::string_view result
 }
 
 FailOutcome RedisLeaseQueue::fail(const Lease& lease, std::string_view error) {
+  return fail_with(lease, error, options_.max_deliveries);
+}
+
+FailOutcome RedisLeaseQueue::reject(const Lease& lease, std::string_view error) {
+  return fail_with(lease, error, 0);  // every delivery count is at the limit
+}
+
+FailOutcome RedisLeaseQueue::fail_with(const Lease& lease, std::string_view error,
+                                       int max_deliveries) {
   return call([&] {
-    const std::string max = std::to_string(options_.max_deliveries);
+    const std::string max = std::to_string(max_deliveries);
     const std::string idle = std::to_string(options_.lease_timeout.count());
     const Reply r =
         client_.eval(scripts().fail, {keys_.stream, keys_.dead, keys_.errors, keys_.stats},
@@ -470,6 +504,35 @@ std::vector<Lease> RedisLeaseQueue::reclaim_from(std::string_view dead_consumer,
 std::optional<std::string> RedisLeaseQueue::result(std::string_view task_id) {
   return call([&] {
     return client_.command({"HGET", keys_.results, task_id}).as_optional_string();
+  });
+}
+
+QuarantineOutcome RedisLeaseQueue::quarantine(std::string_view task_id, std::string_view result,
+                                              std::string_view reason) {
+  return call([&] {
+    const Reply r = client_.eval(
+        scripts().quarantine,
+        {keys_.stream, keys_.results, keys_.index, keys_.payloads, keys_.quarantine, keys_.stats},
+        {task_id, result, reason});
+    const auto& a = r.as_array();
+    return QuarantineOutcome{a.at(0).as_integer() == 1, a.at(1).as_integer() == 1,
+                             a.at(2).as_integer() == 1};
+  });
+}
+
+std::vector<QuarantinedResult> RedisLeaseQueue::quarantined(int max_count) {
+  check_count(max_count, "quarantined");
+  return call([&] {
+    const Reply r =
+        client_.command({"XRANGE", keys_.quarantine, "-", "+", "COUNT", std::to_string(max_count)});
+    std::vector<QuarantinedResult> out;
+    for (const Reply& entry : r.as_array()) {
+      const auto& e = entry.as_array();
+      const auto& fields = e.at(1).as_array();
+      out.push_back(QuarantinedResult{e.at(0).as_string(), field(fields, "task"),
+                                      field(fields, "reason"), field(fields, "result")});
+    }
+    return out;
   });
 }
 
@@ -541,6 +604,8 @@ QueueStats RedisLeaseQueue::stats() {
       if (name == "failed") s.failed_total = value;
       if (name == "dead_lettered") s.dead_lettered_total = value;
       if (name == "duplicate_results") s.duplicate_results_total = value;
+      if (name == "quarantined") s.quarantined_total = value;
+      if (name == "requeued") s.requeued_total = value;
     }
     return s;
   });
@@ -548,8 +613,8 @@ QueueStats RedisLeaseQueue::stats() {
 
 void RedisLeaseQueue::destroy() {
   call([&] {
-    client_.command(
-        {"DEL", keys_.stream, keys_.dead, keys_.results, keys_.index, keys_.errors, keys_.stats});
+    client_.command({"DEL", keys_.stream, keys_.dead, keys_.results, keys_.index, keys_.errors,
+                     keys_.stats, keys_.payloads, keys_.quarantine});
     group_ready_ = false;
   });
 }

@@ -1,5 +1,5 @@
 #pragma once
-// LeaseQueue on a Redis Stream with a consumer group (DESIGN.md section 3).
+// LeaseQueue on a Redis Stream with a consumer group (docs/contracts.md).
 //
 //   enqueue        script: HSETNX-style index check, XADD
 //   lease          script: XREADGROUP ... STREAMS s > + count (a lease = a pending entry); if
@@ -10,6 +10,9 @@
 //   extend         script: if still the owner, XCLAIM JUSTID (idle -> 0, count unchanged)
 //   reclaim        script: XAUTOCLAIM, dead-letter those past max_deliveries
 //   reclaim_from   script: XPENDING of the dead consumer, XCLAIM, XGROUP DELCONSUMER when empty
+//   reject         the fail script with no retry left
+//   quarantine     script: if HGET results == result: HDEL, XADD quarantine; XADD the payload
+//                  again unless the index's entry is still in the stream
 //
 // Leases given back by fail() (retry) or release() are parked under the consumer "~released"
 // (consumer names starting with '~' are reserved) until a reclaim() re-delivers them.
@@ -37,6 +40,7 @@ class RedisLeaseQueue final : public LeaseQueue {
                            std::chrono::milliseconds block_timeout) override;
   Completion complete(const Lease& lease, std::string_view result) override;
   FailOutcome fail(const Lease& lease, std::string_view error) override;
+  FailOutcome reject(const Lease& lease, std::string_view error) override;
   bool release(const Lease& lease) override;
   bool extend(const Lease& lease) override;
   std::vector<Lease> reclaim(std::string_view consumer, std::chrono::milliseconds min_idle,
@@ -44,6 +48,9 @@ class RedisLeaseQueue final : public LeaseQueue {
   std::vector<Lease> reclaim_from(std::string_view dead_consumer, std::string_view consumer,
                                   int max_count) override;
   std::optional<std::string> result(std::string_view task_id) override;
+  QuarantineOutcome quarantine(std::string_view task_id, std::string_view result,
+                               std::string_view reason) override;
+  std::vector<QuarantinedResult> quarantined(int max_count) override;
   std::int64_t result_count() override;
   void for_each_result(const std::function<void(std::string_view, std::string_view)>& fn) override;
   std::optional<std::string> last_error(std::string_view task_id) override;
@@ -66,8 +73,9 @@ class RedisLeaseQueue final : public LeaseQueue {
 
  private:
   struct Keys {
-    std::string stream, dead, results, index, errors, stats;
+    std::string stream, dead, results, index, errors, stats, payloads, quarantine;
   };
+  FailOutcome fail_with(const Lease& lease, std::string_view error, int max_deliveries);
   template <typename Fn>
   auto call(Fn&& fn) -> decltype(fn());
   void ensure_group();

@@ -138,38 +138,17 @@ rpc::RpcClientCounters RemoteReward::counters() const {
   return impl_->client.counters();
 }
 
-config::Schema remote_reward_schema() {
-  using config::Entry;
-  return config::Schema{
-      Entry::string("reward.endpoint", kDefaultRewardEndpoint,
-                    "ZeroMQ endpoint of the reward service.")
-          .non_empty(),
-      Entry::integer("reward.timeout_ms", rpc::kDefaultCallTimeout.count(),
-                     "Timeout of one attempt of a reward call, in milliseconds.")
-          .range(1, 3600000),
-      Entry::integer("reward.retries", rpc::kDefaultCallRetries,
-                     "Attempts after the first times out.")
-          .range(0, 100),
-      Entry::integer("reward.max_images_per_request",
-                     static_cast<std::int64_t>(kDefaultMaxImagesPerRequest),
-                     "Images per request; larger batches are split.")
-          .range(1, 1 << 20),
-      Entry::string("reward.curve.server_public_file", "",
-                    "zcert file with the reward service's public key: requests are "
-                    "CURVE-encrypted; empty: plain text."),
-      Entry::string("reward.curve.client_secret_file", "",
-                    "zcert key pair file of this client; empty: an ephemeral key pair."),
-  };
-}
-
-RemoteRewardOptions remote_reward_options(const config::Config& config) {
+std::optional<RemoteRewardOptions> remote_reward_options(const config::Config& config) {
   RemoteRewardOptions options;
   options.endpoint = config.get_string("reward.endpoint");
+  // CURVE keys are checked even without an endpoint: a key file named in vain is a mistake.
+  options.rpc.curve = zmqio::curve_client_options(config, "reward.curve.server_public_file",
+                                                  "reward.curve.client_secret_file");
+  if (options.endpoint.empty()) return std::nullopt;
   options.rpc.timeout = std::chrono::milliseconds(config.get_int("reward.timeout_ms"));
   options.rpc.retries = config.get<int>("reward.retries");
   options.max_images_per_request = config.get<std::size_t>("reward.max_images_per_request");
-  options.rpc.curve = zmqio::curve_client_options(config, "reward.curve.server_public_file",
-                                                  "reward.curve.client_secret_file");
+  options.content = config.get_string("reward.input");
   return options;
 }
 

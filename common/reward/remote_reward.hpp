@@ -2,7 +2,7 @@
 // RemoteReward: a reward::RewardFunction that scores through the reward service, so explorers
 // and the trainer can swap it in for the in-process reward.
 //
-//   auto reward = std::make_unique<reward::RemoteReward>(reward::remote_reward_options(cfg));
+//   if (auto o = reward::remote_reward_options(cfg)) reward = std::make_unique<RemoteReward>(*o);
 //   std::vector<reward::Scored> s = reward->score(prompts, images);
 //
 // score() is equivalent to:
@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -34,13 +35,17 @@ namespace spotlight::reward {
 
 inline constexpr const char* kDefaultRewardEndpoint = "tcp://127.0.0.1:5557";
 inline constexpr std::size_t kDefaultMaxImagesPerRequest = 256;
+// The defaults of the reward.* client keys (scoring a batch of images takes longer than an RPC's
+// default attempt).
+inline constexpr std::chrono::milliseconds kDefaultRewardTimeout{10000};
+inline constexpr int kDefaultRewardRetries = 2;
 
 struct RemoteRewardOptions {
   std::string endpoint = kDefaultRewardEndpoint;
   // What the images are (wire::RewardRequest::content): "images" (RGB) or "latents" (raw
   // latents, channels-last, task::Image::channels of them).
   std::string content = "images";
-  rpc::RpcClientOptions rpc;  // per-attempt timeout, retries, CURVE
+  rpc::RpcClientOptions rpc;  // per-attempt timeout, retries after the first attempt, CURVE
   std::size_t max_images_per_request = kDefaultMaxImagesPerRequest;  // >= 1
 };
 
@@ -81,9 +86,13 @@ class RemoteReward final : public RewardFunction {
   std::unique_ptr<Impl> impl_;
 };
 
-// Client keys for services that call the reward service: reward.endpoint, reward.timeout_ms,
-// reward.retries, reward.max_images_per_request. Add to the caller's schema.
+// The one schema fragment of the reward service's clients (the run schema adds it; the service
+// itself has server keys only): reward.endpoint (empty: score in-process), reward.timeout_ms
+// (per attempt), reward.retries (attempts after the first), reward.max_images_per_request,
+// reward.curve.server_public_file, reward.curve.client_secret_file.
 config::Schema remote_reward_schema();
-RemoteRewardOptions remote_reward_options(const config::Config& config);
+// The client's options; std::nullopt when reward.endpoint is empty. Throws config::ConfigError
+// naming a CURVE key file that is unusable.
+std::optional<RemoteRewardOptions> remote_reward_options(const config::Config& config);
 
 }  // namespace spotlight::reward

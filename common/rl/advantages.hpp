@@ -1,5 +1,5 @@
 #pragma once
-// Group-relative advantages (DESIGN.md section 2): for each prompt group of G consecutive rewards,
+// Group-relative advantages (docs/algorithm.md): for each prompt group of G consecutive rewards,
 // A = (r - mean_group) / (std + 1e-4), std over the group or over the whole batch, then clipped.
 // Samples whose advantage is exactly 0 (e.g. every reward of the group equal) teach nothing and
 // are dropped by the loss.

@@ -1,5 +1,5 @@
 #pragma once
-// The clipped GRPO objective of DESIGN.md section 2, for one trained SDE step of a batch:
+// The clipped GRPO objective of docs/algorithm.md, for one trained SDE step of a batch:
 //   loss = mean_b max(-A_b * ratio_b, -A_b * clip(ratio_b, 1-eps, 1+eps)) + beta * KL
 //   ratio = exp(logp_new - logp_old),  KL = mean((mu_new - mu_ref)^2 / (2 s^2))
 // The mean runs over the samples whose advantage is non-zero (zero-advantage samples are dropped).

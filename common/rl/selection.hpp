@@ -1,5 +1,5 @@
 #pragma once
-// Max-variance seed selection (DESIGN.md section 2): from N explored candidates of a prompt keep
+// Max-variance seed selection (docs/algorithm.md): from N explored candidates of a prompt keep
 // the G whose rewards have maximum variance. The optimum is always the k lowest plus the G-k
 // highest rewards for some k, so sorting and scanning k is O(N log N).
 

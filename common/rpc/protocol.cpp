@@ -1,5 +1,7 @@
 #include "common/rpc/detail/protocol.hpp"
 
+#include <algorithm>
+
 #include "common/zmq/framing.hpp"
 
 namespace spotlight::rpc {
@@ -43,8 +45,8 @@ std::optional<ReplyHeader> decode_reply_header(std::string_view header) {
   return ReplyHeader{*id, static_cast<RpcStatus>(status)};
 }
 
-ParsedRequest parse_request(std::span<const std::string_view> frames,
-                            std::size_t max_request_bytes) {
+ParsedRequest parse_request(std::span<const std::string_view> frames, std::size_t max_request_bytes,
+                            std::size_t total_frames) {
   using zmqio::FrameReject;
   ParsedRequest out;
   if (frames.size() >= 2) out.id = decode_request_header(frames[1]);
@@ -54,11 +56,12 @@ ParsedRequest parse_request(std::span<const std::string_view> frames,
     out.error = std::move(error);
     return out;
   };
-  if (frames.size() != kRequestFrames) {
+  if (total_frames == 0) total_frames = frames.size();
+  if (frames.size() != kRequestFrames || total_frames != kRequestFrames) {
     return reject(FrameReject::kFrameCount, RpcStatus::kMalformed,
                   "expected " + std::to_string(kRequestFrames) +
                       " frames (empty delimiter, header, payload), got " +
-                      std::to_string(frames.size()));
+                      std::to_string(std::max(total_frames, frames.size())));
   }
   if (!frames[0].empty()) {
     return reject(FrameReject::kDelimiter, RpcStatus::kMalformed, "first frame must be empty");

@@ -4,7 +4,7 @@
 #include <cerrno>
 #include <mutex>
 
-#include <zmq_addon.hpp>
+#include <zmq.hpp>
 
 #include "common/rpc/detail/protocol.hpp"
 #include "common/rpc/errors.hpp"
@@ -16,21 +16,73 @@ namespace spotlight::rpc {
 
 using Clock = std::chrono::steady_clock;
 
-struct RpcServer::Impl {
-  Impl(BatchHandler h, RpcServerOptions o);
+RpcPayload::RpcPayload(std::string bytes) {
+  auto owned = std::make_shared<const std::string>(std::move(bytes));
+  bytes_ = *owned;
+  owner_ = std::move(owned);
+}
 
-  // A well-formed request, or std::nullopt after answering the sender with an error.
-  std::optional<RpcRequest> parse(std::vector<zmq::message_t>& parts);
+namespace {
+
+// One message as read from the ROUTER: its first frames (the routing id and at most the
+// protocol's three), and how many frames it had in all.
+struct Received {
+  std::vector<zmq::message_t> frames;
+  std::size_t total_frames = 0;
+};
+
+// Reads one message without blocking, frame by frame: frames beyond the first 1 + kRequestFrames
+// are counted and freed at once instead of being kept. std::nullopt when none is waiting.
+std::optional<Received> receive(zmq::socket_t& router) {
+  zmq::message_t frame;
+  if (!router.recv(frame, zmq::recv_flags::dontwait)) return std::nullopt;
+  Received r;
+  bool more = frame.more();
+  r.frames.push_back(std::move(frame));
+  r.total_frames = 1;
+  while (more) {
+    zmq::message_t next;
+    // The rest of a message is delivered with its first frame: this never waits.
+    if (!router.recv(next, zmq::recv_flags::none)) break;
+    more = next.more();
+    ++r.total_frames;
+    if (r.frames.size() < 1 + detail::kRequestFrames) r.frames.push_back(std::move(next));
+  }
+  return r;
+}
+
+}  // namespace
+
+struct RpcServer::Impl {
+  Impl(BatchHandler h, RequestSink k, RpcServerOptions o);
+
+  // A well-formed request's routing and payload frame, or std::nullopt after answering the
+  // sender with an error.
+  struct Parsed {
+    std::uint64_t id = 0;
+    std::string peer;
+    std::string_view payload;  // in the received frames
+  };
+  std::optional<Parsed> parse(Received& received);
   void reply(const std::string& peer, std::uint64_t id, RpcStatus status, std::string_view body);
   void process(std::vector<RpcRequest>& batch);
+  void send_posted();  // the replies posted by reply() from other threads
 
   BatchHandler handler;
+  RequestSink sink;
   RpcServerOptions options;
   zmq::socket_t router;
   zmq::socket_t monitor;  // failed handshakes of `router`
   zmq::socket_t wake_in;  // run() side of the stop signal
-  std::mutex wake_mutex;  // guards wake_out
+  std::mutex wake_mutex;  // guards wake_out and posted
   zmq::socket_t wake_out;
+  struct Posted {
+    std::string peer;
+    std::uint64_t id = 0;
+    RpcReply reply;
+  };
+  std::vector<Posted> posted;
+  void wake();  // caller holds wake_mutex
 
   std::atomic<bool> stop_requested{false};
   std::atomic<bool> running{false};
@@ -73,13 +125,14 @@ void RpcServer::Impl::count_reject(zmqio::FrameReject why) {
   if (options.on_reject) options.on_reject(zmqio::to_string(why));
 }
 
-RpcServer::Impl::Impl(BatchHandler h, RpcServerOptions o)
+RpcServer::Impl::Impl(BatchHandler h, RequestSink k, RpcServerOptions o)
     : handler(std::move(h)),
+      sink(std::move(k)),
       options(std::move(o)),
       router(zmqio::context(), zmq::socket_type::router),
       wake_in(zmqio::context(), zmq::socket_type::pair),
       wake_out(zmqio::context(), zmq::socket_type::pair) {
-  if (!handler) throw RpcError("rpc server: handler is empty");
+  if (!handler && !sink) throw RpcError("rpc server: handler is empty");
   if (options.max_batch < 1) throw RpcError("rpc server: max_batch must be >= 1");
   if (options.batch_window.count() < 0) throw RpcError("rpc server: batch_window must be >= 0");
   if (options.max_message_size >= 0 && options.max_message_size < zmqio::kMinMaxMessageSize) {
@@ -116,22 +169,44 @@ void RpcServer::Impl::reply(const std::string& peer, std::uint64_t id, RpcStatus
   }
 }
 
-std::optional<RpcRequest> RpcServer::Impl::parse(std::vector<zmq::message_t>& parts) {
-  // parts: [peer][""][header][payload]
-  if (parts.empty()) return std::nullopt;
-  std::string peer = parts[0].to_string();
+std::optional<RpcServer::Impl::Parsed> RpcServer::Impl::parse(Received& received) {
+  // frames: [peer][""][header][payload]
+  if (received.frames.empty()) return std::nullopt;
+  std::string peer = received.frames[0].to_string();
   std::vector<std::string_view> frames;
-  frames.reserve(parts.size() - 1);
-  for (std::size_t i = 1; i < parts.size(); ++i)
-    frames.push_back(parts[i].to_string_view());
-  detail::ParsedRequest parsed = detail::parse_request(frames, options.max_request_bytes);
+  frames.reserve(received.frames.size() - 1);
+  for (std::size_t i = 1; i < received.frames.size(); ++i)
+    frames.push_back(received.frames[i].to_string_view());
+  detail::ParsedRequest parsed =
+      detail::parse_request(frames, options.max_request_bytes, received.total_frames - 1);
   if (parsed.reject != zmqio::FrameReject::kNone) {
     ++malformed;
     count_reject(parsed.reject);
     reply(peer, parsed.id.value_or(0), parsed.status, parsed.error);
     return std::nullopt;
   }
-  return RpcRequest{*parsed.id, std::move(peer), std::string(parsed.payload)};
+  return Parsed{*parsed.id, std::move(peer), parsed.payload};
+}
+
+void RpcServer::Impl::wake() {
+  try {
+    wake_out.send(zmq::message_t(), zmq::send_flags::dontwait);
+  } catch (const zmq::error_t&) {
+    // A wake-up is already queued.
+  }
+}
+
+void RpcServer::Impl::send_posted() {
+  std::vector<Posted> batch;
+  {
+    std::lock_guard lock(wake_mutex);
+    batch.swap(posted);
+  }
+  for (auto& p : batch) {
+    if (!p.reply.ok) ++errors;
+    reply(p.peer, p.id, p.reply.ok ? RpcStatus::kOk : RpcStatus::kHandlerError, p.reply.body);
+  }
+  batch.clear();  // here, release_after_send
 }
 
 void RpcServer::Impl::process(std::vector<RpcRequest>& batch) {
@@ -175,7 +250,10 @@ void RpcServer::Impl::process(std::vector<RpcRequest>& batch) {
 }
 
 RpcServer::RpcServer(BatchHandler handler, RpcServerOptions options)
-    : impl_(std::make_unique<Impl>(std::move(handler), std::move(options))) {}
+    : impl_(std::make_unique<Impl>(std::move(handler), nullptr, std::move(options))) {}
+
+RpcServer::RpcServer(RequestSink sink, RpcServerOptions options)
+    : impl_(std::make_unique<Impl>(nullptr, std::move(sink), std::move(options))) {}
 
 RpcServer::~RpcServer() = default;
 
@@ -193,11 +271,13 @@ std::string RpcServer::bind(const std::string& endpoint) {
 void RpcServer::stop() {
   impl_->stop_requested = true;
   std::lock_guard lock(impl_->wake_mutex);
-  try {
-    impl_->wake_out.send(zmq::message_t(), zmq::send_flags::dontwait);
-  } catch (const zmq::error_t&) {
-    // A wake-up is already queued.
-  }
+  impl_->wake();
+}
+
+void RpcServer::reply(const std::string& peer, std::uint64_t id, RpcReply reply) {
+  std::lock_guard lock(impl_->wake_mutex);
+  impl_->posted.push_back(Impl::Posted{peer, id, std::move(reply)});
+  impl_->wake();
 }
 
 void RpcServer::run(std::stop_token stop_token) {
@@ -233,24 +313,41 @@ void RpcServer::run(std::stop_token stop_token) {
       for (std::size_t n = zmqio::count_handshake_failures(s.monitor); n > 0; --n)
         s.count_reject(zmqio::FrameReject::kHandshake);
     }
+    if (s.sink) s.send_posted();
     if (s.stop_requested) break;
     // Bounded, so a flood of malformed messages cannot keep a batch from being answered.
     const std::size_t max_reads = 4 * s.options.max_batch + 64;
     for (std::size_t reads = 0; reads < max_reads && batch.size() < s.options.max_batch; ++reads) {
-      std::vector<zmq::message_t> parts;
-      if (!zmq::recv_multipart(s.router, std::back_inserter(parts), zmq::recv_flags::dontwait)) {
-        break;
+      auto received = receive(s.router);
+      if (!received) break;
+      auto request = s.parse(*received);
+      if (!request) continue;
+      if (s.sink) {
+        ++s.requests;
+        // The payload frame moves into a shared holder: the sink's RpcPayload keeps it alive.
+        auto frame = std::make_shared<zmq::message_t>(std::move(received->frames.back()));
+        const std::string_view bytes = frame->to_string_view();
+        const std::string peer = request->peer;
+        try {
+          s.sink(RpcCall{request->id, std::move(request->peer),
+                         RpcPayload(std::shared_ptr<const void>(frame, frame.get()), bytes)});
+        } catch (const std::exception& e) {
+          ++s.errors;
+          s.reply(peer, request->id, RpcStatus::kHandlerError,
+                  std::string("request sink failed: ") + e.what());
+        }
+        continue;
       }
-      if (auto request = s.parse(parts)) {
-        if (batch.empty()) batch_deadline = Clock::now() + s.options.batch_window;
-        batch.push_back(std::move(*request));
-      }
+      if (batch.empty()) batch_deadline = Clock::now() + s.options.batch_window;
+      batch.push_back(
+          RpcRequest{request->id, std::move(request->peer), std::string(request->payload)});
     }
     if (!batch.empty() && (batch.size() >= s.options.max_batch || Clock::now() >= batch_deadline)) {
       s.process(batch);
     }
   }
   if (!batch.empty()) s.process(batch);
+  if (s.sink) s.send_posted();
 }
 
 RpcServerCounters RpcServer::counters() const {

@@ -18,6 +18,12 @@
 //     send replies[i] to the client of batch[i], tagged with its request id
 //   answer the batch in hand, return
 //
+// Serving with asynchronous replies instead (RpcServer(RequestSink, ...)): every well-formed
+// request goes to the sink on the run() thread as soon as it is read, its payload still in the
+// frame it arrived in (not copied); whoever the sink hands it to answers later, from any thread,
+// with reply(). max_batch and batch_window do not apply: scheduling is the sink's. run() sends
+// every reply posted before it returns.
+//
 // Contract:
 // - The handler sees each batch once; replies[i] answers batch[i]. If it throws, or returns a
 //   reply count other than batch.size(), every request of the batch gets a kHandlerError reply.
@@ -25,8 +31,11 @@
 //   be idempotent (a reward is a pure function of its input).
 // - A message with the wrong frame count, a bad header or a payload above max_request_bytes is
 //   answered with an error status and counted as malformed; it never reaches the handler and
-//   never stops the server. Frames above max_message_size are dropped by libzmq together with
-//   the connection (no reply is possible; the client times out and reconnects). A peer that
+//   never stops the server. Frames are read one at a time and those beyond the protocol's three
+//   are freed at once. Frames above max_message_size are dropped by libzmq together with the
+//   connection, as their size arrives (no reply is possible; the client times out and
+//   reconnects). libzmq bounds frames, not frames per message: it holds a multipart message
+//   whole before run() sees its first frame. A peer that
 //   does not complete the ZMTP/CURVE handshake within handshake_timeout is dropped and counted
 //   (rejected_handshake).
 // - bind() before run(); run() may then be called from another thread. stop() and counters()
@@ -66,9 +75,37 @@ struct RpcReply {
 
   std::string body;
   bool ok = true;
+  // Released by the run() thread once the reply is sent (e.g. the request's buffers, so that
+  // freeing them costs the replying thread nothing).
+  std::shared_ptr<const void> release_after_send;
 };
 
 using BatchHandler = std::function<std::vector<RpcReply>(std::vector<RpcRequest> batch)>;
+
+// Bytes of a received request, kept where they arrived (the ZeroMQ frame) rather than copied.
+// Immutable and cheap to copy (shared); may be handed to other threads.
+class RpcPayload {
+ public:
+  RpcPayload() = default;
+  explicit RpcPayload(std::string bytes);  // owns them (tests, adapters)
+  // Views `bytes`, keeping `owner` (whatever holds them) alive as long as any copy lives.
+  RpcPayload(std::shared_ptr<const void> owner, std::string_view bytes)
+      : owner_(std::move(owner)), bytes_(bytes) {}
+  std::string_view bytes() const { return bytes_; }
+  std::size_t size() const { return bytes_.size(); }
+
+ private:
+  std::shared_ptr<const void> owner_;
+  std::string_view bytes_;
+};
+
+// One request for a RequestSink; answer it with RpcServer::reply(call.peer, call.id, ...).
+struct RpcCall {
+  std::uint64_t id = 0;
+  std::string peer;  // opaque routing id of the client connection: one per client connection
+  RpcPayload payload;
+};
+using RequestSink = std::function<void(RpcCall call)>;
 
 inline constexpr std::size_t kDefaultMaxBatch = 32;
 inline constexpr std::chrono::microseconds kDefaultBatchWindow{5000};
@@ -110,6 +147,8 @@ class RpcServer {
  public:
   // Throws RpcError naming the bad option, zmqio::CurveError for CURVE problems.
   explicit RpcServer(BatchHandler handler, RpcServerOptions options = {});
+  // Asynchronous replies (see above). Same errors.
+  explicit RpcServer(RequestSink sink, RpcServerOptions options = {});
   ~RpcServer();
   RpcServer(const RpcServer&) = delete;
   RpcServer& operator=(const RpcServer&) = delete;
@@ -121,6 +160,10 @@ class RpcServer {
   void run(std::stop_token stop = {});
   // Makes run() return after the batch in hand is answered. Thread-safe, idempotent.
   void stop();
+
+  // Sends `reply` to request `id` of client `peer` (a RequestSink's RpcCall), from the run()
+  // thread. Thread-safe; a reply for a client that is gone is dropped.
+  void reply(const std::string& peer, std::uint64_t id, RpcReply reply);
 
   RpcServerCounters counters() const;
 

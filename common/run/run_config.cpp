@@ -5,6 +5,7 @@
 #include "common/bus/publisher.hpp"
 #include "common/config/error.hpp"
 #include "common/metrics/server.hpp"
+#include "common/reward/remote_reward.hpp"
 #include "common/task/errors.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/prompt_file.hpp"
@@ -89,10 +90,6 @@ const config::Schema& run_schema() {
                          "Trained parameters by name pattern (fnmatch; e.g. ['*lora*']); the "
                          "others stay frozen.")
           .non_empty(),
-      Entry::string("reward.input", "images",
-                    "What explorers and the trainer send the reward: images (RGB, 3 latent "
-                    "channels) or latents (the reward service decodes them, e.g. with a VAE).")
-          .one_of({"images", "latents"}),
       Entry::real("task.held_out_fraction", 0.125,
                   "Share of each category's prompts held out for validation.")
           .range(0.01, 0.5),
@@ -122,8 +119,21 @@ const config::Schema& run_schema() {
       Entry::integer("sampler.steps", 10, "SDE/ODE steps per sample.").range(2, 1000),
       Entry::real("sampler.noise_level", 0.7, "SDE noise level a.").range(0, 5),
       Entry::real("sampler.shift", 1.0, "Time-grid shift toward the noise end.").positive(),
-      Entry::string("exploration.mode", "sync", "Where seed exploration runs.")
-          .one_of({"none", "sync", "async"}),
+      Entry::string("exploration.mode", "sync",
+                    "Where seed exploration runs: none (random seeds), sync (on the trainer, "
+                    "current weights), sync-stale (on the trainer, the previous iteration's "
+                    "weights), async (explorers, previous weights), offload (no exploration: "
+                    "explorers sample the rollouts with the current weights, the trainer trains).")
+          .one_of({"none", "sync", "sync-stale", "async", "offload"}),
+      Entry::string("exploration.reuse", "on_policy",
+                    "Explored trajectories the trainer trains on instead of sampling them again: "
+                    "off, on_policy (sampled with the current weights at the rollout's step "
+                    "count), off_policy (also older weights, with the importance ratio; explorers "
+                    "keep trajectories in Redis). offload always trains on the explorers'.")
+          .one_of({"off", "on_policy", "off_policy"}),
+      Entry::real("exploration.trajectory_ttl_seconds", 600,
+                  "Kept trajectories expire from Redis this long after they were written.")
+          .range(1, 604800),
       Entry::integer("exploration.candidates", 24, "Candidate seeds explored per prompt (N).")
           .range(1, 4096),
       Entry::integer("exploration.steps", 0, "Sampler steps of exploration (0: sampler.steps).")
@@ -166,6 +176,14 @@ const config::Schema& run_schema() {
                      "line and cores)."),
       Entry::integer("validation.prompts", 64, "Held-out validation prompts.").range(1, 100000),
       Entry::integer("validation.steps", 10, "ODE steps of validation sampling.").range(2, 1000),
+      Entry::integer("validation.grid_prompts", 8,
+                     "Rows of the image grid written at every validation (<run.dir>/validation/): "
+                     "the first validation prompts (0: no grids).")
+          .range(0, 256),
+      Entry::integer("validation.grid_seeds", 4,
+                     "Images per grid row: the validation's own seed plus extra fixed seeds, "
+                     "sampled the same way.")
+          .range(1, 64),
       Entry::integer("audit.every", 5, "Staleness audit every this many iterations (0: off).")
           .at_least(0),
       Entry::integer("audit.prompts", 4, "Prompts re-scored by the staleness audit.")
@@ -208,12 +226,11 @@ const config::Schema& run_schema() {
           .range(1, 600000),
       Entry::string("bus.trainer_endpoint", "tcp://127.0.0.1:5560",
                     "ZeroMQ PUB endpoint the trainer binds (weights, iteration notices)."),
-      Entry::string("reward.endpoint", "",
-                    "Reward service endpoint; empty: score in-process (embedded task only). "
-                    "Explorers score through it; the trainer too when task.kind is prompt_file."),
-      Entry::integer("reward.timeout_ms", 10000, "Per-attempt timeout of a reward request.")
-          .range(1, 3600000),
-      Entry::integer("reward.retries", 3, "Attempts of a reward request.").range(1, 100),
+      Entry::integer("exploration.sample_images_every", 5,
+                     "async: every this many iterations explorers keep the images of prompt 0's "
+                     "candidates and the trainer draws what selection chose from them "
+                     "(<run.dir>/exploration/; 0: never).")
+          .at_least(0),
       Entry::real("exploration.max_wait_seconds", 60,
                   "async: longest the trainer waits for an iteration's explored seeds.")
           .at_least(0),
@@ -302,18 +319,16 @@ const config::Schema& run_schema() {
           .range(1, 600000),
       Entry::string("bus.curve.server_secret_file", "",
                     "zcert key pair file (spotlight-keygen): the trainer's bus is CURVE-encrypted; "
-                    "empty: plain text."),
-      Entry::string("reward.curve.server_public_file", "",
-                    "zcert file with the reward service's public key: requests are "
-                    "CURVE-encrypted; empty: plain text."),
-      Entry::string("reward.curve.client_secret_file", "",
-                    "zcert key pair file of this reward client; empty: an ephemeral key pair.")};
+                    "empty: plain text.")};
+  // The reward service's client keys (reward.*), which a core-only build reads too (reward.input,
+  // and reward.endpoint to refuse a prompt file it cannot score).
 #ifdef SPOTLIGHT_RUN_SERVICES
   // metrics.bind (empty: off), metrics.max_request_bytes, metrics.request_timeout_ms.
-  static const config::Schema schema = config::Schema(entries).add(metrics::metrics_schema(""));
+  static const config::Schema schema =
+      config::Schema(entries).add(metrics::metrics_schema("")).add(reward::remote_reward_schema());
 #else
   // A core-only build (SPOTLIGHT_CORE_ONLY) serves no metrics: no metrics.* keys.
-  static const config::Schema schema = config::Schema(entries);
+  static const config::Schema schema = config::Schema(entries).add(reward::remote_reward_schema());
 #endif
   return schema;
 }
@@ -433,16 +448,8 @@ bus::PublisherOptions trainer_bus_options(const config::Config& c) {
   return o;
 }
 
-zmqio::CurveOptions reward_client_curve(const config::Config& c) {
-  return zmqio::curve_client_options(c, "reward.curve.server_public_file",
-                                     "reward.curve.client_secret_file");
-}
-
-RunKeys::RunKeys(const std::string& run_id)
-    : prefix("spotlight:" + run_id), explore_queue(prefix + ":explore") {}
-
-std::string RunKeys::explorer_heartbeat(const std::string& explorer_id) const {
-  return "explorer:" + explorer_id + ":heartbeat";
+bool samples_explored_images(std::int64_t iteration, std::int64_t prompt, int every) {
+  return every > 0 && prompt == 0 && iteration >= 0 && iteration % every == 0;
 }
 
 queue::LeaseQueueOptions explore_queue_options(const config::Config& c) {
@@ -453,5 +460,20 @@ queue::LeaseQueueOptions explore_queue_options(const config::Config& c) {
   return o;
 }
 #endif
+
+store::TrajectoryStoreOptions trajectory_store_options(const config::Config& c) {
+  store::TrajectoryStoreOptions o;
+  o.key_prefix = RunKeys(c.get_string("run.id")).trajectories;
+  o.ttl = std::chrono::milliseconds(
+      static_cast<std::int64_t>(c.get_double("exploration.trajectory_ttl_seconds") * 1000.0));
+  return o;
+}
+
+Reuse reuse(const config::Config& c) {
+  const std::string& value = c.get_string("exploration.reuse");
+  if (value == "off") return Reuse::kOff;
+  if (value == "off_policy") return Reuse::kOffPolicy;
+  return Reuse::kOnPolicy;
+}
 
 }  // namespace spotlight::run

@@ -2,10 +2,12 @@
 // One configuration schema for a run, shared by the trainer, planner and explorers, so a single
 // YAML file describes the whole job (sections run, model, task, sampler, exploration, trainer,
 // validation, audit, redis, bus, reward, explorer, planner, metrics). Every binary validates the
-// whole file at start: an unknown key anywhere is an error naming it. The reward service, which
-// needs none of the training keys, has its own schema (services/reward).
+// whole file at start: an unknown key anywhere is an error naming it. The reward.* keys are the
+// reward service's client keys (common/reward/remote_reward.hpp); the service itself, which
+// needs none of the training keys, has its own schema of server keys (services/reward).
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -15,16 +17,15 @@
 #include "common/policy/policy_options.hpp"
 #include "common/queue/lease_queue.hpp"
 #include "common/redis/client.hpp"
+#include "common/run/run_keys.hpp"
 #include "common/sampler/sampler_options.hpp"
+#include "common/store/trajectory_store.hpp"
 #include "common/task/options.hpp"
 #include "common/task/prompt_source.hpp"
 
 namespace spotlight::bus {
 struct PublisherOptions;  // common/bus/publisher.hpp
 }  // namespace spotlight::bus
-namespace spotlight::zmqio {
-struct CurveOptions;  // common/zmq/curve.hpp
-}  // namespace spotlight::zmqio
 
 namespace spotlight::run {
 
@@ -51,26 +52,21 @@ outage::BackoffOptions redis_backoff(const config::Config& config);
 // bus.handshake_timeout_ms and CURVE from bus.curve.server_secret_file. Throws config::ConfigError
 // naming a key file that is unusable.
 bus::PublisherOptions trainer_bus_options(const config::Config& config);
-// CURVE of the reward service's clients: reward.curve.server_public_file (empty: plain text) and
-// reward.curve.client_secret_file (empty: an ephemeral key pair). Throws config::ConfigError.
-zmqio::CurveOptions reward_client_curve(const config::Config& config);
 
-// Redis key layout of one run: everything durable lives under `prefix` = "spotlight:<run.id>".
-// Construct the stores with it: RedisKeyValueStore(redis, keys.prefix) and the keys below are
-// relative to it (the store adds "<prefix>:"); RedisWeightStore with key_prefix = keys.prefix
-// (it adds ":weights:"); the lease queue with key_prefix = keys.explore_queue.
-struct RunKeys {
-  explicit RunKeys(const std::string& run_id);
-  std::string prefix;         // spotlight:<run id>
-  std::string explore_queue;  // absolute: <prefix>:explore (LeaseQueueOptions::key_prefix)
-  // Relative keys (KeyValueStore constructed with `prefix`):
-  std::string trainer_iteration = "trainer:iteration";  // iteration the trainer works on (integer)
-  std::string trainer_timing = "trainer:timing";        // JSON time split of the last iteration
-  std::string planner_state = "planner:enqueued";       // highest iteration enqueued (integer)
-  std::string explorer_heartbeat(
-      const std::string& explorer_id) const;  // "explorer:<id>:heartbeat"
-};
+// Whether explorers keep the image of a candidate of (iteration, prompt) for the trainer's
+// exploration sample: prompt 0 of every `every`-th iteration (0: never).
+bool samples_explored_images(std::int64_t iteration, std::int64_t prompt, int every);
 
 queue::LeaseQueueOptions explore_queue_options(const config::Config& config);
+// key_prefix RunKeys::trajectories, ttl exploration.trajectory_ttl_seconds.
+store::TrajectoryStoreOptions trajectory_store_options(const config::Config& config);
+
+// exploration.reuse: which explored trajectories the trainer trains on instead of sampling.
+enum class Reuse {
+  kOff,        // none: every rollout is sampled by the trainer (the behaviour before issue #14)
+  kOnPolicy,   // those sampled with the trainer's current weights at the rollout's step count
+  kOffPolicy,  // also those sampled with older weights, with the importance ratio against them
+};
+Reuse reuse(const config::Config& config);
 
 }  // namespace spotlight::run

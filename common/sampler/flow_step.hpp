@@ -1,5 +1,5 @@
 #pragma once
-// The flow-matching steps of DESIGN.md section 2. Time runs from t = 1 (noise) to t = 0 (image);
+// The flow-matching steps of docs/algorithm.md. Time runs from t = 1 (noise) to t = 0 (image);
 // one step goes from t to t_next (dt = t_next - t < 0) given the predicted velocity v.
 //
 //   ODE:  x' = x + v*dt

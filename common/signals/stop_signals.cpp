@@ -73,12 +73,11 @@ StopSignals::~StopSignals() {
 std::optional<int> StopSignals::wait(std::stop_token stop) {
   std::stop_callback on_stop(stop, [] { wake(kStopByte); });
   for (;;) {
-    char bytes[16];
-    const ssize_t n = ::read(g_read_fd.load(), bytes, sizeof bytes);
+    // One byte at a time: each signal is one byte, and one returned must not take the next along.
+    char byte = kStopByte;
+    const ssize_t n = ::read(g_read_fd.load(), &byte, 1);
     if (n > 0) {
-      for (ssize_t i = 0; i < n; ++i) {
-        if (bytes[i] != kStopByte) return static_cast<int>(bytes[i]);
-      }
+      if (byte != kStopByte) return static_cast<int>(byte);
       if (stop.stop_requested()) return std::nullopt;
       continue;
     }

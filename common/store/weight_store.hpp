@@ -1,6 +1,6 @@
 #pragma once
-// Versioned model-weight blobs (DESIGN.md section 3: "Weights travel as a small notice {version,
-// checksum, location}; explorers pull the blob").
+// Versioned model-weight blobs (docs/contracts.md: weights travel as a small notice {version,
+// checksum, location}; explorers pull the blob).
 //
 //   publish(v, bytes)   chunks, then the manifest {version, bytes, chunks, checksum}, then
 //                       `latest` := max(latest, v) atomically with the manifest. A reader that

@@ -573,6 +573,24 @@ std::string Reader::bin(std::string_view field) const {
   return std::string(o.via.bin.ptr, o.via.bin.size);
 }
 
+std::string_view Reader::bin_view(std::string_view field) const {
+  const msgpack::object& o = lookup(*this, *impl_, field);
+  if (o.type != msgpack::type::BIN) Access{*this}.wrong(field, "bin", o);
+  return std::string_view(o.via.bin.ptr, o.via.bin.size);
+}
+
+void copy_f32_le(std::string_view bytes, std::size_t first, std::size_t count, float* out) {
+  if (count == 0) return;
+  std::memcpy(out, bytes.data() + first * sizeof(float), count * sizeof(float));
+  if constexpr (std::endian::native == std::endian::big) {
+    for (std::size_t i = 0; i < count; ++i) {
+      auto raw = std::bit_cast<std::array<char, 4>>(out[i]);
+      std::reverse(raw.begin(), raw.end());
+      out[i] = std::bit_cast<float>(raw);
+    }
+  }
+}
+
 std::vector<float> Reader::f32_bin(std::string_view field) const {
   const msgpack::object& o = lookup(*this, *impl_, field);
   if (o.type != msgpack::type::BIN) Access{*this}.wrong(field, "bin of float32", o);

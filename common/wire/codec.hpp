@@ -109,6 +109,8 @@ class Reader {
   bool boolean(std::string_view field) const;
   std::string str(std::string_view field) const;
   std::string bin(std::string_view field) const;
+  // The bin's bytes where they are, in the message this Reader was read from (no copy).
+  std::string_view bin_view(std::string_view field) const;
   std::vector<float> f32_bin(std::string_view field) const;
   std::vector<std::int64_t> i64_list(std::string_view field) const;
   std::vector<double> f64_list(std::string_view field) const;
@@ -128,6 +130,11 @@ class Reader {
   MessageHeader header_;
   std::unique_ptr<Impl> impl_;
 };
+
+// Copies `count` float32 values, starting at value `first`, out of little-endian IEEE-754 bytes
+// (an f32_bin field's bin_view) into `out`. The caller checks the range: (first + count) * 4 <=
+// bytes.size().
+void copy_f32_le(std::string_view bytes, std::size_t first, std::size_t count, float* out);
 
 // True when `type` is the tag of one of the messages in messages.hpp.
 bool is_known_type(std::string_view type);

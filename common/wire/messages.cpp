@@ -8,9 +8,11 @@
 namespace spotlight::wire {
 namespace {
 
-constexpr std::array<std::string_view, 8> kKnownTypes = {
-    SeedTask::kType,       SeedResult::kType,    InflightCommit::kType, WeightsNotice::kType,
-    IterationEvent::kType, RewardRequest::kType, RewardReply::kType,    Heartbeat::kType,
+constexpr std::array<std::string_view, 13> kKnownTypes = {
+    SeedTask::kType,        SeedResult::kType,      InflightCommit::kType, SeedTrajectory::kType,
+    WeightsNotice::kType,   IterationEvent::kType,  RewardRequest::kType,  RewardReply::kType,
+    Heartbeat::kType,       TrainerProgress::kType, TrainerTiming::kType,  PlanRecord::kType,
+    PlannerProgress::kType,
 };
 
 template <class Message>
@@ -56,6 +58,11 @@ std::string SeedTask::encode() const {
       .i64("sampler_steps", sampler_steps)
       .i64("deadline_unix_ms", deadline_unix_ms)
       .i64("attempt", attempt)
+      .str("key_id", key_id)
+      .bin("signature", signature)
+      .i64("trajectory_begin", trajectory_begin)
+      .i64("trajectory_end", trajectory_end)
+      .i64("max_staleness", max_staleness)
       .finish();
 }
 
@@ -71,6 +78,15 @@ SeedTask SeedTask::decode_body(const Reader& r) {
   m.sampler_steps = r.i64("sampler_steps");
   m.deadline_unix_ms = r.i64("deadline_unix_ms");
   m.attempt = r.i64("attempt");
+  if (r.version() >= 2) {
+    m.key_id = r.str("key_id");
+    m.signature = r.bin("signature");
+  }
+  if (r.version() >= 3) {
+    m.trajectory_begin = r.i64("trajectory_begin");
+    m.trajectory_end = r.i64("trajectory_end");
+    m.max_staleness = r.i64("max_staleness");
+  }
   return m;
 }
 
@@ -163,6 +179,85 @@ InflightCommit InflightCommit::decode_body(const Reader& r) {
 
 InflightCommit InflightCommit::decode(std::string_view bytes, const DecodeOptions& options) {
   return decode_as<InflightCommit>(bytes, options);
+}
+
+// --- SeedTrajectory ------------------------------------------------------------------------------
+
+std::string SeedTrajectory::encode() const {
+  return Writer(kType, kVersion)
+      .str("task_id", task_id)
+      .str("run_id", run_id)
+      .i64("iteration", iteration)
+      .i64("prompt_index", prompt_index)
+      .u64("seed", seed)
+      .i64("weights_version", weights_version)
+      .str("weights_checksum", weights_checksum)
+      .i64("sampler_steps", sampler_steps)
+      .f64("noise_level", noise_level)
+      .f64("shift", shift)
+      .i64("step_begin", step_begin)
+      .i64("step_end", step_end)
+      .i64_list("latent_shape", latent_shape)
+      .f32_bin("latents", latents)
+      .f32_bin("log_probs", log_probs)
+      .str("checksum", checksum)
+      .str("explorer_id", explorer_id)
+      .finish();
+}
+
+SeedTrajectory SeedTrajectory::decode_body(const Reader& r) {
+  expect<SeedTrajectory>(r);
+  SeedTrajectory m;
+  m.task_id = r.str("task_id");
+  m.run_id = r.str("run_id");
+  m.iteration = r.i64("iteration");
+  m.prompt_index = r.i64("prompt_index");
+  m.seed = r.u64("seed");
+  m.weights_version = r.i64("weights_version");
+  m.weights_checksum = r.str("weights_checksum");
+  m.sampler_steps = r.i64("sampler_steps");
+  m.noise_level = r.f64("noise_level");
+  m.shift = r.f64("shift");
+  m.step_begin = r.i64("step_begin");
+  m.step_end = r.i64("step_end");
+  m.latent_shape = r.i64_list("latent_shape");
+  m.latents = r.f32_bin("latents");
+  m.log_probs = r.f32_bin("log_probs");
+  m.checksum = r.str("checksum");
+  m.explorer_id = r.str("explorer_id");
+  if (m.step_begin < 0 || m.step_begin >= m.step_end || m.step_end > m.sampler_steps) {
+    r.fail(WireErrorKind::kBadValue, "step_end",
+           "steps [" + std::to_string(m.step_begin) + ", " + std::to_string(m.step_end) +
+               ") are not a non-empty range within [0, sampler_steps = " +
+               std::to_string(m.sampler_steps) + "]");
+  }
+  if (m.latent_shape.empty()) r.fail(WireErrorKind::kBadValue, "latent_shape", "is empty");
+  std::optional<std::uint64_t> elements = 1;
+  for (std::size_t i = 0; i < m.latent_shape.size(); ++i) {
+    const std::int64_t dim = m.latent_shape[i];
+    if (dim < 1) {
+      r.fail(WireErrorKind::kBadValue, "latent_shape",
+             "has dimension " + std::to_string(dim) + " < 1 at index " + std::to_string(i));
+    }
+    if (elements) elements = checked_mul(*elements, static_cast<std::uint64_t>(dim));
+  }
+  const auto steps = static_cast<std::uint64_t>(m.step_end - m.step_begin);
+  if (elements) elements = checked_mul(*elements, steps + 1);
+  if (!elements || *elements != m.latents.size()) {
+    r.fail(WireErrorKind::kBadValue, "latents",
+           "has " + std::to_string(m.latents.size()) +
+               " values, expected (step_end - step_begin + 1) x the latent_shape's elements");
+  }
+  if (m.log_probs.size() != steps) {
+    r.fail(WireErrorKind::kBadValue, "log_probs",
+           "has " + std::to_string(m.log_probs.size()) + " values, expected " +
+               std::to_string(steps) + " (one per step)");
+  }
+  return m;
+}
+
+SeedTrajectory SeedTrajectory::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_as<SeedTrajectory>(bytes, options);
 }
 
 // --- WeightsNotice -------------------------------------------------------------------------------
@@ -264,9 +359,9 @@ std::string RewardRequest::encode() const {
   return w.finish();
 }
 
-RewardRequest RewardRequest::decode_body(const Reader& r) {
-  expect<RewardRequest>(r);
-  RewardRequest m;
+RewardRequestView RewardRequestView::decode_body(const Reader& r) {
+  r.expect(RewardRequest::kType, 1, RewardRequest::kVersion);
+  RewardRequestView m;
   m.request_id = r.str("request_id");
   m.width = r.i64("width");
   m.height = r.i64("height");
@@ -280,7 +375,7 @@ RewardRequest RewardRequest::decode_body(const Reader& r) {
   }
   if (r.version() >= 2) {
     m.content = r.str("content");
-    if (m.content != kImages && m.content != kLatents) {
+    if (m.content != RewardRequest::kImages && m.content != RewardRequest::kLatents) {
       r.fail(WireErrorKind::kBadValue, "content",
              "must be 'images' or 'latents', got '" + m.content + "'");
     }
@@ -291,16 +386,44 @@ RewardRequest RewardRequest::decode_body(const Reader& r) {
            "has " + std::to_string(m.prompts.size()) + " entries, 'count' is " +
                std::to_string(m.count));
   }
-  m.images = r.f32_bin("images");
+  m.images = r.bin_view("images");
+  if (m.images.size() % sizeof(float) != 0) {
+    r.fail(WireErrorKind::kBadValue, "images",
+           "has " + std::to_string(m.images.size()) + " bytes, not a whole number of float32");
+  }
   std::optional<std::uint64_t> expected = static_cast<std::uint64_t>(m.count);
   for (std::int64_t dim : {m.height, m.width, m.channels}) {
     if (expected) expected = checked_mul(*expected, static_cast<std::uint64_t>(dim));
   }
-  if (!expected || *expected != m.images.size()) {
+  const std::size_t values = m.images.size() / sizeof(float);
+  if (!expected || *expected != values) {
     r.fail(WireErrorKind::kBadValue, "images",
-           "has " + std::to_string(m.images.size()) +
-               " values, expected count x height x width x channels");
+           "has " + std::to_string(values) + " values, expected count x height x width x channels");
   }
+  return m;
+}
+
+RewardRequestView RewardRequestView::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_body(read_message(bytes, options));
+}
+
+std::size_t RewardRequestView::image_values() const {
+  return static_cast<std::size_t>(height) * static_cast<std::size_t>(width) *
+         static_cast<std::size_t>(channels);
+}
+
+RewardRequest RewardRequest::decode_body(const Reader& r) {
+  const RewardRequestView view = RewardRequestView::decode_body(r);
+  RewardRequest m;
+  m.request_id = view.request_id;
+  m.prompts = view.prompts;
+  m.width = view.width;
+  m.height = view.height;
+  m.count = view.count;
+  m.channels = view.channels;
+  m.content = view.content;
+  m.images.resize(view.images.size() / sizeof(float));
+  copy_f32_le(view.images, 0, m.images.size(), m.images.data());
   return m;
 }
 
@@ -376,6 +499,112 @@ Heartbeat Heartbeat::decode_body(const Reader& r) {
 
 Heartbeat Heartbeat::decode(std::string_view bytes, const DecodeOptions& options) {
   return decode_as<Heartbeat>(bytes, options);
+}
+
+// --- TrainerProgress -----------------------------------------------------------------------------
+
+std::string TrainerProgress::encode() const {
+  return Writer(kType, kVersion)
+      .i64("iteration", iteration)
+      .boolean("finished", finished)
+      .i64("unix_ms", unix_ms)
+      .finish();
+}
+
+TrainerProgress TrainerProgress::decode_body(const Reader& r) {
+  expect<TrainerProgress>(r);
+  TrainerProgress m;
+  m.iteration = r.i64("iteration");
+  m.finished = r.boolean("finished");
+  m.unix_ms = r.i64("unix_ms");
+  non_negative(r, "iteration", m.iteration);
+  return m;
+}
+
+TrainerProgress TrainerProgress::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_as<TrainerProgress>(bytes, options);
+}
+
+// --- TrainerTiming -------------------------------------------------------------------------------
+
+std::string TrainerTiming::encode() const {
+  return Writer(kType, kVersion)
+      .i64("iteration", iteration)
+      .f64("iteration_seconds", iteration_seconds)
+      .f64("explore_seconds", explore_seconds)
+      .f64("rollout_seconds", rollout_seconds)
+      .f64("train_seconds", train_seconds)
+      .f64("group_variance", group_variance)
+      .finish();
+}
+
+TrainerTiming TrainerTiming::decode_body(const Reader& r) {
+  expect<TrainerTiming>(r);
+  TrainerTiming m;
+  m.iteration = r.i64("iteration");
+  m.iteration_seconds = r.f64("iteration_seconds");
+  m.explore_seconds = r.f64("explore_seconds");
+  m.rollout_seconds = r.f64("rollout_seconds");
+  m.train_seconds = r.f64("train_seconds");
+  m.group_variance = r.f64("group_variance");
+  return m;
+}
+
+TrainerTiming TrainerTiming::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_as<TrainerTiming>(bytes, options);
+}
+
+// --- PlannerProgress -----------------------------------------------------------------------------
+
+std::string PlannerProgress::encode() const {
+  return Writer(kType, kVersion)
+      .i64("enqueued_through", enqueued_through)
+      .i64("unix_ms", unix_ms)
+      .finish();
+}
+
+PlannerProgress PlannerProgress::decode_body(const Reader& r) {
+  expect<PlannerProgress>(r);
+  PlannerProgress m;
+  m.enqueued_through = r.i64("enqueued_through");
+  m.unix_ms = r.i64("unix_ms");
+  if (m.enqueued_through < -1) {
+    r.fail(WireErrorKind::kBadValue, "enqueued_through",
+           "must be >= -1, got " + std::to_string(m.enqueued_through));
+  }
+  return m;
+}
+
+PlannerProgress PlannerProgress::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_as<PlannerProgress>(bytes, options);
+}
+
+// --- PlanRecord ----------------------------------------------------------------------------------
+
+std::string PlanRecord::encode() const {
+  return Writer(kType, kVersion)
+      .i64("iteration", iteration)
+      .i64("candidates", candidates)
+      .i64("steps", steps)
+      .str("reason", reason)
+      .finish();
+}
+
+PlanRecord PlanRecord::decode_body(const Reader& r) {
+  expect<PlanRecord>(r);
+  PlanRecord m;
+  m.iteration = r.i64("iteration");
+  m.candidates = r.i64("candidates");
+  m.steps = r.i64("steps");
+  m.reason = r.str("reason");
+  non_negative(r, "iteration", m.iteration);
+  non_negative(r, "candidates", m.candidates);
+  non_negative(r, "steps", m.steps);
+  return m;
+}
+
+PlanRecord PlanRecord::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_as<PlanRecord>(bytes, options);
 }
 
 // --- Dispatcher ----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-// The messages of DESIGN.md section 3, as plain structs.
+// The messages of docs/contracts.md, as plain structs.
 //
 // For every message M:
 //   std::string M::encode() const;                    // envelope {type: M::kType, version: 1}
@@ -21,9 +21,12 @@ namespace spotlight::wire {
 
 // One exploration task: sample `seed` for one prompt of one iteration (planner -> explorer,
 // through the Redis task stream).
+// Version 2 added key_id and signature; version 3 adds trajectory_begin/end and max_staleness.
+// Older tasks still decode with the defaults (unsigned: empty fields; no trajectory, the
+// explorer's own staleness bound).
 struct SeedTask {
   static constexpr std::string_view kType = "seed_task";
-  static constexpr std::int64_t kVersion = 1;
+  static constexpr std::int64_t kVersion = 3;
 
   std::string run_id{};
   std::int64_t iteration = 0;
@@ -35,6 +38,17 @@ struct SeedTask {
   std::int64_t sampler_steps = 0;
   std::int64_t deadline_unix_ms = 0;
   std::int64_t attempt = 0;  // 0 on first delivery
+  // The planner's signature (common/run/task_signature.hpp): the id of the key and the
+  // HMAC-SHA256 bytes (version 2; empty in version 1 tasks).
+  std::string key_id{};
+  std::string signature{};
+  // Keep the trajectory of the trained SDE steps [trajectory_begin, trajectory_end) as a
+  // SeedTrajectory (exploration.reuse=off_policy, exploration.mode=offload); end == 0: do not.
+  std::int64_t trajectory_begin = 0;
+  std::int64_t trajectory_end = 0;
+  // Tighter staleness bound for this task (offload: 0, exactly weights_version); -1: the
+  // explorer's own explorer.max_staleness.
+  std::int64_t max_staleness = -1;
 
   std::string encode() const;
   static SeedTask decode(std::string_view bytes, const DecodeOptions& options = {});
@@ -83,6 +97,45 @@ struct InflightCommit {
   static InflightCommit decode(std::string_view bytes, const DecodeOptions& options = {});
   static InflightCommit decode_body(const Reader& reader);
   bool operator==(const InflightCommit&) const = default;
+};
+
+// The kept SDE trajectory of one explored seed (explorer -> trajectory store, keyed by task id):
+// what the trainer trains on instead of sampling that rollout again. For the trained steps
+// j in [step_begin, step_end) it holds the latents x_j and x_{j+1} (x_{step_begin} ..
+// x_{step_end}) and log p(x_{j+1} | x_j) under the weights that sampled it ("old" in the clipped
+// loss). The trainer checks the claims before training on it: weights_version and
+// weights_checksum (that version's published manifest), and checksum (XXH64, lowercase hex, of
+// the latents' float32 bytes followed by the log_probs' float32 bytes; common/rollout).
+// Invariant (checked by decode): 0 <= step_begin < step_end <= sampler_steps; latent_shape is
+// non-empty with every dimension >= 1; latents holds (step_end - step_begin + 1) x
+// prod(latent_shape) values and log_probs step_end - step_begin. On the wire both are bins of
+// float32 little-endian.
+struct SeedTrajectory {
+  static constexpr std::string_view kType = "seed_trajectory";
+  static constexpr std::int64_t kVersion = 1;
+
+  std::string task_id{};
+  std::string run_id{};
+  std::int64_t iteration = 0;
+  std::int64_t prompt_index = 0;
+  std::uint64_t seed = 0;
+  std::int64_t weights_version = 0;
+  std::string weights_checksum{};  // the manifest checksum of weights_version
+  std::int64_t sampler_steps = 0;
+  double noise_level = 0.0;  // SDE a
+  double shift = 1.0;        // time-grid shift
+  std::int64_t step_begin = 0;
+  std::int64_t step_end = 0;
+  std::vector<std::int64_t> latent_shape{};  // one latent, e.g. {C, H, W}
+  std::vector<float> latents{};
+  std::vector<float> log_probs{};
+  std::string checksum{};
+  std::string explorer_id{};
+
+  std::string encode() const;
+  static SeedTrajectory decode(std::string_view bytes, const DecodeOptions& options = {});
+  static SeedTrajectory decode_body(const Reader& reader);
+  bool operator==(const SeedTrajectory&) const = default;
 };
 
 // Weights version `version` is published (trainer -> everyone, ZeroMQ); the blob itself is in
@@ -154,6 +207,26 @@ struct RewardRequest {
   bool operator==(const RewardRequest&) const = default;
 };
 
+// A RewardRequest decoded without copying its images: `images` points at the float32
+// little-endian bytes inside the decoded message (valid while those bytes live). Same checks as
+// RewardRequest::decode; images.size() == 4 x count x height x width x channels. For services
+// that take images a slice at a time (wire::copy_f32_le).
+struct RewardRequestView {
+  std::string request_id{};
+  std::vector<std::string> prompts{};
+  std::string_view images{};
+  std::int64_t width = 0;
+  std::int64_t height = 0;
+  std::int64_t count = 0;
+  std::int64_t channels = 3;
+  std::string content{RewardRequest::kImages};
+
+  static RewardRequestView decode(std::string_view bytes, const DecodeOptions& options = {});
+  static RewardRequestView decode_body(const Reader& reader);
+  // Values (floats) per image: height x width x channels.
+  std::size_t image_values() const;
+};
+
 // Scores for one RewardRequest, in its image order (reward -> requester, ZeroMQ reply).
 // Invariant (checked by decode): rewards.size() == correct.size(). A failed request has a
 // non-empty `error` (and usually no rewards).
@@ -178,7 +251,8 @@ struct RewardReply {
   bool operator==(const RewardReply&) const = default;
 };
 
-// Liveness and throughput of one explorer (explorer -> planner, ZeroMQ).
+// Liveness and throughput of one explorer (explorer -> planner, through the run's Redis state
+// under RunKeys::explorer_heartbeat(explorer_id), every explorer.heartbeat_ms).
 struct Heartbeat {
   static constexpr std::string_view kType = "heartbeat";
   static constexpr std::int64_t kVersion = 1;
@@ -192,6 +266,72 @@ struct Heartbeat {
   static Heartbeat decode(std::string_view bytes, const DecodeOptions& options = {});
   static Heartbeat decode_body(const Reader& reader);
   bool operator==(const Heartbeat&) const = default;
+};
+
+// The trainer's progress (trainer -> planner, explorers, through the run's Redis state): the
+// iteration it works on, or, once `finished`, the number of iterations it trained.
+struct TrainerProgress {
+  static constexpr std::string_view kType = "trainer_progress";
+  static constexpr std::int64_t kVersion = 1;
+
+  std::int64_t iteration = 0;  // >= 0
+  bool finished = false;       // the run is over (iteration == the run's iterations)
+  std::int64_t unix_ms = 0;    // when it was written
+
+  std::string encode() const;
+  static TrainerProgress decode(std::string_view bytes, const DecodeOptions& options = {});
+  static TrainerProgress decode_body(const Reader& reader);
+  bool operator==(const TrainerProgress&) const = default;
+};
+
+// The time split of the trainer's last iteration (trainer -> planner, through Redis): what the
+// bandit planner predicts the next iteration's training time and rewards its arms with.
+struct TrainerTiming {
+  static constexpr std::string_view kType = "trainer_timing";
+  static constexpr std::int64_t kVersion = 1;
+
+  std::int64_t iteration = 0;      // the iteration timed (-1: none yet, a time estimate only)
+  double iteration_seconds = 0.0;  // wall time of the whole iteration, waiting included
+  double explore_seconds = 0.0;    // waiting for explored seeds
+  double rollout_seconds = 0.0;
+  double train_seconds = 0.0;
+  double group_variance = 0.0;  // mean within-group reward variance trained on
+
+  std::string encode() const;
+  static TrainerTiming decode(std::string_view bytes, const DecodeOptions& options = {});
+  static TrainerTiming decode_body(const Reader& reader);
+  bool operator==(const TrainerTiming&) const = default;
+};
+
+// The planner's per-iteration plan (planner -> trainer, through Redis; written before the
+// iteration's seed tasks and never rewritten): N candidates per prompt with S sampler steps.
+struct PlanRecord {
+  static constexpr std::string_view kType = "plan_record";
+  static constexpr std::int64_t kVersion = 1;
+
+  std::int64_t iteration = 0;   // >= 0
+  std::int64_t candidates = 0;  // N >= 0; 0: nothing explored, the trainer uses random seeds
+  std::int64_t steps = 0;       // S >= 0 (0 when candidates is 0)
+  std::string reason{};         // the planner's reason as JSON text, for people; may be empty
+
+  std::string encode() const;
+  static PlanRecord decode(std::string_view bytes, const DecodeOptions& options = {});
+  static PlanRecord decode_body(const Reader& reader);
+  bool operator==(const PlanRecord&) const = default;
+};
+
+// How far the planner has enqueued (planner -> a restarted planner, through Redis).
+struct PlannerProgress {
+  static constexpr std::string_view kType = "planner_progress";
+  static constexpr std::int64_t kVersion = 1;
+
+  std::int64_t enqueued_through = -1;  // the highest iteration whose tasks are enqueued, >= -1
+  std::int64_t unix_ms = 0;
+
+  std::string encode() const;
+  static PlannerProgress decode(std::string_view bytes, const DecodeOptions& options = {});
+  static PlannerProgress decode_body(const Reader& reader);
+  bool operator==(const PlannerProgress&) const = default;
 };
 
 }  // namespace spotlight::wire

@@ -1,5 +1,5 @@
 #pragma once
-// Counter-based noise for seeded sampling (DESIGN.md section 2).
+// Counter-based noise for seeded sampling (docs/algorithm.md).
 //
 // A seed fixes the whole noise stream of a sample: the initial latent (step 0) and the eps of
 // every SDE step (step k+1 for the step leaving grid point k). Each value is a pure function of

@@ -21,10 +21,12 @@
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/reward/remote_reward.hpp"
 #include "common/run/run_config.hpp"
+#include "common/run/task_signature.hpp"
 #include "common/service/exit_codes.hpp"
 #include "common/service/main_guard.hpp"
 #include "common/signals/stop_signals.hpp"
 #include "common/store/redis_key_value_store.hpp"
+#include "common/store/redis_trajectory_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "services/explorer/explorer.hpp"
 #include "services/explorer/preemption_notice.hpp"
@@ -41,16 +43,10 @@ constexpr std::chrono::seconds kWatchdogSlack{5};
 
 std::unique_ptr<reward::RewardFunction> make_explorer_reward(const config::Config& config,
                                                              const task::TaskOptions& task) {
-  const std::string endpoint = config.get_string("reward.endpoint");
-  if (endpoint.empty()) return reward::make_task_reward(task);
-  reward::RemoteRewardOptions options;
-  options.endpoint = endpoint;
-  options.content = config.get_string("reward.input");
-  options.rpc.timeout = std::chrono::milliseconds(config.get_int("reward.timeout_ms"));
-  // The run schema counts attempts in all; the RPC client counts retries after the first.
-  options.rpc.retries = config.get<int>("reward.retries") - 1;
-  options.rpc.curve = run::reward_client_curve(config);
-  return std::make_unique<reward::RemoteReward>(options);
+  if (const auto options = reward::remote_reward_options(config)) {
+    return std::make_unique<reward::RemoteReward>(*options);
+  }
+  return reward::make_task_reward(task);
 }
 
 PreemptionNoticeOptions preemption_notice_options(const config::Config& config) {
@@ -69,6 +65,7 @@ int run_explorer(const config::Config& config) {
 
     policy::check_device(config);  // before anything is placed on it
     const ExplorerOptions options = explorer_options(config);
+    (void)run::TaskKey::from_env();  // a malformed SPOTLIGHT_TASK_KEY stops the explorer here
     const PreemptionNoticeOptions notice_options = preemption_notice_options(config);
     if (const auto threads = config.get<int>("run.threads"); threads > 0) {
       at::set_num_threads(threads);
@@ -81,6 +78,7 @@ int run_explorer(const config::Config& config) {
     weight_options.key_prefix = keys.prefix;
     store::RedisWeightStore weights(redis, weight_options);
     store::RedisKeyValueStore kv(redis, keys.prefix);
+    store::RedisTrajectoryStore trajectories(redis, run::trajectory_store_options(config));
     policy::Policy policy(run::policy_options(config), run::task_options(config));
     const auto reward = make_explorer_reward(config, policy.task_options());
 
@@ -95,7 +93,8 @@ int run_explorer(const config::Config& config) {
 
     // Refused credentials stop the explorer here, with one line, before any thread starts.
     outage::fail_fast_on_access_denied([&] { kv.get(keys.trainer_iteration); });
-    Explorer explorer(options, ExplorerParts{queue, weights, kv, *reward, policy, *registry});
+    Explorer explorer(options,
+                      ExplorerParts{queue, weights, kv, *reward, policy, *registry, &trajectories});
     // Cost: spot devices, busy while sampling and scoring (the sample-time histogram's sum).
     store::RedisKeyValueStore cost_ledger(redis, keys.prefix);  // the flusher thread's own
     cost::CostMeter meter(cost::DeviceClass::kSpot, cost::devices_from(config),
@@ -126,7 +125,7 @@ int run_explorer(const config::Config& config) {
     // A notice from the file/URL watcher wakes the wait below like the loop's end does.
     std::atomic<bool> noticed{false};
     std::stop_callback on_finished(finished.get_token(), [&] { wake.request_stop(); });
-    PreemptionWatcher watcher(notice_options, [&](std::string reason) {
+    PreemptionWatcher watcher(notice_options, [&](const std::string& reason) {
       log::info("preemption notice: {}", reason);
       noticed = true;
       wake.request_stop();
@@ -147,9 +146,12 @@ int run_explorer(const config::Config& config) {
     loop.join();
     if (failure) std::rethrow_exception(failure);
     const auto& m = explorer.metrics();
-    log::info("explorer {} done: {} completed, {} duplicates, {} malformed, {} released",
-              options.id, m.tasks_completed.value(), m.duplicate_results.value(),
-              m.malformed_tasks.value(), m.tasks_released.value());
+    log::info(
+        "explorer {} done: {} completed, {} duplicates, {} malformed, {} released; {} "
+        "trajectories kept ({} bytes)",
+        options.id, m.tasks_completed.value(), m.duplicate_results.value(),
+        m.malformed_tasks.value(), m.tasks_released.value(), m.trajectories_kept.value(),
+        m.trajectory_bytes.value());
     return 0;
   } catch (const std::exception& e) {
     const int code = service::exit_code_for(e);  // 2: bad model.device, 4: Redis refused us

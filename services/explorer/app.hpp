@@ -11,8 +11,8 @@
 namespace spotlight::explorer {
 
 // reward.endpoint set: a RemoteReward client of the reward service (reward.timeout_ms per
-// attempt, reward.retries attempts in all); empty: the embedded task's in-process scorer with
-// `task` (the policy's task options, which carry the image size of the model preset).
+// attempt, reward.retries retries after the first); empty: the embedded task's in-process scorer
+// with `task` (the policy's task options, which carry the image size of the model preset).
 std::unique_ptr<reward::RewardFunction> make_explorer_reward(const config::Config& config,
                                                              const task::TaskOptions& task);
 

@@ -1,6 +1,7 @@
 #include "services/explorer/explorer.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <exception>
 #include <map>
@@ -16,16 +17,16 @@
 #include "common/outage/failure.hpp"
 #include "common/policy/policy.hpp"
 #include "common/queue/errors.hpp"
+#include "common/rollout/trajectory.hpp"
 #include "common/run/schedule.hpp"
+#include "common/run/task_checks.hpp"
+#include "common/run/task_key_source.hpp"
 #include "common/sampler/stepper.hpp"
 #include "common/store/errors.hpp"
 #include "common/wire/error.hpp"
 
 namespace spotlight::explorer {
 namespace {
-
-// Largest sampler step count a task may ask for (the run schema allows up to 1000).
-constexpr std::int64_t kMaxSamplerSteps = 10000;
 
 std::int64_t unix_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -39,21 +40,24 @@ std::int64_t steady_ns() {
       .count();
 }
 
-std::string seen_key(const std::string& id) {
-  return "explorer:" + id + ":seen";
-}
-
 }  // namespace
 
 Explorer::Explorer(ExplorerOptions options, ExplorerParts parts)
     : options_((options.validate(), std::move(options))),
       parts_(parts),
-      keys_(options_.run_id),
+      state_(parts.kv, run::RunKeys(options_.run_id)),
       metrics_(parts.registry),
       weights_(parts.weights, parts.policy, metrics_, options_.weights_retry_interval),
-      inflight_(parts.kv),
+      inflight_(state_),
+      // A user's model (not native) may not output RGB images: it keeps none.
+      explored_images_(parts.kv, options_.run_id,
+                       parts.policy.is_native() ? options_.sample_images_every : 0,
+                       metrics_.explored_images, metrics_.explored_image_errors),
       redis_("redis", &parts.registry,
-             outage::BackoffOptions{options_.min_backoff, options_.max_backoff}) {}
+             outage::BackoffOptions{options_.min_backoff, options_.max_backoff}) {
+  limits_ = options_.limits;
+  limits_.embedded_prompts = parts_.policy.is_native();  // else a prompt file's free text
+}
 
 ExitReason Explorer::run(std::stop_token stop) {
   stop_ = stop;
@@ -72,6 +76,10 @@ ExitReason Explorer::run(std::stop_token stop) {
         log::info("run finished (trainer_iteration >= {}): explorer {} exits", options_.iterations,
                   options_.id);
         return ExitReason::kRunFinished;
+      }
+      if (!have_task_key()) {
+        pause(options_.weights_retry_interval);
+        continue;
       }
       auto leases = next_leases();
       redis_.succeeded();  // logs the end of an outage, if there was one
@@ -99,19 +107,18 @@ void Explorer::heartbeat_if_due() {
   const auto now = Clock::now();
   if (now < next_heartbeat_) return;
   next_heartbeat_ = now + options_.heartbeat_interval;
-  const std::string stamp = std::to_string(unix_ms());
-  if (!seen_recorded_) {
-    parts_.kv.put_if_absent(seen_key(options_.id), stamp);
-    seen_recorded_ = true;
-  }
-  parts_.kv.put(keys_.explorer_heartbeat(options_.id), stamp);
+  state_.put_heartbeat({.explorer_id = options_.id,
+                        .unix_ms = unix_ms(),
+                        .tasks_in_flight = leases_in_hand_,
+                        .samples_per_second = metrics_.samples_per_second.value()});
 }
 
 bool Explorer::run_finished_if_due() {
   const auto now = Clock::now();
   if (now < next_finish_poll_) return false;
   next_finish_poll_ = now + options_.finish_poll_interval;
-  return parts_.kv.counter(keys_.trainer_iteration) >= options_.iterations;
+  const auto progress = state_.trainer_progress();
+  return progress && (progress->finished || progress->iteration >= options_.iterations);
 }
 
 std::vector<queue::Lease> Explorer::next_leases() {
@@ -138,46 +145,93 @@ std::vector<queue::Lease> Explorer::next_leases() {
   return leases;
 }
 
-std::optional<Explorer::Held> Explorer::admit(queue::Lease lease) {
-  const auto reject = [&](const std::string& why) -> std::optional<Held> {
-    const std::string error = "seed task '" + lease.task_id + "': " + why;
-    metrics_.malformed_tasks.inc();
-    log::warn("malformed task (delivery {}): {}", lease.delivery_count, error);
+bool Explorer::have_task_key() {
+  if (task_key_) return true;
+  const auto now = Clock::now();
+  if (now < next_key_lookup_) return false;
+  next_key_lookup_ = now + options_.weights_retry_interval;
+  task_key_ = parts_.task_key ? parts_.task_key() : run::shared_task_key(parts_.kv);
+  if (task_key_) {
+    log::info("explorer {} verifies tasks with key {}", options_.id, task_key_->id());
+  } else if (!said_waiting_for_key_) {
+    said_waiting_for_key_ = true;
+    log::info(
+        "waiting for the run's task key ({} is unset and the planner has not stored a run "
+        "key yet): leasing nothing until then",
+        run::kTaskKeyEnvVar);
+  }
+  return task_key_.has_value();
+}
+
+void Explorer::refuse(const queue::Lease& lease, std::string_view reason, const std::string& why,
+                      bool retry) {
+  const std::string error =
+      "seed task '" + lease.task_id + "' refused (" + std::string(reason) + "): " + why;
+  metrics_.malformed_tasks.inc();
+  metrics_.refused(reason).inc();
+  log::warn("{} (delivery {})", error, lease.delivery_count);
+  if (retry) {
     fail(lease, error);
-    return std::nullopt;
-  };
+    return;
+  }
+  metrics_.tasks_failed.inc();
+  try {
+    if (parts_.queue.reject(lease, error) == queue::FailOutcome::kDeadLettered) {
+      log::warn("task '{}' dead-lettered: {}", lease.task_id, error);
+    }
+  } catch (const queue::QueueUnavailable& e) {
+    metrics_.redis_errors.inc();
+    redis_.failed(e);  // one line per outage; the task's lease expires
+    log::debug("could not reject task '{}' (it will expire): {}", lease.task_id, e.what());
+  }
+}
+
+std::optional<Explorer::Held> Explorer::admit(queue::Lease lease) {
   wire::SeedTask task;
   try {
     task = wire::SeedTask::decode(lease.payload);
   } catch (const wire::WireError& e) {
-    return reject(e.what());
+    refuse(lease, "malformed", e.what(), /*retry=*/true);
+    return std::nullopt;
   }
-  if (task.run_id != options_.run_id) {
-    return reject("field 'run_id': '" + task.run_id + "' is not this run ('" + options_.run_id +
-                  "')");
+  switch (const run::TaskAuth auth = run::verify(task, *task_key_)) {
+    case run::TaskAuth::kOk:
+      break;
+    case run::TaskAuth::kOtherKey:
+      // Maybe this explorer's key is the wrong one: another explorer may run it.
+      refuse(lease, run::to_string(auth),
+             "signed with key " + task.key_id + ", this explorer holds key " + task_key_->id() +
+                 " (is " + run::kTaskKeyEnvVar + " the same for the planner and the explorers?)",
+             /*retry=*/true);
+      return std::nullopt;
+    case run::TaskAuth::kUnsigned:
+    case run::TaskAuth::kBadSignature:
+      // Not from the run's planner: never run it.
+      refuse(lease, run::to_string(auth),
+             auth == run::TaskAuth::kUnsigned
+                 ? "not signed by the run's planner"
+                 : "its signature does not match its fields under key " + task_key_->id(),
+             /*retry=*/false);
+      return std::nullopt;
   }
-  if (task.iteration < 0) return reject("field 'iteration': negative");
-  if (task.prompt_index < 0) return reject("field 'prompt_index': negative");
-  if (task.weights_version < 0) return reject("field 'weights_version': negative");
-  if (task.sampler_steps < 1 || task.sampler_steps > kMaxSamplerSteps) {
-    return reject("field 'sampler_steps': " + std::to_string(task.sampler_steps) +
-                  " is not in [1, " + std::to_string(kMaxSamplerSteps) + "]");
-  }
-  if (const auto id = run::parse_seed_task_id(lease.task_id);
-      id && (id->iteration != task.iteration || id->prompt != task.prompt_index)) {
-    return reject("fields 'iteration'/'prompt_index' (" + std::to_string(task.iteration) + "/" +
-                  std::to_string(task.prompt_index) + ") disagree with the task id");
+  if (const auto problem = run::task_problem(task, lease.task_id, limits_)) {
+    refuse(lease, "out_of_limits", *problem, /*retry=*/true);
+    return std::nullopt;
   }
   // The embedded task's prompts parse into their structure; a prompt file's are free text, which
   // the policy must hold embeddings for.
   std::optional<task::Prompt> prompt;
   if (parts_.policy.is_native()) {
     prompt = task::parse_prompt(task.prompt_text);
-  } else if (!task.prompt_text.empty()) {
+  } else {
     prompt = task::free_text_prompt(task.prompt_text);
   }
   if (!prompt || !parts_.policy.accepts(*prompt)) {
-    return reject("field 'prompt_text': '" + task.prompt_text + "' is not a prompt of the task");
+    refuse(lease, "out_of_limits",
+           "field 'prompt_text': '" + task.prompt_text.substr(0, 200) +
+               "' is not a prompt of the task",
+           /*retry=*/true);
+    return std::nullopt;
   }
   Held held;
   held.lease = std::move(lease);
@@ -192,10 +246,15 @@ void Explorer::process(std::vector<queue::Lease> leases) {
     if (auto h = admit(std::move(lease))) held.push_back(std::move(*h));
   }
   if (held.empty()) return;
+  leases_in_hand_ = static_cast<std::int64_t>(held.size());
+  struct InHand {
+    std::int64_t& count;
+    ~InHand() { count = 0; }
+  } in_hand{leases_in_hand_};
   try {
-    std::int64_t need = held.front().task.weights_version - options_.max_staleness;
+    std::int64_t need = held.front().task.weights_version - staleness_bound(held.front().task);
     for (const auto& h : held)
-      need = std::max(need, h.task.weights_version - options_.max_staleness);
+      need = std::max(need, h.task.weights_version - staleness_bound(h.task));
     fetch_commits(held);
     if (const auto committed = committed_version(held, need)) weights_.load_exact(*committed);
     const std::optional<std::int64_t> loaded = weights_.ensure(need);
@@ -203,7 +262,7 @@ void Explorer::process(std::vector<queue::Lease> leases) {
       // Serve what the loaded version can, give the rest back until their weights exist.
       std::size_t waiting = 0;
       for (auto& h : held) {
-        if (!loaded || *loaded < h.task.weights_version - options_.max_staleness) {
+        if (!loaded || *loaded < h.task.weights_version - staleness_bound(h.task)) {
           release(h, "weights not available");
           ++waiting;
         }
@@ -211,10 +270,10 @@ void Explorer::process(std::vector<queue::Lease> leases) {
       const auto level = need != last_missing_logged_ ? log::Level::kInfo : log::Level::kDebug;
       last_missing_logged_ = need;
       if (log::enabled(level)) {
-        log::write(level,
-                   log::detail::format(
-                       "{} task(s) need weights version >= {} (loaded: {}): released for now",
-                       waiting, need, loaded ? std::to_string(*loaded) : "none"));
+        log::write(
+            level,
+            log::format("{} task(s) need weights version >= {} (loaded: {}): released for now",
+                        waiting, need, loaded ? std::to_string(*loaded) : "none"));
       }
       std::erase_if(held, [](const Held& h) { return h.settled; });
       if (held.empty()) {
@@ -264,7 +323,7 @@ void Explorer::fetch_commits(std::span<Held> held) {
     try {
       h.resume = inflight_.get(h.lease.task_id);
       h.had_commit = h.resume.has_value();
-    } catch (const wire::WireError& e) {
+    } catch (const run::MalformedRunState& e) {
       h.had_commit = true;
       h.resume.reset();
       metrics_.discarded_commits.inc();
@@ -307,6 +366,9 @@ void Explorer::check_commits(std::span<Held> held, std::int64_t version) {
     } else if (commit.step_index < 1 || commit.step_index >= h.task.sampler_steps) {
       why = "step " + std::to_string(commit.step_index) + " is not in [1, " +
             std::to_string(h.task.sampler_steps) + ")";
+    } else if (h.keeps_trajectory() && commit.step_index > h.task.trajectory_begin) {
+      why = "the task keeps its trajectory from step " + std::to_string(h.task.trajectory_begin) +
+            ", the commit is at step " + std::to_string(commit.step_index);
     }
     if (!why.empty()) {
       metrics_.discarded_commits.inc();
@@ -334,6 +396,23 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
   sampler.keep_trajectory = false;
   const std::vector<std::int64_t> sample_shape = parts_.policy.sample_shape();
   const auto batch = static_cast<std::int64_t>(active.size());
+  // Kept trajectories: every latent from the resume step on, and every step's log-probability.
+  bool keep = false;
+  for (const Held* h : active)
+    keep = keep || h->keeps_trajectory();
+  if (keep && (chunk_sampler_ || parts_.trajectories == nullptr || sampler.noise_level <= 0)) {
+    for (const Held* h : active) {
+      if (h->keeps_trajectory()) metrics_.trajectories_unavailable.inc();
+    }
+    log::warn("{} cannot keep trajectories ({}): the trainer samples those rollouts itself",
+              options_.id,
+              chunk_sampler_                   ? "SP sampling"
+              : parts_.trajectories == nullptr ? "no trajectory store"
+                                               : "no SDE noise, no log-probabilities");
+    keep = false;
+  }
+  std::vector<at::Tensor> kept_latents, kept_log_probs;
+  std::int64_t kept_from = 0;  // grid index of kept_latents[0]
 
   const auto start = Clock::now();
   std::vector<task::Image> images;
@@ -348,7 +427,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
       }
       images = chunk_sampler_(version, prompts, seeds, sampler);
       metrics_.sample_steps.inc(static_cast<double>(batch * sampler.steps));
-      add_run_counter(kSampleStepsKey, batch * sampler.steps);
+      add_run_counter(&run::RunState::add_sample_steps, batch * sampler.steps);
     } else {
       std::optional<sampler::ResumePoint> resume;
       if (active.front()->resume) {
@@ -365,10 +444,12 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
       sampler::Stepper stepper = parts_.policy.stepper(prompts, seeds, sampler, resume);
       if (resume) {
         metrics_.resumes.inc(static_cast<double>(batch));
-        add_run_counter(kResumedStepsKey, batch * resume->step);
+        add_run_counter(&run::RunState::add_resumed_steps, batch * resume->step);
         log::info("resuming {} committed task(s) at step {} of {}", batch, resume->step,
                   sampler.steps);
       }
+      kept_from = stepper.step();
+      if (keep) kept_latents.push_back(stepper.latent());
       while (!stepper.done()) {
         if (stopping()) {
           auto cpu = stepper.latent().detach().to(torch::kCPU, torch::kFloat).contiguous();
@@ -377,9 +458,13 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
                              std::vector<float>(data, data + cpu.numel()), sample_shape);
           return;
         }
-        stepper.advance();
+        auto log_prob = stepper.advance();
+        if (keep) {
+          kept_latents.push_back(stepper.latent());
+          kept_log_probs.push_back(log_prob);
+        }
         metrics_.sample_steps.inc(static_cast<double>(batch));
-        add_run_counter(kSampleStepsKey, batch);
+        add_run_counter(&run::RunState::add_sample_steps, batch);
         // A chunk may take longer than the reaper's dead_after or the lease timeout: stay alive.
         keep_alive(chunk);
       }
@@ -391,6 +476,18 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
       fail(*h, std::string("sampling: ") + e.what());
     return;
   }
+  // Pixels that are not finite (a diverged model) are not scored: the reward service would refuse
+  // them, and an in-process reward would give them an arbitrary score.
+  for (std::size_t i = images.size(); i-- > 0;) {
+    const auto& rgb = images[i].rgb;
+    if (std::all_of(rgb.begin(), rgb.end(), [](float v) { return std::isfinite(v); })) continue;
+    metrics_.non_finite_samples.inc();
+    fail(*active[i], "sampling produced pixels that are not finite (NaN or Inf)");
+    active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
+    prompts.erase(prompts.begin() + static_cast<std::ptrdiff_t>(i));
+    images.erase(images.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  if (active.empty()) return;
   std::vector<reward::Scored> scores;
   try {
     scores = parts_.reward.score(prompts, images);
@@ -407,6 +504,13 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
   } catch (const std::exception&) {
     metrics_.reward_errors.inc();
     throw;  // process() releases the rest of the batch; run() backs off
+  }
+  // [B, steps + 1 - kept_from, C, H, W] and [B, steps - kept_from]; a resumed chunk starts at its
+  // resume step, which is at most the trajectory's first step (check_commits).
+  at::Tensor trajectory_latents, trajectory_log_probs;
+  if (keep) {
+    trajectory_latents = torch::stack(kept_latents, 1);
+    trajectory_log_probs = torch::stack(kept_log_probs, 1);
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const double per_sample = seconds / static_cast<double>(active.size());
@@ -426,7 +530,37 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
     result.correct = scores[i].correct;
     result.explorer_id = options_.id;
     result.sample_seconds = per_sample;
-    complete(*active[i], result.encode());
+    // The same check the trainer makes before using a result: never record one it would refuse.
+    if (const auto problem =
+            run::result_problem(result, run::expected_result(active[i]->lease.task_id, task))) {
+      metrics_.invalid_results.inc();
+      fail(*active[i], "result not recorded: " + *problem);
+      continue;
+    }
+    explored_images_.maybe_record(task, images[i]);  // before the result: the trainer reads both
+    std::string trajectory;
+    if (keep && active[i]->keeps_trajectory()) {
+      const auto shift = [&](std::int64_t step) { return step - kept_from; };
+      rollout::TrajectoryOrigin origin;
+      origin.task_id = active[i]->lease.task_id;
+      origin.run_id = task.run_id;
+      origin.iteration = task.iteration;
+      origin.prompt_index = task.prompt_index;
+      origin.seed = task.seed;
+      origin.weights_version = version;
+      origin.weights_checksum = weights_.loaded_checksum();
+      origin.explorer_id = options_.id;
+      // Shifted so that index 0 is kept_from: the window in the kept tensors' own indices.
+      const rollout::StepWindow kept{static_cast<int>(shift(task.trajectory_begin)),
+                                     static_cast<int>(shift(task.trajectory_end))};
+      auto message = rollout::make_trajectory(
+          origin, sampler, trajectory_latents[static_cast<std::int64_t>(i)],
+          trajectory_log_probs[static_cast<std::int64_t>(i)], kept);
+      message.step_begin = task.trajectory_begin;
+      message.step_end = task.trajectory_end;
+      trajectory = message.encode();
+    }
+    complete(*active[i], result.encode(), trajectory);
   }
   log::debug("completed {} task(s) with weights version {} in {} s", active.size(), version,
              seconds);
@@ -469,10 +603,10 @@ void Explorer::commit_and_release(const std::vector<Held*>& active, std::int64_t
     release(*h, "stopping");
 }
 
-void Explorer::add_run_counter(const char* key, std::int64_t delta) {
+void Explorer::add_run_counter(void (run::RunState::*add)(std::int64_t), std::int64_t delta) {
   if (delta <= 0) return;
   try {
-    parts_.kv.add(key, delta);
+    (state_.*add)(delta);
   } catch (const store::StoreUnavailable& e) {
     metrics_.redis_errors.inc();  // accounting only: never stops sampling
     redis_.failed(e);
@@ -507,10 +641,22 @@ void Explorer::extend_if_due(std::span<Held> held) {
   }
 }
 
-void Explorer::complete(Held& held, const std::string& result) {
+std::int64_t Explorer::staleness_bound(const wire::SeedTask& task) const {
+  return task.max_staleness >= 0 ? std::min(task.max_staleness, options_.max_staleness)
+                                 : options_.max_staleness;
+}
+
+void Explorer::complete(Held& held, const std::string& result, const std::string& trajectory) {
   held.settled = true;
+  bool trajectory_written = trajectory.empty();
   for (;;) {
     try {
+      if (!trajectory_written) {
+        parts_.trajectories->put(held.lease.task_id, trajectory);
+        trajectory_written = true;
+        metrics_.trajectories_kept.inc();
+        metrics_.trajectory_bytes.inc(static_cast<double>(trajectory.size()));
+      }
       const queue::Completion c = parts_.queue.complete(held.lease, result);
       if (c.recorded) {
         metrics_.tasks_completed.inc();
@@ -526,7 +672,18 @@ void Explorer::complete(Held& held, const std::string& result) {
         }
       }
       return;
-    } catch (const queue::QueueUnavailable& e) {
+    } catch (const std::exception& e) {
+      // Redis unavailable (the queue or the trajectory store): retry. Anything else from the
+      // trajectory store: record the result without it (the trainer samples that rollout).
+      const bool unavailable = dynamic_cast<const queue::QueueUnavailable*>(&e) != nullptr ||
+                               dynamic_cast<const store::StoreUnavailable*>(&e) != nullptr;
+      if (!unavailable) {
+        if (trajectory_written) throw;
+        log::error("could not keep the trajectory of task '{}': {}", held.lease.task_id, e.what());
+        metrics_.trajectories_unavailable.inc();
+        trajectory_written = true;
+        continue;
+      }
       metrics_.redis_errors.inc();
       if (past_grace()) {
         log::error("giving up on the result of task '{}' (grace period over): {}",

@@ -1,27 +1,35 @@
 #pragma once
-// Explorer: the spot worker of exploration.mode=async (DESIGN.md section 3,
-// notes/async_protocol.md). It pulls seed tasks under leases, samples them with weights at most
+// Explorer: the spot worker of exploration.mode=async (docs/iteration.md,
+// docs/contracts.md). It pulls seed tasks under leases, samples them with weights at most
 // max_staleness versions older than each task asks for, scores them and records one result per
 // task before acknowledging it.
 //
 // run(stop) is equivalent to:
 //
-//   put_if_absent(explorer:<id>:seen, now)
 //   until stop is requested:
-//     every heartbeat_interval:    put(explorer:<id>:heartbeat, unix ms)
-//     every finish_poll_interval:  if trainer_iteration >= iterations: return kRunFinished
+//     every heartbeat_interval:    heartbeat = wire::Heartbeat{id, unix ms, leases held,
+//                                                          samples/s of the last chunk}
+//     every finish_poll_interval:  if the trainer's progress is finished or its iteration >=
+//                                  iterations: return kRunFinished
+//     until the run's task key is known: key = parts.task_key() (none yet: wait, lease nothing)
 //     leases  = reclaim(id, lease_timeout, batch)          every reclaim_interval
 //     leases += lease(id, batch - |leases|, block_timeout)  (no wait if reclaim returned some)
-//     for each lease: decode wire::SeedTask and check it (run id, prompt text, steps, versions);
-//                     malformed -> fail(lease, error)  (dead-lettered after max_deliveries)
-//     weights.ensure(max over tasks of weights_version - max_staleness)   (PolicyWeights)
+//     for each lease (issue #13.5; refusals are counted by reason):
+//       decode wire::SeedTask                     malformed -> fail(lease)   (retried)
+//       run::verify(task, key)          unsigned / bad_signature -> reject(lease): dead-lettered
+//                                                                  now, never run
+//                                       other_key -> fail(lease) (another explorer may hold it)
+//       run::task_problem(task, options.limits)   out_of_limits -> fail(lease)
+//     (a failed lease is dead-lettered after max_deliveries)
+//     weights.ensure(max over tasks of weights_version - bound)   (PolicyWeights; bound: the
+//         task's max_staleness when set and tighter, else max_staleness)
 //     tasks the loaded version cannot serve -> release(lease); wait weights_retry_interval
 //     per task: commit = inflight.get(task id)    (InflightStore; see inflight_store.hpp)
 //     v = the weights version most commits of the batch were made with, among those >= the
 //         batch's need; if any: weights.load_exact(v) (resuming saves the committed steps)
 //     weights.ensure(need) as above, then per commit: usable if its weights version == the
-//         loaded one, seed and shape match and 1 <= step < steps; else counted as discarded
-//         (the task starts at step 0)
+//         loaded one, seed and shape match and 1 <= step < steps (and step <= trajectory_begin
+//         for a task that keeps its trajectory); else counted as discarded (starts at step 0)
 //     the rest, grouped by (sampler_steps, resume step) (lease order within a group), chunk by
 //     chunk:
 //       stop requested  -> release the leases not sampled yet, return kStopped
@@ -29,14 +37,20 @@
 //       sample (SDE, the task's steps and seeds) step by step from the resume step; before each
 //         step, if stop requested: commit_inflight ? inflight.put(commit) per task : nothing;
 //         then release the chunk's leases and return kStopped
+//       a sample whose pixels are not all finite -> fail(lease), not scored
 //       score, then per task
-//       complete(lease, SeedResult)    (retried while Redis is unavailable; a duplicate is
+//       run::result_problem(result, task) -> fail(lease), not recorded (e.g. reward not finite)
+//       if the task asks for its trajectory (trajectory_end > 0):
+//         trajectories.put(task id, SeedTrajectory)   (latents of the asked steps, log-probs,
+//                                       weights version + checksum; before the result, so a
+//                                       result whose trajectory was kept finds it)
+//       complete(lease, SeedResult)    (both retried while Redis is unavailable; a duplicate is
 //                                       counted, never an error); inflight.erase(task id)
 //     after every step: heartbeat / extend the chunk's leases when due (a long chunk must not
 //     look dead to the planner's reaper nor let its leases expire);
-//     every step adds the chunk's size to the run counter explorer:sample_steps (KV store), and
-//     a resume adds the steps it skipped to explorer:resumed_steps: work done and work saved
-//     across all explorers, killed ones included
+//     every step adds the chunk's size to the run counter of sample steps (RunState), and a
+//     resume adds the steps it skipped to that of resumed steps: work done and work saved across
+//     all explorers, killed ones included
 //   return kStopped
 //
 // Failures never end the loop, except refused credentials (QueueAccessDenied / StoreAccessDenied
@@ -67,11 +81,15 @@
 #include "common/queue/lease_queue.hpp"
 #include "common/reward/reward_function.hpp"
 #include "common/run/run_config.hpp"
+#include "common/run/run_state.hpp"
+#include "common/run/task_signature.hpp"
 #include "common/store/key_value_store.hpp"
+#include "common/store/trajectory_store.hpp"
 #include "common/store/weight_store.hpp"
 #include "common/task/image.hpp"
 #include "common/task/prompt.hpp"
 #include "common/wire/messages.hpp"
+#include "services/explorer/explored_images.hpp"
 #include "services/explorer/explorer_metrics.hpp"
 #include "services/explorer/explorer_options.hpp"
 #include "services/explorer/inflight_store.hpp"
@@ -91,6 +109,12 @@ struct ExplorerParts {
   reward::RewardFunction& reward;  // in-process or RemoteReward
   policy::Policy& policy;          // its weights are replaced by published versions
   metrics::Registry& registry;     // service "explorer"
+  // Where kept trajectories go (key_prefix RunKeys::trajectories); null: tasks asking for one
+  // complete without it (counted; the trainer samples those rollouts itself).
+  store::TrajectoryStore* trajectories = nullptr;
+  // The key tasks must be signed with; std::nullopt while unknown. Empty: run::shared_task_key
+  // on `kv` ($SPOTLIGHT_TASK_KEY, else the run-local key the planner stored).
+  std::function<std::optional<run::TaskKey>()> task_key = {};
 };
 
 enum class ExitReason {
@@ -100,8 +124,6 @@ enum class ExitReason {
 
 // Run counters in the KV store (relative keys): sampler steps computed by all explorers, and
 // steps skipped by resuming commits.
-inline constexpr const char* kSampleStepsKey = "explorer:sample_steps";
-inline constexpr const char* kResumedStepsKey = "explorer:resumed_steps";
 // Samples a chunk in place of parts.policy (e.g. on an SP group, services/explorer/sp_sampler.hpp):
 // one image per prompt, in order, with the weights `version` that parts.policy holds. A throw
 // fails the chunk's leases like an in-process sampling error.
@@ -136,8 +158,15 @@ class Explorer {
     std::optional<wire::InflightCommit> resume;  // a usable commit: start at its step
     bool had_commit = false;                     // a commit existed (erase it when completed)
     std::int64_t resume_step() const { return resume ? resume->step_index : 0; }
+    bool keeps_trajectory() const { return task.trajectory_end > 0; }
   };
 
+  // True once the task key is known (looked up again at most every weights_retry_interval).
+  bool have_task_key();
+  // Counts and logs a refused task; retry: fail(lease) (re-delivered, dead-lettered after
+  // max_deliveries), else reject(lease) (dead-lettered now).
+  void refuse(const queue::Lease& lease, std::string_view reason, const std::string& why,
+              bool retry);
   void heartbeat_if_due();
   bool run_finished_if_due();
   std::vector<queue::Lease> next_leases();
@@ -155,11 +184,16 @@ class Explorer {
   void commit_and_release(const std::vector<Held*>& active, std::int64_t step, std::int64_t version,
                           const std::vector<float>& latents,
                           const std::vector<std::int64_t>& sample_shape);
-  void add_run_counter(const char* key, std::int64_t delta);
+  // Adds to a run counter (RunState::add_sample_steps / add_resumed_steps); a Redis outage only
+  // costs the count.
+  void add_run_counter(void (run::RunState::*add)(std::int64_t), std::int64_t delta);
   void extend_if_due(std::span<Held> held);
   // extend_if_due(held), then heartbeat_if_due(); an unavailable Redis is counted, not thrown.
   void keep_alive(std::span<Held> held);
-  void complete(Held& held, const std::string& result);
+  // Records `trajectory` (if not empty) and then `result`, retrying while Redis is unavailable.
+  void complete(Held& held, const std::string& result, const std::string& trajectory = {});
+  // The staleness bound of one task: its own max_staleness when set and tighter.
+  std::int64_t staleness_bound(const wire::SeedTask& task) const;
   void fail(Held& held, const std::string& error);
   void fail(const queue::Lease& lease, const std::string& error);
   void release_all(std::span<Held> held, const char* why);
@@ -176,11 +210,16 @@ class Explorer {
 
   ExplorerOptions options_;
   ExplorerParts parts_;
-  run::RunKeys keys_;
+  run::RunState state_;
+  run::TaskLimits limits_;  // options_.limits, with the policy's kind of prompts
   ExplorerMetrics metrics_;
   PolicyWeights weights_;
   InflightStore inflight_;
+  ExploredImageRecorder explored_images_;
   ChunkSampler chunk_sampler_;  // empty: parts_.policy samples
+  std::optional<run::TaskKey> task_key_;
+  Clock::time_point next_key_lookup_{};
+  bool said_waiting_for_key_ = false;
   outage::OutageTracker redis_;
 
   std::stop_token stop_;
@@ -189,8 +228,8 @@ class Explorer {
   Clock::time_point next_heartbeat_{};
   Clock::time_point next_finish_poll_{};
   Clock::time_point next_reclaim_{};
-  Clock::time_point held_since_{};  // last lease / extend of the batch in hand
-  bool seen_recorded_ = false;
+  Clock::time_point held_since_{};   // last lease / extend of the batch in hand
+  std::int64_t leases_in_hand_ = 0;  // of the batch being processed, for the heartbeat
   std::int64_t last_iteration_logged_ = -1;
   std::optional<std::int64_t> last_missing_logged_;  // version last reported missing (info once)
 };

@@ -23,6 +23,12 @@ ExplorerMetrics::ExplorerMetrics(metrics::Registry& r)
                              "Operations that failed because Redis was unavailable.")),
       reward_errors(
           r.counter("spotlight_explorer_reward_errors_total", "Reward calls that failed.")),
+      invalid_results(
+          r.counter("spotlight_explorer_invalid_results_total",
+                    "Results not recorded: they did not check out against their task.")),
+      non_finite_samples(
+          r.counter("spotlight_explorer_non_finite_samples_total",
+                    "Samples whose pixels were not all finite (failed, not scored).")),
       preemption_notices(r.counter("spotlight_explorer_preemption_notices_total",
                                    "Preemption notices received (signal, file or URL).")),
       inflight_commits(r.counter("spotlight_explorer_inflight_commits_total",
@@ -33,6 +39,13 @@ ExplorerMetrics::ExplorerMetrics(metrics::Registry& r)
                                   "Committed samples restarted from step 0 (unusable commit).")),
       sample_steps(r.counter("spotlight_explorer_sample_steps_total",
                              "Sampler steps computed (one per sample and step).")),
+      trajectories_kept(r.counter("spotlight_explorer_trajectories_kept_total",
+                                  "Trajectories of sampled seeds written for the trainer.")),
+      trajectory_bytes(r.counter("spotlight_explorer_trajectory_bytes_total",
+                                 "Bytes of the trajectories written for the trainer.")),
+      trajectories_unavailable(
+          r.counter("spotlight_explorer_trajectories_unavailable_total",
+                    "Tasks that asked for a trajectory this explorer could not keep.")),
       samples_per_second(r.gauge("spotlight_explorer_samples_per_second",
                                  "Samples per second of the last chunk (sampling and scoring).")),
       weights_version(
@@ -43,11 +56,27 @@ ExplorerMetrics::ExplorerMetrics(metrics::Registry& r)
       sample_seconds(r.histogram("spotlight_explorer_sample_seconds",
                                  "Sampling and scoring time per sample.",
                                  metrics::exponential_buckets(0.0005, 4, 10))),
+      explored_images(r.counter("spotlight_explorer_explored_images_total",
+                                "Candidate images kept for the trainer's exploration samples.")),
+      explored_image_errors(r.counter("spotlight_explorer_explored_image_errors_total",
+                                      "Candidate images not kept for an exploration sample "
+                                      "because of a failure (logged).")),
       staleness_versions(
           r.histogram("spotlight_explorer_staleness_versions",
                       "Iteration explored for minus the weights version used, per result.",
                       metrics::linear_buckets(0, 1, 6))) {
   weights_version.set(-1);
+  for (const char* reason :
+       {"malformed", "unsigned", "other_key", "bad_signature", "out_of_limits"}) {
+    refused_.emplace(
+        reason, r.counter("spotlight_explorer_tasks_refused_total",
+                          "Seed tasks refused before running, by reason.", {{"reason", reason}}));
+  }
+}
+
+metrics::Counter ExplorerMetrics::refused(std::string_view reason) const {
+  const auto it = refused_.find(reason);
+  return it == refused_.end() ? metrics::Counter() : it->second;
 }
 
 }  // namespace spotlight::explorer

@@ -25,6 +25,7 @@ void ExplorerOptions::validate() const {
   require(chunk >= 0, "chunk", "must be >= 0");
   require(max_staleness >= 0, "max_staleness", "must be >= 0");
   require(iterations >= 1, "iterations", "must be >= 1");
+  require(limits.run_id == run_id, "limits.run_id", "must be run_id");
   require(sampler.noise_level >= 0, "sampler.noise_level", "must be >= 0");
   require(heartbeat_interval > milliseconds(0), "heartbeat_interval", "must be > 0");
   require(lease_timeout > milliseconds(0), "lease_timeout", "must be > 0");
@@ -35,6 +36,7 @@ void ExplorerOptions::validate() const {
   require(min_backoff > milliseconds(0), "min_backoff", "must be > 0");
   require(max_backoff >= min_backoff, "max_backoff", "must be >= min_backoff");
   require(grace_period > milliseconds(0), "grace_period", "must be > 0");
+  require(sample_images_every >= 0, "sample_images_every", "must be >= 0");
 }
 
 std::string default_explorer_id() {
@@ -53,6 +55,7 @@ ExplorerOptions explorer_options(const config::Config& c) {
   o.batch = c.get<int>("explorer.batch");
   o.max_staleness = c.get_int("explorer.max_staleness");
   o.iterations = c.get_int("trainer.iterations");
+  o.limits = run::task_limits(c);
   o.sampler = run::sampler_options(c);
   o.sampler.sde = true;
   o.sampler.keep_trajectory = false;
@@ -61,6 +64,7 @@ ExplorerOptions explorer_options(const config::Config& c) {
   o.grace_period = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::duration<double>(c.get_double("explorer.grace_seconds")));
   o.commit_inflight = c.get_bool("explorer.commit_inflight");
+  o.sample_images_every = c.get<int>("exploration.sample_images_every");
   const auto backoff = run::redis_backoff(c);
   o.min_backoff = backoff.initial;
   o.max_backoff = backoff.max;

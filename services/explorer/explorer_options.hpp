@@ -1,5 +1,5 @@
 #pragma once
-// What one explorer does and how patiently (async_protocol.md, "Explorer"). Built from the run
+// What one explorer does and how patiently (docs/iteration.md). Built from the run
 // configuration by explorer_options(); the intervals that the run schema does not (yet) expose
 // keep the named defaults below.
 
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/config/config.hpp"
+#include "common/run/task_checks.hpp"
 #include "common/sampler/sampler_options.hpp"
 
 namespace spotlight::explorer {
@@ -37,6 +38,8 @@ struct ExplorerOptions {
   int chunk = 0;
   std::int64_t max_staleness = 1;  // weights may be this many versions older than a task asks
   std::int64_t iterations = 1;     // trainer.iterations: the run ends at trainer_iteration >= it
+  // What a task may ask for (run::task_problem); a task outside is failed, not run.
+  run::TaskLimits limits;
   // Noise level, shift of the SDE sampler; steps come from each task.
   sampler::SamplerOptions sampler;
 
@@ -55,6 +58,9 @@ struct ExplorerOptions {
   // committed (InflightStore) before its leases are released, so the next holder resumes it;
   // false: it is released as is and the next holder starts again from step 0.
   bool commit_inflight = true;
+  // Keep the images of prompt 0's candidates every this many iterations for the trainer's
+  // exploration samples (0: never; services/explorer/explored_images.hpp).
+  int sample_images_every = 0;
 
   // Throws std::invalid_argument naming the first bad field.
   void validate() const;
@@ -64,7 +70,8 @@ struct ExplorerOptions {
 std::string default_explorer_id();
 
 // From the run schema (common/run/run_config.hpp): explorer.*, run.id, trainer.iterations,
-// exploration.lease_timeout_ms, sampler.noise_level / shift. An empty explorer.id gives
+// exploration.lease_timeout_ms, sampler.noise_level / shift, the task limits
+// (run::task_limits). An empty explorer.id gives
 // default_explorer_id().
 ExplorerOptions explorer_options(const config::Config& config);
 

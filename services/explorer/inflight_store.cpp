@@ -3,17 +3,15 @@
 namespace spotlight::explorer {
 
 void InflightStore::put(const wire::InflightCommit& commit) {
-  kv_.put(key(commit.task_id), commit.encode());
+  state_.put_inflight(commit);
 }
 
 std::optional<wire::InflightCommit> InflightStore::get(const std::string& task_id) {
-  const auto bytes = kv_.get(key(task_id));
-  if (!bytes) return std::nullopt;
-  return wire::InflightCommit::decode(*bytes);
+  return state_.inflight(task_id);
 }
 
 bool InflightStore::erase(const std::string& task_id) {
-  return kv_.erase(key(task_id));
+  return state_.erase_inflight(task_id);
 }
 
 }  // namespace spotlight::explorer

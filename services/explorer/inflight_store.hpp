@@ -1,7 +1,7 @@
 #pragma once
 // In-flight commits (issue #4): the sampler state of a seed task whose explorer got a preemption
 // notice, kept durably so the next holder of the task resumes it at its step instead of from
-// noise. One commit per task id in the run's key-value store under "inflight:<task id>".
+// noise. One commit per task id in the run's state (RunKeys::inflight(task id)).
 //
 // Protocol (explorer side):
 //   on a notice, per task of the chunk being sampled:  put(commit); then queue.release(lease)
@@ -11,23 +11,21 @@
 // behind (erase failed, holder killed) is harmless: it is only read for a task that is leased,
 // and a completed task is never leased again.
 //
-// Errors: store::StoreUnavailable propagates; get() throws wire::WireError for a commit that
-// does not decode. Thread-compatible, like the KeyValueStore it uses.
+// Errors: store::StoreUnavailable propagates; get() throws run::MalformedRunState for a commit
+// that does not decode. Thread-compatible, like the RunState it uses.
 
 #include <optional>
 #include <string>
 
-#include "common/store/key_value_store.hpp"
+#include "common/run/run_state.hpp"
 #include "common/wire/messages.hpp"
 
 namespace spotlight::explorer {
 
 class InflightStore {
  public:
-  // `kv` is the run's store (RunKeys::prefix) and must outlive this object.
-  explicit InflightStore(store::KeyValueStore& kv) : kv_(kv) {}
-
-  static std::string key(const std::string& task_id) { return "inflight:" + task_id; }
+  // `state` is the run's state and must outlive this object.
+  explicit InflightStore(run::RunState& state) : state_(state) {}
 
   void put(const wire::InflightCommit& commit);
   std::optional<wire::InflightCommit> get(const std::string& task_id);
@@ -35,7 +33,7 @@ class InflightStore {
   bool erase(const std::string& task_id);
 
  private:
-  store::KeyValueStore& kv_;
+  run::RunState& state_;
 };
 
 }  // namespace spotlight::explorer

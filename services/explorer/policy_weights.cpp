@@ -5,6 +5,7 @@
 
 #include "common/log/log.hpp"
 #include "common/policy/policy.hpp"
+#include "common/store/checksum.hpp"
 
 namespace spotlight::explorer {
 
@@ -62,6 +63,7 @@ bool PolicyWeights::try_load(std::int64_t version) {
     // The checksum matched, so the publisher wrote bytes this policy cannot hold (another
     // preset?). Some parameters may have been overwritten before the failure.
     loaded_.reset();
+    loaded_checksum_.clear();
     metrics_.weights_version.set(-1);
     return reject("not loadable", e.what());
   }
@@ -71,6 +73,7 @@ bool PolicyWeights::try_load(std::int64_t version) {
   metrics_.weights_version.set(static_cast<double>(version));
   log::info("loaded weights version {} ({} bytes, {} s)", version, bytes->size(), seconds);
   loaded_ = version;
+  loaded_checksum_ = store::to_hex(store::xxh64(*bytes));
   return true;
 }
 

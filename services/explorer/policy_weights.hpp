@@ -22,6 +22,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
 
 #include "common/store/weight_store.hpp"
 #include "services/explorer/explorer_metrics.hpp"
@@ -41,6 +42,9 @@ class PolicyWeights {
 
   // The version the policy holds; std::nullopt before the first load (or after a failed one).
   std::optional<std::int64_t> loaded() const { return loaded_; }
+  // XXH64 (hex) of the bytes of the loaded version: what the weight store's manifest of that
+  // version says, as the trainer checks it for kept trajectories. Empty when nothing is loaded.
+  const std::string& loaded_checksum() const { return loaded_checksum_; }
 
   // See the top of this file. Throws store::StoreUnavailable.
   std::optional<std::int64_t> ensure(std::int64_t min_version);
@@ -59,6 +63,7 @@ class PolicyWeights {
   ExplorerMetrics& metrics_;
   std::chrono::milliseconds retry_interval_;
   std::optional<std::int64_t> loaded_;
+  std::string loaded_checksum_;
   std::map<std::int64_t, Clock::time_point> failed_until_;  // version -> next attempt
   std::set<std::int64_t> reported_;                         // rejected versions logged as errors
 };

@@ -2,21 +2,14 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <condition_variable>
 #include <fstream>
-#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string_view>
-#include <system_error>
 
-#include <fcntl.h>
-#include <netdb.h>
-#include <poll.h>
-#include <sys/socket.h>
+#include <httplib.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "common/log/log.hpp"
 
@@ -57,34 +50,6 @@ std::string trim(std::string s) {
   return s;
 }
 
-class Socket {
- public:
-  explicit Socket(int fd) : fd_(fd) {}
-  ~Socket() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Socket(const Socket&) = delete;
-  Socket& operator=(const Socket&) = delete;
-  int fd() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-// Waits until `fd` is ready for `events` or the deadline passes (throws).
-void wait_ready(int fd, short events, std::chrono::steady_clock::time_point deadline,
-                const char* what) {
-  for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) throw std::runtime_error(std::string("timed out ") + what);
-    pollfd p{fd, events, 0};
-    const int n = ::poll(&p, 1, static_cast<int>(left.count()));
-    if (n > 0) return;
-    if (n < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), what);
-  }
-}
-
 }  // namespace
 
 void PreemptionNoticeOptions::validate() const {
@@ -109,64 +74,21 @@ std::optional<std::string> poll_notice_file(const std::string& path) {
 
 HttpResponse http_get(const std::string& url, std::chrono::milliseconds timeout) {
   const Url u = parse_url(url);
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (const int rc = ::getaddrinfo(u.host.c_str(), u.port.c_str(), &hints, &found); rc != 0) {
-    throw std::runtime_error("resolving " + u.host + ": " + ::gai_strerror(rc));
-  }
-  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> addresses(found, &::freeaddrinfo);
-  Socket sock(::socket(found->ai_family, found->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                       found->ai_protocol));
-  if (sock.fd() < 0) throw std::system_error(errno, std::generic_category(), "socket");
-  if (::connect(sock.fd(), found->ai_addr, found->ai_addrlen) != 0) {
-    if (errno != EINPROGRESS) throw std::system_error(errno, std::generic_category(), "connect");
-    wait_ready(sock.fd(), POLLOUT, deadline, "connecting");
-    int error = 0;
-    socklen_t len = sizeof error;
-    ::getsockopt(sock.fd(), SOL_SOCKET, SO_ERROR, &error, &len);
-    if (error != 0) throw std::system_error(error, std::generic_category(), "connect " + url);
-  }
-  const std::string request = "GET " + u.path + " HTTP/1.0\r\nHost: " + u.host +
-                              "\r\nMetadata-Flavor: Google\r\nConnection: close\r\n\r\n";
-  for (std::size_t sent = 0; sent < request.size();) {
-    wait_ready(sock.fd(), POLLOUT, deadline, "sending");
-    const ssize_t n = ::send(sock.fd(), request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-    if (n < 0 && errno != EAGAIN && errno != EINTR) {
-      throw std::system_error(errno, std::generic_category(), "send");
-    }
-    if (n > 0) sent += static_cast<std::size_t>(n);
-  }
-  std::string response;
+  httplib::Client client("http://" + u.host + ":" + u.port);
+  client.set_connection_timeout(timeout);
+  client.set_read_timeout(timeout);
+  client.set_write_timeout(timeout);
   constexpr std::size_t kMaxResponse = 64 << 10;
-  for (;;) {
-    wait_ready(sock.fd(), POLLIN, deadline, "reading");
-    char buffer[4096];
-    const ssize_t n = ::recv(sock.fd(), buffer, sizeof buffer, 0);
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) continue;
-      throw std::system_error(errno, std::generic_category(), "recv");
-    }
-    response.append(buffer, static_cast<std::size_t>(n));
-    if (response.size() > kMaxResponse) throw std::runtime_error("response too large");
-  }
-  // "HTTP/1.x NNN reason\r\n headers \r\n\r\n body"
-  HttpResponse out;
-  if (response.rfind("HTTP/", 0) != 0 || response.size() < 12) {
-    throw std::runtime_error("not an HTTP response");
-  }
-  const auto space = response.find(' ');
-  try {
-    out.status = std::stoi(response.substr(space + 1, 3));
-  } catch (const std::exception&) {
-    throw std::runtime_error("bad HTTP status line");
-  }
-  const auto body = response.find("\r\n\r\n");
-  if (body != std::string::npos) out.body = response.substr(body + 4);
-  return out;
+  std::string body;
+  // GCP's metadata server answers only requests that carry this header; AWS ignores it.
+  const httplib::Headers headers = {{"Metadata-Flavor", "Google"}};
+  const auto result = client.Get(u.path, headers, [&](const char* data, std::size_t size) {
+    body.append(data, size);
+    return body.size() <= kMaxResponse;
+  });
+  if (body.size() > kMaxResponse) throw std::runtime_error("response too large");
+  if (!result) throw std::runtime_error("GET " + url + ": " + httplib::to_string(result.error()));
+  return HttpResponse{result->status, std::move(body)};
 }
 
 std::optional<std::string> poll_notice_url(const std::string& url,

@@ -1,5 +1,5 @@
 #pragma once
-// The per-node SP scheduler (DESIGN.md section 4). It keeps `ranks` rank processes alive on the
+// The per-node SP scheduler (docs/preemption.md). It keeps `ranks` rank processes alive on the
 // node with the policy's weights resident, forms an SP group of up to `sp_size` of them, runs
 // samples on it, and when a member is lost forms a new group (a new generation: fresh store
 // prefix) from the survivors and spares without restarting them. Lost ranks are replaced by new

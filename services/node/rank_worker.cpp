@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include "common/config/error.hpp"
 #include "common/log/log.hpp"
 #include "common/parallel/rendezvous.hpp"
 #include "common/parallel/shared_weights.hpp"
@@ -177,38 +178,37 @@ class RankWorker {
 
 }  // namespace
 
-RankWorkerOptions RankWorkerOptions::from_args(int argc, char** argv) {
+config::ArgumentParser rank_command_line() {
+  const RankWorkerOptions defaults;
+  config::ArgumentParser p(
+      "usage: spotlight-node rank --store-port=P [options]\n"
+      "One rank process of a node's SP group (the node scheduler starts these): reads JSON\n"
+      "commands on stdin, answers on stdout.");
+  p.option("store-port", "P", "the node scheduler's c10d TCPStore port (required)")
+      .option("store-host", "HOST", "the TCPStore host", defaults.store_host)
+      .option("group", "NAME", "store key prefix of this node's groups", defaults.group)
+      .option("preset", "NAME", "model preset", defaults.preset)
+      .option("device", "DEVICE", "cpu, cuda, cuda:N", defaults.device)
+      .option("threads", "N", "intra-op threads of this rank", std::to_string(defaults.threads))
+      .option("op-timeout-ms", "MS", "timeout of one collective",
+              std::to_string(defaults.op_timeout.count()));
+  return p;
+}
+
+RankWorkerOptions RankWorkerOptions::from(const config::Arguments& a) {
   RankWorkerOptions o;
-  for (int i = 0; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto eq = arg.find('=');
-    if (arg.rfind("--", 0) != 0 || eq == std::string::npos) {
-      throw std::invalid_argument("rank: expected --flag=value, got '" + arg + "'");
-    }
-    const auto key = arg.substr(2, eq - 2), value = arg.substr(eq + 1);
-    try {
-      if (key == "store-host")
-        o.store_host = value;
-      else if (key == "store-port")
-        o.store_port = static_cast<std::uint16_t>(std::stoi(value));
-      else if (key == "group")
-        o.group = value;
-      else if (key == "preset")
-        o.preset = value;
-      else if (key == "device")
-        o.device = value;
-      else if (key == "threads")
-        o.threads = std::stoi(value);
-      else if (key == "op-timeout-ms")
-        o.op_timeout = std::chrono::milliseconds(std::stol(value));
-      else
-        throw std::invalid_argument("unknown flag");
-    } catch (const std::exception& e) {
-      throw std::invalid_argument("rank: flag --" + key + ": " + e.what());
-    }
+  const std::int64_t port = a.integer("store-port");
+  if (port < 1 || port > 65535) {
+    throw config::ConfigError("", "option --store-port: must be in [1, 65535]");
   }
-  if (o.store_port == 0) throw std::invalid_argument("rank: flag --store-port is required");
-  if (o.threads < 1) throw std::invalid_argument("rank: flag --threads must be >= 1");
+  o.store_port = static_cast<std::uint16_t>(port);
+  o.store_host = a.text("store-host");
+  o.group = a.text("group");
+  o.preset = a.text("preset");
+  o.device = a.text("device");
+  o.threads = static_cast<int>(a.integer("threads"));
+  if (o.threads < 1) throw config::ConfigError("", "option --threads: must be >= 1");
+  o.op_timeout = std::chrono::milliseconds(a.integer("op-timeout-ms"));
   return o;
 }
 

@@ -26,6 +26,7 @@
 #include <ostream>
 #include <string>
 
+#include "common/config/arguments.hpp"
 #include "common/parallel/communicator.hpp"
 
 namespace spotlight::node {
@@ -39,10 +40,14 @@ struct RankWorkerOptions {
   int threads = 1;  // intra-op threads of this rank
   std::chrono::milliseconds op_timeout = parallel::kDefaultOpTimeout;
 
-  // Parses --store-port=P --store-host=H --group=G --preset=P --device=D --threads=N
-  // --op-timeout-ms=N; throws std::invalid_argument naming an unknown or bad flag.
-  static RankWorkerOptions from_args(int argc, char** argv);
+  // From the command line of rank_command_line(); throws config::ConfigError naming a missing or
+  // bad option (--store-port is required; --threads >= 1).
+  static RankWorkerOptions from(const config::Arguments& args);
 };
+
+// `spotlight-node rank --store-port=P [--store-host=H] [--group=G] [--preset=P] [--device=D]
+// [--threads=N] [--op-timeout-ms=N]`, the command line the node scheduler gives its ranks.
+config::ArgumentParser rank_command_line();
 
 // The loop described above; returns the process exit code.
 int run_rank_worker(const RankWorkerOptions& options, std::istream& in, std::ostream& out);

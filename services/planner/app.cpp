@@ -1,19 +1,24 @@
 #include "services/planner/app.hpp"
 
-#include <csignal>
 #include <exception>
 #include <memory>
+#include <stop_token>
 #include <string>
+#include <thread>
 
 #include "common/log/log.hpp"
 #include "common/metrics/server.hpp"
+#include "common/run/task_signature.hpp"
 #include "common/service/main_guard.hpp"
+#include "common/signals/stop_signals.hpp"
 #include "services/planner/planner_config.hpp"
 
 namespace spotlight::planner {
 
-int run_planner(const config::Config& config, const StopFlag& stop) {
+int run_planner(const config::Config& config) {
   try {
+    signals::StopSignals signals;    // before the planner's thread starts
+    (void)run::TaskKey::from_env();  // a malformed SPOTLIGHT_TASK_KEY stops the planner here
     auto registry = std::make_shared<metrics::Registry>("planner");
     const auto planner = make_planner(config, registry);
     const auto server =
@@ -27,12 +32,22 @@ int run_planner(const config::Config& config, const StopFlag& stop) {
         o.run_id, config.get_string("redis.host"), config.get_int("redis.port"), o.iterations,
         o.prompts_per_iteration, d.candidates, d.steps, config.get_string("planner.policy"),
         o.lookahead, o.poll_interval.count());
-    const int status = planner->run(stop);
-    if (const auto signo = stop.signal()) {
-      log::info("stopped by {}", *signo == SIGTERM  ? std::string("SIGTERM")
-                                 : *signo == SIGINT ? std::string("SIGINT")
-                                                    : "signal " + std::to_string(*signo));
-    }
+    int status = 0;
+    std::exception_ptr failure;  // what ended the loop thread, rethrown here
+    std::stop_source finished;
+    std::jthread loop([&](std::stop_token stop) {
+      try {
+        status = planner->run(stop);
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      finished.request_stop();
+    });
+    const auto signo = signals.wait(finished.get_token());
+    loop.request_stop();
+    loop.join();
+    if (failure) std::rethrow_exception(failure);
+    if (signo) log::info("stopped by {}", signals::signal_name(*signo));
     return status;
   } catch (const std::exception& e) {
     const int code = service::exit_code_for(e);  // 4: Redis refused our credentials

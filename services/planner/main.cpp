@@ -7,9 +7,6 @@
 
 int main(int argc, char** argv) {
   return spotlight::service::guarded_main("planner", [&] {
-    // SIGTERM, SIGINT: finish the pass, exit 0.
-    spotlight::planner::StopFlag stop;
-    spotlight::planner::StopFlag::stop_on_signals(stop);
     spotlight::config::CommandLine command_line;
     const auto config =
         spotlight::config::load_or_exit(spotlight::run::run_schema(), argc, argv,
@@ -18,6 +15,7 @@ int main(int argc, char** argv) {
       spotlight::log::error("unexpected argument '{}'", command_line.args[0]);
       return 2;
     }
-    return spotlight::planner::run_planner(config, stop);
+    // SIGTERM, SIGINT: the planner finishes its pass and exits 0 (run_planner's StopSignals).
+    return spotlight::planner::run_planner(config);
   });
 }

@@ -1,8 +1,9 @@
 #include "services/planner/planner.hpp"
 
 #include <algorithm>
-#include <charconv>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -12,8 +13,8 @@
 #include "common/log/log.hpp"
 #include "common/outage/failure.hpp"
 #include "common/queue/errors.hpp"
-#include "common/run/plan_record.hpp"
 #include "common/run/schedule.hpp"
+#include "common/run/task_key_source.hpp"
 #include "common/store/errors.hpp"
 #include "common/wire/messages.hpp"
 
@@ -46,13 +47,26 @@ void PlannerOptions::validate() const {
   require(max_wait.count() >= 0, "max_wait", "must be >= 0");
   require(heartbeat_period.count() > 0, "heartbeat_period", "must be > 0");
   require(dead_heartbeats >= 1, "dead_heartbeats", "must be >= 1");
+  require(!offload || lookahead == 0, "lookahead",
+          "must be 0 when offloading (an iteration is enqueued once its weights exist)");
+  require(rollout_steps >= 1, "rollout_steps", "must be >= 1");
 }
 
-Planner::Planner(PlannerOptions options, PlannerKeys keys, PlannerParts parts,
+namespace {
+
+store::KeyValueStore& required_store(const PlannerParts& parts) {
+  if (parts.store == nullptr) throw PlannerError("PlannerOptions.parts.store: missing");
+  return *parts.store;
+}
+
+}  // namespace
+
+Planner::Planner(PlannerOptions options, run::RunKeys keys, PlannerParts parts,
                  std::shared_ptr<metrics::Registry> registry)
     : options_(std::move(options)),
       keys_(std::move(keys)),
       parts_(std::move(parts)),
+      state_(required_store(parts_), keys_),
       registry_(std::move(registry)),
       metrics_(PlannerMetrics::create(registry_)),
       queue_totals_(registry_),
@@ -74,39 +88,21 @@ Planner::Planner(PlannerOptions options, PlannerKeys keys, PlannerParts parts,
 
 Planner::~Planner() = default;
 
-std::optional<std::int64_t> Planner::read_integer(const std::string& key) {
-  const auto value = parts_.store->get(key);
-  if (!value) return std::nullopt;
-  std::int64_t n = 0;
-  const char* end = value->data() + value->size();
-  const auto [ptr, ec] = std::from_chars(value->data(), end, n);
-  if (ec != std::errc() || ptr != end || value->empty()) {
-    throw PlannerError("key " + keys_.absolute(key) + ": not an integer: '" + value->substr(0, 40) +
-                       "'");
-  }
-  return n;
-}
-
 Planner::TrainerTiming Planner::read_timing() {
   TrainerTiming t;
-  const auto text = parts_.store->get(keys_.trainer_timing);
-  if (!text) return t;
-  const auto json = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
-  if (!json.is_object()) {
-    log::debug("key {} holds no JSON object", keys_.absolute(keys_.trainer_timing));
+  std::optional<wire::TrainerTiming> record;
+  try {
+    record = state_.trainer_timing();
+  } catch (const run::MalformedRunState& e) {
+    // Advisory: plan without it (time budget max_wait) rather than not at all.
+    log::warn("{}; planning without the trainer's timing", e.what());
     return t;
   }
-  const auto number = [&](const char* field) -> std::optional<double> {
-    if (!json.contains(field) || !json[field].is_number()) return std::nullopt;
-    return json[field].get<double>();
-  };
-  if (json.contains("iteration") && json["iteration"].is_number_integer())
-    t.iteration = json["iteration"].get<std::int64_t>();
-  t.iteration_seconds = number("iteration_seconds");
-  t.group_variance = number("group_variance");
-  if (const auto explore = number("explore_seconds"); explore && t.iteration_seconds) {
-    t.training_seconds = *t.iteration_seconds - *explore;
-  }
+  if (!record) return t;
+  t.iteration = record->iteration;
+  t.iteration_seconds = record->iteration_seconds;
+  t.group_variance = record->group_variance;
+  t.training_seconds = record->iteration_seconds - record->explore_seconds;
   return t;
 }
 
@@ -118,26 +114,26 @@ std::chrono::milliseconds Planner::time_budget(const TrainerTiming& timing) cons
 }
 
 StepOutcome Planner::step() {
-  const auto c = read_integer(keys_.trainer_iteration);
-  if (!c) {
+  const auto progress = state_.trainer_progress();
+  if (!progress) {
     if (!said_waiting_)
       log::info("waiting for the trainer ({} absent)", keys_.absolute(keys_.trainer_iteration));
     said_waiting_ = true;
     return StepOutcome::kWaitingForTrainer;
   }
-  if (*c < 0)
-    throw PlannerError("key " + keys_.absolute(keys_.trainer_iteration) + ": negative iteration");
+  const std::optional<std::int64_t> c = progress->iteration;
   if (status_.trainer_iteration != c) {
     log::info("trainer at iteration {} of {}", *c, options_.iterations);
     status_.trainer_iteration = c;
     metrics_.trainer_iteration.set(static_cast<double>(*c));
   }
-  if (*c >= options_.iterations) return StepOutcome::kFinished;
+  if (progress->finished || *c >= options_.iterations) return StepOutcome::kFinished;
 
   maybe_reap();
   const TrainerTiming timing = read_timing();
   feed_back(timing);
-  const std::int64_t state = read_integer(keys_.planner_state).value_or(-1);
+  const auto planned = state_.planner_progress();
+  const std::int64_t state = planned ? planned->enqueued_through : -1;
   status_.planned_through = state;
   metrics_.planned_iteration.set(static_cast<double>(state));
   const std::int64_t last = std::min(*c + options_.lookahead, options_.iterations - 1);
@@ -150,12 +146,17 @@ void Planner::feed_back(const TrainerTiming& timing) {
   if (!timing.iteration || *timing.iteration <= fed_back_through_) return;
   const std::int64_t k = *timing.iteration;
   fed_back_through_ = k;
-  const auto text = parts_.store->get(run::plan_key(k));
-  const auto record = text ? run::parse_plan_record(*text) : std::nullopt;
-  if (!record) return;  // planned by nobody (or before plan records): nothing to learn
+  std::optional<wire::PlanRecord> record;
+  try {
+    record = state_.plan(k);
+  } catch (const run::MalformedRunState& e) {
+    log::warn("{}: no outcome to learn from for iteration {}", e.what(), k);
+    return;
+  }
+  if (!record) return;  // planned by nobody: nothing to learn
   exploration::IterationOutcome outcome;
   outcome.iteration = k;
-  outcome.decision = {record->candidates, record->steps};
+  outcome.decision = {static_cast<int>(record->candidates), static_cast<int>(record->steps)};
   outcome.group_variance = timing.group_variance;
   double seconds = 0;
   int samples = 0;
@@ -186,11 +187,11 @@ void Planner::feed_back(const TrainerTiming& timing) {
 
 exploration::ExplorationDecision Planner::decide(std::int64_t t,
                                                  const exploration::IterationContext& context) {
-  if (const auto text = parts_.store->get(run::plan_key(t))) {
-    if (const auto record = run::parse_plan_record(*text)) {
-      return {record->candidates, record->steps};
-    }
-    throw PlannerError("key " + keys_.absolute(run::plan_key(t)) + ": not a plan record");
+  // A restarted planner follows the plan that exists: the trainer may have read it. One that
+  // cannot be read stops the planning of t (MalformedRunState: the pass fails, is counted and
+  // retried) rather than enqueueing tasks the trainer would not wait for.
+  if (const auto record = state_.plan(t)) {
+    return {static_cast<int>(record->candidates), static_cast<int>(record->steps)};
   }
   const exploration::ExplorationDecision d = parts_.policy->decide(context);
   if (d.candidates < 0 || (d.candidates > 0 && d.steps < 2)) {
@@ -230,7 +231,11 @@ exploration::ExplorationDecision Planner::decide(std::int64_t t,
     record["policy"] = "fixed";
   }
   const std::string text = record.dump();
-  if (!parts_.store->put_if_absent(run::plan_key(t), text)) {
+  const wire::PlanRecord plan{.iteration = t,
+                              .candidates = d.candidates,
+                              .steps = d.candidates > 0 ? d.steps : 0,
+                              .reason = text};
+  if (!state_.put_plan_if_absent(plan)) {
     // Another planner got there first: follow its record, which the trainer may have read.
     return decide(t, context);
   }
@@ -262,9 +267,17 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
   }
   const exploration::ExplorationDecision d = decide(t, context);
 
+  if (!parts_.task_key) {
+    parts_.task_key = run::planner_task_key(*parts_.store);
+    log::info(
+        "signing seed tasks with key {} ({})", parts_.task_key->id(),
+        run::TaskKey::from_env() ? std::string(run::kTaskKeyEnvVar) : "the run-local key in Redis");
+  }
   const auto prompt_list = run::iteration_prompts(*prompts_, options_.run_seed, t, prompts);
   const std::int64_t deadline = now_unix_ms() + budget.count();
-  const std::int64_t weights_version = std::clamp<std::int64_t>(t - 1, 0, c);
+  const std::int64_t weights_version = options_.offload ? t : std::clamp<std::int64_t>(t - 1, 0, c);
+  const bool keep = options_.keep_trajectories && d.steps == options_.rollout_steps &&
+                    options_.trained.size() > 0;
   std::vector<queue::Task> tasks;
   tasks.reserve(static_cast<std::size_t>(prompts) * static_cast<std::size_t>(d.candidates));
   for (int i = 0; i < prompts; ++i) {
@@ -277,13 +290,17 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
     task.sampler_steps = d.steps;
     task.deadline_unix_ms = deadline;
     task.attempt = 0;
+    task.max_staleness = options_.offload ? 0 : -1;
+    task.trajectory_begin = keep ? options_.trained.begin : 0;
+    task.trajectory_end = keep ? options_.trained.end : 0;
     for (int j = 0; j < d.candidates; ++j) {
       task.seed = run::candidate_seed(options_.run_seed, t, i, j);
+      run::sign(task, *parts_.task_key);
       tasks.push_back(queue::Task{run::seed_task_id(t, i, j), task.encode()});
     }
   }
   const std::int64_t added = tasks.empty() ? 0 : parts_.queue->enqueue_many(tasks);
-  parts_.store->put(keys_.planner_state, std::to_string(t));
+  state_.put_planner_progress({.enqueued_through = t, .unix_ms = now_unix_ms()});
 
   candidates_[t] = d.candidates;
   status_.planned_through = t;
@@ -312,9 +329,9 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
   }
   log::info(
       "iteration {}: enqueued {} new of {} tasks ({} prompts x {} candidates, {} steps, weights "
-      "v{}, deadline in {} s); queue depth {}; results of iteration {}: {}",
-      t, added, tasks.size(), prompts, d.candidates, d.steps, weights_version, seconds(budget),
-      queue, t - 1, previous);
+      "v{}{}, deadline in {} s); queue depth {}; results of iteration {}: {}",
+      t, added, tasks.size(), prompts, d.candidates, d.steps, weights_version,
+      keep ? ", trajectories kept" : "", seconds(budget), queue, t - 1, previous);
 }
 
 std::int64_t Planner::count_results(std::int64_t iteration, int candidates) {
@@ -362,7 +379,9 @@ void Planner::refresh_gauges(const queue::QueueStats& stats) {
   queue_totals_.update(stats);
 }
 
-int Planner::run(const StopFlag& stop) {
+int Planner::run(std::stop_token stop) {
+  std::mutex mutex;
+  std::condition_variable_any wake;  // notified by nothing but the stop request
   std::chrono::milliseconds backoff = options_.poll_interval;
   std::int64_t failures_in_a_row = 0;
   for (;;) {
@@ -398,7 +417,9 @@ int Planner::run(const StopFlag& stop) {
                    failures_in_a_row, seconds(wait), e.what());
       }
     }
-    if (stop.wait_for(wait)) {
+    std::unique_lock lock(mutex);
+    wake.wait_for(lock, stop, wait, [] { return false; });  // ends early on a stop request
+    if (stop.stop_requested()) {
       log_summary("stop requested");
       return 0;
     }

@@ -1,9 +1,9 @@
 #pragma once
-// The planner of exploration.mode=async (async_protocol.md): owns the run's exploration schedule.
+// The planner of exploration.mode=async (docs/iteration.md): owns the run's exploration schedule.
 //
 //   step():
-//     c = trainer_iteration                              absent: kWaitingForTrainer
-//     if c >= iterations: kFinished
+//     c = trainer_iteration (wire::TrainerProgress)      absent: kWaitingForTrainer
+//     if finished or c >= iterations: kFinished
 //     every heartbeat period: reap dead explorers (explorer_reaper.hpp; an error other than
 //                             unavailability is only logged), refresh gauges
 //     if trainer_timing names an iteration k not fed back yet:
@@ -12,13 +12,15 @@
 //     for t in [max(c, planner_state + 1), min(c + lookahead, iterations - 1)]:
 //       d = plan record t if present (a restarted planner keeps what the trainer may have read),
 //           else policy.decide({t, c, P, time budget, training time, live explorers, queue depth})
-//       put_if_absent(plan record t = {t, d.candidates, d.steps, reason}); append it to
-//           decisions_file                                 (before any task of t is enqueued)
+//       put_if_absent(plan record t = wire::PlanRecord{t, d.candidates, d.steps, reason as
+//           JSON}); append the JSON to decisions_file    (before any task of t is enqueued)
 //       enqueue_many(P x d.candidates seed tasks: id seed_task_id(t, i, j), wire::SeedTask{
 //           prompt iteration_prompts(..)[i], seed candidate_seed(run_seed, t, i, j),
-//           weights_version clamp(t - 1, 0, c), sampler_steps d.steps,
-//           deadline now + time budget, attempt 0}))
-//       planner_state = t                                  (after the tasks are in the queue)
+//           weights_version clamp(t - 1, 0, c) (offload: t, max_staleness 0),
+//           sampler_steps d.steps, deadline now + time budget, attempt 0,
+//           trajectory_begin/end: the trained steps when keep_trajectories and d.steps is the
+//           rollout's step count, else none}, each signed with the run's task key))
+//       planner_state = wire::PlannerProgress{t}          (after the tasks are in the queue)
 //     kRunning
 //
 // Time budget: the trainer's last iteration_seconds (trainer_timing), else max_wait.
@@ -42,6 +44,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 
 #include "common/exploration/exploration_policy.hpp"
@@ -50,14 +53,16 @@
 #include "common/metrics/metrics.hpp"
 #include "common/outage/outage_tracker.hpp"
 #include "common/queue/lease_queue.hpp"
+#include "common/rollout/step_window.hpp"
+#include "common/run/run_keys.hpp"
+#include "common/run/run_state.hpp"
+#include "common/run/task_signature.hpp"
 #include "common/store/key_value_store.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/options.hpp"
 #include "common/task/prompt_source.hpp"
-#include "services/planner/planner_keys.hpp"
 #include "services/planner/planner_metrics.hpp"
 #include "services/planner/queue_metrics.hpp"
-#include "services/planner/stop_flag.hpp"
 
 namespace spotlight::planner {
 
@@ -91,6 +96,15 @@ struct PlannerOptions {
   std::shared_ptr<const task::PromptSource> prompts;
   // Where every plan record (decision and reason) is appended as a JSON line; empty: nowhere.
   std::string decisions_file;
+  // exploration.mode=offload: iteration t is enqueued only once the trainer works on it (v_t is
+  // published; lookahead must be 0) and its tasks ask for exactly v_t: the explorers sample the
+  // rollouts with the current weights. Otherwise t is explored ahead with v_{t-1}.
+  bool offload = false;
+  // Kept trajectories (exploration.reuse=off_policy, offload): tasks sampled with the rollout's
+  // step count ask the explorers to keep the trained steps of their trajectory for the trainer.
+  bool keep_trajectories = false;
+  int rollout_steps = 10;             // sampler.steps
+  rollout::StepWindow trained{0, 9};  // trainer.train_step_begin / end against rollout_steps
 
   // Throws PlannerError naming the first bad field.
   void validate() const;
@@ -102,6 +116,9 @@ struct PlannerParts {
   std::unique_ptr<store::KeyValueStore> store;  // key prefix keys.prefix
   std::unique_ptr<exploration::ExplorerDirectory> directory;
   std::unique_ptr<exploration::ExplorationPolicy> policy;
+  // The key every task is signed with (common/run/task_signature.hpp); std::nullopt:
+  // run::planner_task_key(*store) ($SPOTLIGHT_TASK_KEY, else the run-local key), on first use.
+  std::optional<run::TaskKey> task_key;
 };
 
 enum class StepOutcome {
@@ -124,7 +141,7 @@ struct PlannerStatus {
 class Planner {
  public:
   // Throws PlannerError for bad options or missing parts, task::TaskError for bad task options.
-  Planner(PlannerOptions options, PlannerKeys keys, PlannerParts parts,
+  Planner(PlannerOptions options, run::RunKeys keys, PlannerParts parts,
           std::shared_ptr<metrics::Registry> registry = nullptr);
   ~Planner();
 
@@ -133,14 +150,14 @@ class Planner {
   // enqueued part of an iteration, which the next pass completes.
   StepOutcome step();
 
-  // Loops step() until finished or stopped (above); returns the exit status (0).
-  int run(const StopFlag& stop);
+  // Loops step() until finished or `stop` is requested (above; the wait between passes ends at
+  // once on a stop request); returns the exit status (0).
+  int run(std::stop_token stop);
 
   const PlannerStatus& status() const { return status_; }
   const PlannerOptions& options() const { return options_; }
 
  private:
-  std::optional<std::int64_t> read_integer(const std::string& key);
   struct TrainerTiming {
     std::optional<std::int64_t> iteration;
     std::optional<double> iteration_seconds;
@@ -159,8 +176,9 @@ class Planner {
   void log_summary(const char* why);
 
   PlannerOptions options_;
-  PlannerKeys keys_;
+  run::RunKeys keys_;
   PlannerParts parts_;
+  run::RunState state_;  // over parts_.store
   std::shared_ptr<metrics::Registry> registry_;
   PlannerMetrics metrics_;
   QueueTotalsMetrics queue_totals_;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "common/config/error.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/run/run_config.hpp"
 #include "common/store/redis_key_value_store.hpp"
@@ -11,29 +12,18 @@
 
 namespace spotlight::planner {
 
-PlannerKeys PlannerKeys::for_run(const std::string& run_id) {
-  const run::RunKeys k(run_id);
-  PlannerKeys keys;
-  keys.prefix = k.prefix;
-  keys.trainer_iteration = k.trainer_iteration;
-  keys.trainer_timing = k.trainer_timing;
-  keys.planner_state = k.planner_state;
-  // explorer_heartbeat(id) split around the id (its last occurrence, should the id hold one).
-  const std::string marker = "\x1f";
-  const std::string sample = k.explorer_heartbeat(marker);
-  const auto at = sample.rfind(marker);
-  keys.heartbeat_head = sample.substr(0, at);
-  keys.heartbeat_tail = sample.substr(at + marker.size());
-  return keys;
-}
-
 PlannerOptions planner_options(const config::Config& c) {
   PlannerOptions o;
   o.run_id = c.get_string("run.id");
   o.run_seed = c.get<std::uint64_t>("run.seed");
   o.iterations = c.get_int("trainer.iterations");
   o.prompts_per_iteration = c.get<int>("trainer.prompts_per_iteration");
-  o.lookahead = c.get<int>("planner.lookahead");
+  o.offload = c.get_string("exploration.mode") == "offload";
+  o.lookahead = o.offload ? 0 : c.get<int>("planner.lookahead");
+  o.keep_trajectories = o.offload || run::reuse(c) == run::Reuse::kOffPolicy;
+  o.rollout_steps = c.get<int>("sampler.steps");
+  o.trained = rollout::trained_steps(o.rollout_steps, c.get<int>("trainer.train_step_begin"),
+                                     c.get<int>("trainer.train_step_end"));
   o.poll_interval = std::chrono::milliseconds(c.get_int("planner.poll_ms"));
   o.max_backoff =
       std::max(std::chrono::milliseconds(c.get_int("redis.retry_max_ms")), o.poll_interval);
@@ -68,6 +58,14 @@ exploration::BanditOptions bandit_options(const config::Config& c) {
 }
 
 std::unique_ptr<exploration::ExplorationPolicy> exploration_policy(const config::Config& c) {
+  if (c.get_string("exploration.mode") == "offload") {
+    if (c.get_string("planner.policy") != "fixed") {
+      throw config::ConfigError("planner.policy",
+                                "config: 'planner.policy' must be fixed with exploration.mode "
+                                "offload (it explores nothing: the planner enqueues the rollouts)");
+    }
+    return std::make_unique<exploration::FixedExplorationPolicy>(fixed_exploration(c));
+  }
   if (c.get_string("planner.policy") == "bandit") {
     return std::make_unique<exploration::BanditExplorationPolicy>(bandit_options(c));
   }
@@ -76,6 +74,12 @@ std::unique_ptr<exploration::ExplorationPolicy> exploration_policy(const config:
 
 exploration::ExplorationDecision fixed_exploration(const config::Config& c) {
   exploration::ExplorationDecision d;
+  if (c.get_string("exploration.mode") == "offload") {
+    // The rollouts themselves: G seeds per prompt at the rollout's step count, no selection.
+    d.candidates = c.get<int>("trainer.group_size");
+    d.steps = c.get<int>("sampler.steps");
+    return d;
+  }
   d.candidates = c.get<int>("exploration.candidates");
   const int steps = c.get<int>("exploration.steps");
   d.steps = steps > 0 ? steps : c.get<int>("sampler.steps");
@@ -84,7 +88,7 @@ exploration::ExplorationDecision fixed_exploration(const config::Config& c) {
 
 std::unique_ptr<Planner> make_planner(const config::Config& c,
                                       std::shared_ptr<metrics::Registry> registry) {
-  const PlannerKeys keys = PlannerKeys::for_run(c.get_string("run.id"));
+  const run::RunKeys keys(c.get_string("run.id"));
   const redis::RedisOptions redis = run::redis_options(c);
   PlannerParts parts;
   parts.queue = std::make_unique<queue::RedisLeaseQueue>(redis, run::explore_queue_options(c));

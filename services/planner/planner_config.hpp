@@ -7,6 +7,10 @@
 //   planner.policy=bandit: planner.{candidates,steps,time_margin,ucb_exploration,ucb_discount,
 //     prior_sample_step_seconds}, trainer.group_size             -> BanditExplorationPolicy
 //   planner.decisions_file (bandit default: <run.dir>/planner.jsonl)
+//   exploration.mode=offload: lookahead 0, G = trainer.group_size seeds per prompt at
+//     sampler.steps, exactly the current weights (planner.policy must be fixed)
+//   exploration.reuse=off_policy (or offload): tasks at sampler.steps keep the trained steps
+//     (trainer.train_step_begin / end) of their trajectories
 //   redis.*, exploration.lease_timeout_ms, exploration.max_deliveries -> queue, store, directory
 
 #include <memory>
@@ -20,7 +24,8 @@
 namespace spotlight::planner {
 
 PlannerOptions planner_options(const config::Config& config);
-// The fixed policy's decision: exploration.candidates, exploration.steps or sampler.steps.
+// The fixed policy's decision: exploration.candidates, exploration.steps or sampler.steps
+// (offload: trainer.group_size at sampler.steps).
 exploration::ExplorationDecision fixed_exploration(const config::Config& config);
 exploration::BanditOptions bandit_options(const config::Config& config);
 // The policy planner.policy names.

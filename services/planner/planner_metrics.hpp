@@ -1,5 +1,5 @@
 #pragma once
-// The planner's Prometheus metrics (DESIGN.md section 7). Built from a Registry, or detached
+// The planner's Prometheus metrics (docs/operations.md). Built from a Registry, or detached
 // (every update a no-op) when there is none.
 
 #include <memory>

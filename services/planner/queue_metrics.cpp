@@ -21,6 +21,10 @@ QueueTotalsMetrics::QueueTotalsMetrics(const std::shared_ptr<metrics::Registry>&
       "Seed tasks moved to the dead-letter stream.");
   add(&S::duplicate_results_total, "spotlight_planner_queue_duplicate_results_total",
       "Results written for a task that had one already (a task run twice).");
+  add(&S::quarantined_total, "spotlight_planner_queue_quarantined_total",
+      "Recorded results found invalid (poisoned) and moved aside.");
+  add(&S::requeued_total, "spotlight_planner_queue_requeued_total",
+      "Seed tasks enqueued again after their result was quarantined.");
 }
 
 void QueueTotalsMetrics::update(const queue::QueueStats& stats) {

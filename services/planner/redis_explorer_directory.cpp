@@ -7,6 +7,8 @@
 
 #include "common/redis/errors.hpp"
 #include "common/store/errors.hpp"
+#include "common/wire/error.hpp"
+#include "common/wire/messages.hpp"
 
 namespace spotlight::planner {
 namespace {
@@ -23,26 +25,26 @@ const redis::Reply* info_field(const redis::Reply::Array& fields, std::string_vi
   return nullptr;
 }
 
-// `text` with the glob metacharacters of SCAN MATCH escaped.
-std::string glob_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') out.push_back('\\');
-    out.push_back(c);
+// The heartbeat time of an explorer's heartbeat record; nullopt for anything else (an older
+// encoding, garbage): such an explorer is not judged dead or alive by it.
+std::optional<std::int64_t> heartbeat_unix_ms(const std::string& value) {
+  try {
+    return wire::Heartbeat::decode(value).unix_ms;
+  } catch (const wire::WireError&) {
+    return std::nullopt;
   }
-  return out;
 }
 
 }  // namespace
 
-RedisExplorerDirectory::RedisExplorerDirectory(redis::RedisOptions redis, PlannerKeys keys,
+RedisExplorerDirectory::RedisExplorerDirectory(redis::RedisOptions redis, run::RunKeys keys,
                                                queue::LeaseQueueOptions queue,
                                                std::chrono::milliseconds heartbeat_window)
-    : RedisExplorerDirectory(redis::RedisClient(std::move(redis)), std::move(keys),
-                             std::move(queue), heartbeat_window) {}
+    : RedisExplorerDirectory(redis::RedisClient(std::move(redis)), std::move(keys), queue,
+                             heartbeat_window) {}
 
-RedisExplorerDirectory::RedisExplorerDirectory(redis::RedisClient client, PlannerKeys keys,
-                                               queue::LeaseQueueOptions queue,
+RedisExplorerDirectory::RedisExplorerDirectory(redis::RedisClient client, run::RunKeys keys,
+                                               const queue::LeaseQueueOptions& queue,
                                                std::chrono::milliseconds heartbeat_window)
     : client_(std::move(client)),
       keys_(std::move(keys)),
@@ -73,19 +75,16 @@ std::vector<exploration::ExplorerSeen> RedisExplorerDirectory::explorers() {
     }
     // Explorers that have not leased anything yet are not consumers (Redis 7 creates a consumer
     // only when XREADGROUP delivers to it): find them by their heartbeat keys.
-    const std::string head = keys_.absolute(keys_.heartbeat_head);
-    const std::string& tail = keys_.heartbeat_tail;
     std::string cursor = "0";
     do {
       const redis::Reply r = client_.command(
-          {"SCAN", cursor, "MATCH", glob_escape(head) + "*" + glob_escape(tail), "COUNT", "1000"});
+          {"SCAN", cursor, "MATCH", keys_.explorer_heartbeat_pattern(), "COUNT", "1000"});
       const auto& parts = r.as_array();
       cursor = parts.at(0).as_text();
       for (const auto& key : parts.at(1).as_array()) {
-        const std::string& k = key.as_text();
-        if (k.size() < head.size() + tail.size()) continue;
-        std::string id = k.substr(head.size(), k.size() - head.size() - tail.size());
-        if (id.empty() || id.front() == '~') continue;
+        auto found = keys_.explorer_of_heartbeat(key.as_text());
+        if (!found || found->empty() || found->front() == '~') continue;
+        std::string id = std::move(*found);
         if (std::none_of(out.begin(), out.end(), [&](const auto& e) { return e.id == id; })) {
           out.push_back(
               exploration::ExplorerSeen{std::move(id), std::nullopt, -1});  // -1: by heartbeat only
@@ -101,7 +100,7 @@ std::vector<exploration::ExplorerSeen> RedisExplorerDirectory::explorers() {
       const auto& values = r.as_array();
       for (std::size_t i = begin; i < end && i - begin < values.size(); ++i) {
         if (const auto value = values[i - begin].as_optional_string()) {
-          out[i].heartbeat_unix_ms = exploration::parse_heartbeat(*value);
+          out[i].heartbeat_unix_ms = heartbeat_unix_ms(*value);
         }
       }
     }

@@ -8,10 +8,11 @@
 //
 //   ids, leases = XINFO CONSUMERS <queue key_prefix>:<stream> <group>   (names starting with '~'
 //                                                                        are the queue's own)
-//               + SCAN MATCH <keys.prefix>:<keys.explorer_heartbeat(*)>  (incremental, no KEYS)
-//   heartbeats  = MGET <keys.prefix>:<keys.explorer_heartbeat(id)> for those ids This reads the
-//   queue's Redis layout (common/queue/lease_queue.hpp:
-// "<key_prefix>:<stream>"), which the LeaseQueue interface does not expose.
+//               + SCAN MATCH keys.explorer_heartbeat_pattern()         (incremental, no KEYS)
+//   heartbeats  = MGET keys.absolute(keys.explorer_heartbeat(id)) for those ids, each a
+//                 wire::Heartbeat (anything else: no readable heartbeat)
+// This reads the queue's Redis layout (common/queue/lease_queue.hpp: "<key_prefix>:<stream>"),
+// which the LeaseQueue interface does not expose.
 // Redis errors are translated: RedisUnavailable -> store::StoreUnavailable, others ->
 // store::StoreError; a queue that does not exist yet has no explorers. Connects on first use.
 // Thread-compatible (one connection).
@@ -19,7 +20,7 @@
 #include "common/exploration/explorer_directory.hpp"
 #include "common/queue/lease_queue.hpp"
 #include "common/redis/client.hpp"
-#include "services/planner/planner_keys.hpp"
+#include "common/run/run_keys.hpp"
 
 namespace spotlight::planner {
 
@@ -27,11 +28,11 @@ inline constexpr std::chrono::milliseconds kDefaultHeartbeatWindow{3000};
 
 class RedisExplorerDirectory final : public exploration::ExplorerDirectory {
  public:
-  RedisExplorerDirectory(redis::RedisOptions redis, PlannerKeys keys,
+  RedisExplorerDirectory(redis::RedisOptions redis, run::RunKeys keys,
                          queue::LeaseQueueOptions queue,
                          std::chrono::milliseconds heartbeat_window = kDefaultHeartbeatWindow);
-  RedisExplorerDirectory(redis::RedisClient client, PlannerKeys keys,
-                         queue::LeaseQueueOptions queue,
+  RedisExplorerDirectory(redis::RedisClient client, run::RunKeys keys,
+                         const queue::LeaseQueueOptions& queue,
                          std::chrono::milliseconds heartbeat_window = kDefaultHeartbeatWindow);
   ~RedisExplorerDirectory() override;
 
@@ -39,7 +40,7 @@ class RedisExplorerDirectory final : public exploration::ExplorerDirectory {
 
  private:
   redis::RedisClient client_;
-  PlannerKeys keys_;
+  run::RunKeys keys_;
   std::string stream_;
   std::string group_;
   std::chrono::milliseconds heartbeat_window_;

@@ -10,6 +10,7 @@
 #include "common/log/log.hpp"
 #include "common/metrics/server.hpp"
 #include "common/signals/stop_signals.hpp"
+#include "services/reward/memory_trim.hpp"
 #include "services/reward/reward_config.hpp"
 #include "services/reward/reward_service.hpp"
 
@@ -19,6 +20,7 @@ int run_reward_service(const config::Config& config) {
     // First, so that no thread (ZeroMQ, HTTP) exists before stop signals are handled; a signal
     // that arrives while starting is kept until wait() below.
     signals::StopSignals signals;
+    use_separate_mappings_for_large_allocations();  // memory goes back after large requests
 
     std::unique_ptr<RewardFunction> reward;
     RewardServiceOptions options;
@@ -56,8 +58,8 @@ int run_reward_service(const config::Config& config) {
     loop.join();
     if (failure) std::rethrow_exception(failure);
     const auto counters = service.rpc_counters();
-    log::info("stopped after {} requests in {} batches ({} rejected by the RPC layer)",
-              counters.requests, counters.batches, counters.malformed);
+    log::info("stopped after {} requests ({} rejected by the RPC layer)", counters.requests,
+              counters.malformed);
     return 0;
   } catch (const std::exception& e) {
     log::error("reward service failed: {}", e.what());

@@ -49,6 +49,22 @@ const config::Schema& reward_schema() {
                        static_cast<std::int64_t>(rpc::kDefaultMaxRequestBytes),
                        "Larger requests get an error reply.")
             .range(1024, std::int64_t{1} << 31),
+        Entry::integer("reward.max_batch_images", static_cast<std::int64_t>(kDefaultMaxBatchImages),
+                       "Most images scored together in one reward call.")
+            .range(1, 1 << 20),
+        Entry::integer("reward.client_images_per_batch",
+                       static_cast<std::int64_t>(kDefaultClientImagesPerBatch),
+                       "While several clients wait, each one's share of a batch, in images (larger "
+                       "requests are scored over several batches).")
+            .range(1, 1 << 20),
+        Entry::integer("reward.max_queued_bytes", static_cast<std::int64_t>(kDefaultMaxQueuedBytes),
+                       "Bytes of requests received and not yet answered, all clients (more: a "
+                       "'busy' error reply, counted).")
+            .range(1024, std::int64_t{1} << 40),
+        Entry::integer("reward.max_client_queued_bytes",
+                       static_cast<std::int64_t>(kDefaultMaxClientQueuedBytes),
+                       "The same for one client connection; >= reward.max_request_bytes.")
+            .range(1024, std::int64_t{1} << 40),
         Entry::integer("task.image_size", task::TaskOptions{}.image_size,
                        "Side of the square RGB images scored; requests of another size are "
                        "rejected.")
@@ -79,6 +95,21 @@ RewardServiceOptions reward_service_options(const config::Config& config) {
   options.max_batch = config.get<std::size_t>("reward.max_batch");
   options.batch_window = std::chrono::milliseconds(config.get_int("reward.batch_window_ms"));
   options.max_request_bytes = config.get<std::size_t>("reward.max_request_bytes");
+  options.max_batch_images = config.get<std::size_t>("reward.max_batch_images");
+  options.client_images_per_batch = config.get<std::size_t>("reward.client_images_per_batch");
+  options.max_queued_bytes = config.get<std::size_t>("reward.max_queued_bytes");
+  options.max_client_queued_bytes = config.get<std::size_t>("reward.max_client_queued_bytes");
+  const auto at_most = [&](const char* small, const char* large) {
+    if (config.get_int(small) > config.get_int(large)) {
+      throw config::ConfigError(large, std::string("config: '") + large + "' (" +
+                                           std::to_string(config.get_int(large)) +
+                                           ") must be >= '" + small + "' (" +
+                                           std::to_string(config.get_int(small)) + ")");
+    }
+  };
+  at_most("reward.client_images_per_batch", "reward.max_batch_images");
+  at_most("reward.max_request_bytes", "reward.max_client_queued_bytes");
+  at_most("reward.max_client_queued_bytes", "reward.max_queued_bytes");
   options.task = task_options(config);
   options.curve = zmqio::curve_server_options(config, "reward.curve.server_secret_file");
   options.handshake_timeout =

@@ -2,18 +2,23 @@
 
 #include <algorithm>
 #include <cmath>
+#include <condition_variable>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
+#include <thread>
 #include <utility>
-#include <variant>
 
 #include "common/log/log.hpp"
 #include "common/task/prompt.hpp"
+#include "common/wire/codec.hpp"
 #include "common/wire/error.hpp"
 #include "common/wire/messages.hpp"
+#include "services/reward/fair_queue.hpp"
+#include "services/reward/memory_trim.hpp"
 
 namespace spotlight::reward {
 namespace {
@@ -22,7 +27,15 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::string_view kBadImage = "bad_image";
 constexpr std::string_view kBadPrompt = "bad_prompt";
+constexpr std::string_view kNonFinite = "non_finite";
 constexpr std::string_view kScoreFailed = "score_failed";
+constexpr std::string_view kOverBudget = "over_budget";
+
+// Frames up to max_request_bytes + this still get a polite "too large" answer; larger ones are
+// dropped by libzmq as soon as their size arrives, before any of it is buffered.
+constexpr std::int64_t kFrameHeadroom = std::int64_t{1} << 20;
+// Memory goes back to the system when the queue empties after this much was released.
+constexpr std::size_t kTrimAfterBytes = std::size_t{1} << 20;
 
 constexpr wire::WireErrorKind kWireErrorKinds[] = {
     wire::WireErrorKind::kTooLarge,       wire::WireErrorKind::kNotMsgpack,
@@ -32,20 +45,18 @@ constexpr wire::WireErrorKind kWireErrorKinds[] = {
     wire::WireErrorKind::kBadValue,
 };
 
-// A request whose content is usable: its prompts and images, and where its scores go.
-struct Pending {
-  std::size_t index = 0;  // in the batch
-  std::string request_id;
-  std::vector<task::Prompt> prompts;
-  std::vector<task::Image> images;
-};
-
-// Why a request cannot be scored.
-struct Rejection {
-  std::string kind;  // metric label
-  std::string message;
-  std::string request_id;  // empty when the request could not be decoded
-  bool wire = false;       // the message itself was malformed (not its content)
+// One admitted request: its bytes stay in the received frame; the decoded view points into them.
+struct Job final : FairJob {
+  std::uint64_t rpc_id = 0;
+  rpc::RpcPayload payload;
+  wire::RewardRequestView request;
+  std::vector<double> rewards;
+  std::vector<bool> correct;
+  std::size_t scored = 0;
+  std::string error;       // non-empty: answered with it
+  std::string error_kind;  // errors_total label
+  std::size_t index = 0;   // in handle()'s batch
+  bool done() const { return !error.empty() || scored == static_cast<std::size_t>(request.count); }
 };
 
 std::string error_reply(const std::string& request_id, const std::string& message) {
@@ -55,15 +66,50 @@ std::string error_reply(const std::string& request_id, const std::string& messag
   return reply.encode();
 }
 
+std::string reply_body(const Job& job) {
+  if (!job.error.empty()) return error_reply(job.request.request_id, job.error);
+  wire::RewardReply reply;
+  reply.request_id = job.request.request_id;
+  reply.rewards = job.rewards;
+  reply.correct = job.correct;
+  return reply.encode();
+}
+
+// Why a request cannot be admitted.
+struct Rejection {
+  std::string kind;  // metric label
+  std::string message;
+  std::string request_id;  // empty when the request could not be decoded
+  bool wire = false;       // the message itself was malformed (not its content)
+};
+
 }  // namespace
 
 struct RewardService::Impl {
   Impl(std::unique_ptr<RewardFunction> r, RewardServiceOptions o,
        std::shared_ptr<metrics::Registry> reg);
 
-  // Decodes and checks one request; a Pending to score or the reason it is rejected.
-  std::variant<Pending, Rejection> prepare(std::size_t index, const std::string& payload) const;
+  // Decodes and checks one request (not its prompts or pixels: those are checked per slice).
+  std::optional<Rejection> prepare(Job& job) const;
+  // Scores `slices` in one reward call; failures become the jobs' errors.
+  void score(const std::vector<FairQueue::Slice>& slices);
   void count_error(std::string_view kind, std::size_t n = 1);
+  void count_rejected(std::string_view reason) {
+    auto it = rejected.find(reason);
+    if (it != rejected.end()) it->second.inc();
+  }
+  void reject(const Rejection& r) {
+    malformed.inc();
+    count_error(r.kind);
+    if (r.wire) count_rejected(r.kind);
+  }
+
+  // The reading thread's side: admit or answer at once.
+  void on_call(rpc::RpcCall call);
+  // The scoring thread: until `stop`, then stops the server.
+  void score_loop(std::stop_token stop);
+  // Posts the reply of a finished job, which it holds until sent (then trims, if asked to).
+  void answer(std::shared_ptr<FairJob> job, bool then_trim);
 
   std::unique_ptr<RewardFunction> reward;
   RewardServiceOptions options;
@@ -71,21 +117,56 @@ struct RewardService::Impl {
   std::mutex handle_mutex;  // one batch at a time through the (thread-compatible) reward
   std::optional<rpc::RpcServer> server;
 
+  std::mutex mutex;  // guards queue, first_waiting
+  std::condition_variable_any work;
+  FairQueue queue;
+  std::optional<Clock::time_point> first_waiting;  // arrival that ended an idle spell
+  std::stop_source stopping;
+  std::size_t released_since_trim = 0;  // scoring thread only
+
   metrics::Counter requests, batches, images_scored, correct, malformed;
   std::map<std::string, metrics::Counter, std::less<>> errors;  // by kind
-  // Messages rejected before scoring (RPC framing, size, wire decoding), by reason.
+  // Messages rejected before scoring (RPC framing, size, wire decoding, budget), by reason.
   std::map<std::string, metrics::Counter, std::less<>> rejected;
-  void count_rejected(std::string_view reason) {
-    auto it = rejected.find(reason);
-    if (it != rejected.end()) it->second.inc();
-  }
   metrics::Histogram batch_requests, batch_images, score_seconds;
-  metrics::Gauge reward_mean, reward_std;
+  metrics::Gauge reward_mean, reward_std, queued_bytes, queued_requests;
 };
+
+namespace {
+
+FairQueueOptions fair_queue_options(const RewardServiceOptions& o) {
+  FairQueueOptions q;
+  q.client_units = o.client_images_per_batch;
+  q.max_batch_units = o.max_batch_images;
+  q.max_batch_slices = o.max_batch;
+  q.max_bytes = o.max_queued_bytes;
+  q.max_client_bytes = o.max_client_queued_bytes;
+  return q;
+}
+
+const RewardServiceOptions& checked(const RewardServiceOptions& o) {
+  const auto require = [](bool ok, const std::string& why) {
+    if (!ok) throw std::invalid_argument("reward service: " + why);
+  };
+  require(o.max_batch_images >= 1, "max_batch_images must be >= 1");
+  require(o.client_images_per_batch >= 1 && o.client_images_per_batch <= o.max_batch_images,
+          "client_images_per_batch must be in [1, max_batch_images]");
+  require(o.max_client_queued_bytes >= o.max_request_bytes,
+          "max_client_queued_bytes must be >= max_request_bytes (or no request of that size "
+          "could ever be queued)");
+  require(o.max_queued_bytes >= o.max_client_queued_bytes,
+          "max_queued_bytes must be >= max_client_queued_bytes");
+  return o;
+}
+
+}  // namespace
 
 RewardService::Impl::Impl(std::unique_ptr<RewardFunction> r, RewardServiceOptions o,
                           std::shared_ptr<metrics::Registry> reg)
-    : reward(std::move(r)), options(std::move(o)), registry(std::move(reg)) {
+    : reward(std::move(r)),
+      options(std::move(o)),
+      registry(std::move(reg)),
+      queue(fair_queue_options(checked(options))) {
   if (!reward) throw std::invalid_argument("reward service: reward function is null");
   options.task.validate();
   if (!registry) registry = std::make_shared<metrics::Registry>("reward");
@@ -105,22 +186,24 @@ RewardService::Impl::Impl(std::unique_ptr<RewardFunction> r, RewardServiceOption
     const std::string k(wire::to_string(kind));
     errors[k] = m.counter("spotlight_reward_errors_total", errors_help, {{"kind", k}});
   }
-  for (std::string_view kind : {kBadImage, kBadPrompt, kScoreFailed}) {
+  for (std::string_view kind : {kBadImage, kBadPrompt, kNonFinite, kScoreFailed}) {
     const std::string k(kind);
     errors[k] = m.counter("spotlight_reward_errors_total", errors_help, {{"kind", k}});
   }
   const std::string rejected_help =
-      "Messages rejected before scoring (RPC framing, size, wire decoding), by reason.";
-  std::vector<std::string> reasons = {"frame_count", "delimiter", "header", "too_large",
-                                      "handshake"};
+      "Messages rejected before scoring (RPC framing, size, wire decoding, memory budget), by "
+      "reason.";
+  std::vector<std::string> reasons = {"frame_count", "delimiter", "header",
+                                      "too_large",   "handshake", std::string(kOverBudget)};
   for (wire::WireErrorKind kind : kWireErrorKinds)
     reasons.emplace_back(wire::to_string(kind));
   for (const auto& reason : reasons) {
     rejected.try_emplace(reason, m.counter("spotlight_reward_rejected_messages_total",
                                            rejected_help, {{"reason", reason}}));
   }
-  batch_requests = m.histogram("spotlight_reward_batch_size_requests", "Requests per batch.",
-                               metrics::exponential_buckets(1, 2, 11));
+  batch_requests =
+      m.histogram("spotlight_reward_batch_size_requests", "Requests (slices of them) per batch.",
+                  metrics::exponential_buckets(1, 2, 11));
   batch_images = m.histogram("spotlight_reward_batch_size_images", "Images scored per batch.",
                              metrics::exponential_buckets(1, 2, 14));
   score_seconds =
@@ -129,6 +212,10 @@ RewardService::Impl::Impl(std::unique_ptr<RewardFunction> r, RewardServiceOption
   reward_mean = m.gauge("spotlight_reward_reward_mean", "Mean reward of the last scored batch.");
   reward_std = m.gauge("spotlight_reward_reward_std",
                        "Standard deviation of the rewards of the last scored batch.");
+  queued_bytes =
+      m.gauge("spotlight_reward_queued_bytes", "Bytes of requests received and not yet answered.");
+  queued_requests =
+      m.gauge("spotlight_reward_queued_requests", "Requests received and not yet answered.");
 }
 
 void RewardService::Impl::count_error(std::string_view kind, std::size_t n) {
@@ -136,56 +223,254 @@ void RewardService::Impl::count_error(std::string_view kind, std::size_t n) {
   if (it != errors.end()) it->second.inc(static_cast<double>(n));
 }
 
-std::variant<Pending, Rejection> RewardService::Impl::prepare(std::size_t index,
-                                                              const std::string& payload) const {
+std::optional<Rejection> RewardService::Impl::prepare(Job& job) const {
   wire::DecodeOptions decode_options;
   decode_options.max_bytes = options.max_request_bytes;
-  wire::RewardRequest request;
   try {
-    request = wire::RewardRequest::decode(payload, decode_options);
+    job.request = wire::RewardRequestView::decode(job.payload.bytes(), decode_options);
   } catch (const wire::WireError& e) {
     return Rejection{std::string(wire::to_string(e.kind())), e.what(), {}, true};
   }
-  const std::string what = "reward_request '" + request.request_id + "'";
-  if (request.content != wire::RewardRequest::kImages) {
+  const auto& r = job.request;
+  if (r.content != wire::RewardRequest::kImages) {
     return Rejection{std::string(kBadImage),
-                     what + ": carries " + request.content +
+                     "reward_request '" + r.request_id + "': carries " + r.content +
                          "; this service scores images (decode latents in a reward service of "
                          "your own: docs/reward-protocol.md)",
-                     request.request_id};
+                     r.request_id};
   }
   const int size = options.task.image_size;
-  if (request.count > 0 &&
-      (request.channels != 3 || request.width != size || request.height != size)) {
+  if (r.count > 0 && (r.channels != 3 || r.width != size || r.height != size)) {
     return Rejection{std::string(kBadImage),
-                     what + ": images are " + std::to_string(request.width) + "x" +
-                         std::to_string(request.height) + "x" + std::to_string(request.channels) +
-                         ", this service scores " + std::to_string(size) + "x" +
-                         std::to_string(size) + "x3",
-                     request.request_id};
+                     "reward_request '" + r.request_id + "': images are " +
+                         std::to_string(r.width) + "x" + std::to_string(r.height) + "x" +
+                         std::to_string(r.channels) + ", this service scores " +
+                         std::to_string(size) + "x" + std::to_string(size) + "x3",
+                     r.request_id};
   }
-  Pending pending;
-  pending.index = index;
-  pending.request_id = request.request_id;
-  pending.prompts.reserve(request.prompts.size());
-  for (std::size_t i = 0; i < request.prompts.size(); ++i) {
-    auto prompt = task::parse_prompt(request.prompts[i]);
-    if (!prompt) {
-      return Rejection{std::string(kBadPrompt),
-                       what + ": prompts[" + std::to_string(i) + "] '" + request.prompts[i] +
-                           "' is not a prompt of the embedded task",
-                       request.request_id};
+  job.units = static_cast<std::size_t>(r.count);
+  job.rewards.assign(job.units, 0.0);
+  job.correct.assign(job.units, false);
+  return std::nullopt;
+}
+
+void RewardService::Impl::score(const std::vector<FairQueue::Slice>& slices) {
+  struct Part {
+    Job* job;
+    std::size_t begin, end;
+  };
+  std::vector<Part> parts;
+  std::vector<task::Prompt> prompts;
+  std::vector<task::Image> images;
+  for (const auto& slice : slices) {
+    Job& job = static_cast<Job&>(*slice.job);
+    if (!job.error.empty()) continue;
+    const auto& r = job.request;
+    const std::string what = "reward_request '" + r.request_id + "'";
+    const std::size_t first = prompts.size();
+    const std::size_t per_image = r.image_values();
+    std::string problem, kind;
+    for (std::size_t i = slice.begin; i < slice.end && problem.empty(); ++i) {
+      auto prompt = task::parse_prompt(r.prompts[i]);
+      if (!prompt) {
+        kind = kBadPrompt;
+        problem = what + ": prompts[" + std::to_string(i) + "] '" + r.prompts[i] +
+                  "' is not a prompt of the embedded task";
+        break;
+      }
+      task::Image image{static_cast<int>(r.width), static_cast<int>(r.height),
+                        std::vector<float>(per_image)};
+      wire::copy_f32_le(r.images, i * per_image, per_image, image.rgb.data());
+      const auto bad = std::find_if(image.rgb.begin(), image.rgb.end(),
+                                    [](float v) { return !std::isfinite(v); });
+      if (bad != image.rgb.end()) {
+        const auto at = static_cast<std::size_t>(bad - image.rgb.begin());
+        const std::size_t pixel = at / 3;
+        kind = kNonFinite;
+        problem = what + ": images[" + std::to_string(i) + "] has " +
+                  (std::isnan(*bad) ? "NaN" : "Inf") +
+                  " at x=" + std::to_string(pixel % static_cast<std::size_t>(r.width)) +
+                  " y=" + std::to_string(pixel / static_cast<std::size_t>(r.width)) + " channel " +
+                  std::to_string(at % 3) + " (pixels must be finite)";
+        break;
+      }
+      prompts.push_back(std::move(*prompt));
+      images.push_back(std::move(image));
     }
-    pending.prompts.push_back(std::move(*prompt));
+    if (!problem.empty()) {
+      prompts.resize(first);
+      images.resize(first);
+      malformed.inc();
+      count_error(kind);
+      job.error = problem;
+      job.error_kind = kind;
+      SPOTLIGHT_LOG(debug) << "rejected request " << job.rpc_id << ": " << problem;
+      continue;
+    }
+    parts.push_back(Part{&job, slice.begin, slice.end});
   }
-  const std::size_t per_image = static_cast<std::size_t>(size) * size * 3;
-  pending.images.reserve(pending.prompts.size());
-  for (std::size_t i = 0; i < pending.prompts.size(); ++i) {
-    const auto first = request.images.begin() + static_cast<std::ptrdiff_t>(i * per_image);
-    pending.images.push_back(task::Image{
-        size, size, std::vector<float>(first, first + static_cast<std::ptrdiff_t>(per_image))});
+  if (images.empty()) return;
+
+  batches.inc();
+  batch_requests.observe(static_cast<double>(parts.size()));
+  std::vector<Scored> scores;
+  std::string failure;
+  const auto started = Clock::now();
+  try {
+    scores = reward->score(prompts, images);
+    if (scores.size() != images.size()) {
+      failure = "reward function '" + reward->name() + "' returned " +
+                std::to_string(scores.size()) + " scores for " + std::to_string(images.size()) +
+                " images";
+    }
+  } catch (const std::exception& e) {
+    failure = "reward function '" + reward->name() + "' failed: " + e.what();
   }
-  return pending;
+  score_seconds.observe(std::chrono::duration<double>(Clock::now() - started).count());
+  if (!failure.empty()) {
+    log::error("batch of {} requests: {}", parts.size(), failure);
+    count_error(kScoreFailed, parts.size());
+    for (const auto& p : parts) {
+      p.job->error = failure;
+      p.job->error_kind = kScoreFailed;
+    }
+    return;
+  }
+  std::size_t next = 0;
+  double sum = 0.0, sum_sq = 0.0;
+  std::size_t n_correct = 0;
+  for (const auto& p : parts) {
+    for (std::size_t i = p.begin; i < p.end; ++i, ++next) {
+      p.job->rewards[i] = scores[next].reward;
+      p.job->correct[i] = scores[next].correct;
+      sum += scores[next].reward;
+      sum_sq += scores[next].reward * scores[next].reward;
+      n_correct += scores[next].correct ? 1 : 0;
+    }
+    p.job->scored += p.end - p.begin;
+  }
+  const double n = static_cast<double>(scores.size());
+  const double mean = sum / n;
+  images_scored.inc(n);
+  correct.inc(static_cast<double>(n_correct));
+  batch_images.observe(n);
+  reward_mean.set(mean);
+  reward_std.set(std::sqrt(std::max(0.0, sum_sq / n - mean * mean)));
+}
+
+void RewardService::Impl::on_call(rpc::RpcCall call) {
+  requests.inc();
+  auto job = std::make_shared<Job>();
+  job->client = call.peer;
+  job->rpc_id = call.id;
+  job->bytes = call.payload.size();
+  job->payload = std::move(call.payload);
+  if (const auto rejection = prepare(*job)) {
+    reject(*rejection);
+    SPOTLIGHT_LOG(debug) << "rejected request " << call.id << ": " << rejection->message;
+    server->reply(call.peer, call.id, error_reply(rejection->request_id, rejection->message));
+    return;
+  }
+  if (job->units == 0) {  // nothing to score
+    server->reply(call.peer, call.id, reply_body(*job));
+    return;
+  }
+  Admission admission;
+  std::size_t held = 0;
+  {
+    std::lock_guard lock(mutex);
+    const bool was_idle = !queue.has_work();
+    admission = queue.admit(job);
+    held = queue.bytes();
+    if (admission == Admission::kAdmitted) {
+      if (was_idle) first_waiting = Clock::now();
+      queued_bytes.set(static_cast<double>(queue.bytes()));
+      queued_requests.set(static_cast<double>(queue.jobs()));
+    }
+  }
+  if (admission == Admission::kAdmitted) {
+    work.notify_one();
+    return;
+  }
+  count_rejected(kOverBudget);
+  const bool client = admission == Admission::kClientOverBudget;
+  const std::string message =
+      "busy: reward_request '" + job->request.request_id + "' (" + std::to_string(job->bytes) +
+      " bytes) does not fit in " +
+      (client ? "this connection's budget of " + std::to_string(options.max_client_queued_bytes)
+              : "the service's budget of " + std::to_string(options.max_queued_bytes)) +
+      " bytes of queued requests (" + std::to_string(held) + " held); retry later";
+  SPOTLIGHT_LOG(debug) << message;
+  server->reply(call.peer, call.id, error_reply(job->request.request_id, message));
+}
+
+void RewardService::Impl::answer(std::shared_ptr<FairJob> job, bool then_trim) {
+  const Job& j = static_cast<const Job&>(*job);
+  rpc::RpcReply reply(reply_body(j));
+  const std::string peer = j.client;
+  const std::uint64_t id = j.rpc_id;
+  // Unmapping a large request's frame takes milliseconds: the reading thread does it after
+  // sending, rather than the scorer; then, when the queue had emptied, it returns free memory.
+  struct Release {
+    std::shared_ptr<FairJob> job;
+    bool trim = false;
+    ~Release() {
+      job.reset();
+      if (trim) return_free_memory();
+    }
+  };
+  auto release = std::make_shared<Release>();
+  release->job = std::move(job);
+  release->trim = then_trim;
+  reply.release_after_send = std::move(release);
+  server->reply(peer, id, std::move(reply));
+}
+
+void RewardService::Impl::score_loop(std::stop_token stop) {
+  std::unique_lock lock(mutex);
+  for (;;) {
+    work.wait(lock, stop, [&] { return queue.has_work(); });
+    if (stop.stop_requested()) return;
+    if (first_waiting) {
+      // After an idle spell, give concurrent clients the batch window to join the batch.
+      const auto until = *first_waiting + options.batch_window;
+      first_waiting.reset();
+      work.wait_until(lock, stop, until, [&] {
+        return queue.unscheduled_units() >= options.max_batch_images ||
+               queue.jobs() >= options.max_batch;
+      });
+      if (stop.stop_requested()) return;
+    }
+    auto slices = queue.take();
+    lock.unlock();
+    {
+      std::lock_guard scoring(handle_mutex);
+      score(slices);
+    }
+    std::vector<std::shared_ptr<FairJob>> finished;
+    for (const auto& s : slices) {
+      if (static_cast<const Job&>(*s.job).done() &&
+          std::find(finished.begin(), finished.end(), s.job) == finished.end()) {
+        finished.push_back(s.job);
+      }
+    }
+    slices.clear();
+    lock.lock();
+    for (const auto& job : finished) {
+      if (!static_cast<const Job&>(*job).error.empty()) queue.cancel(job);
+      released_since_trim += job->bytes;
+      queue.finish(job);
+    }
+    queued_bytes.set(static_cast<double>(queue.bytes()));
+    queued_requests.set(static_cast<double>(queue.jobs()));
+    const bool trim = queue.jobs() == 0 && released_since_trim >= kTrimAfterBytes;
+    if (trim) released_since_trim = 0;
+    lock.unlock();
+    for (std::size_t i = 0; i < finished.size(); ++i)
+      answer(std::move(finished[i]), trim && i + 1 == finished.size());
+    finished.clear();  // the replies hold the jobs' last references now
+    lock.lock();
+  }
 }
 
 RewardService::RewardService(std::unique_ptr<RewardFunction> reward, RewardServiceOptions options,
@@ -200,11 +485,13 @@ RewardService::RewardService(std::unique_ptr<RewardFunction> reward, RewardServi
   rpc_options.on_reject = [impl = impl_.get()](std::string_view reason) {
     impl->count_rejected(reason);
   };
-  rpc_options.max_message_size =
-      std::max<std::int64_t>(rpc::kDefaultRpcMaxMessageSize,
-                             static_cast<std::int64_t>(impl_->options.max_request_bytes) + 4096);
-  impl_->server.emplace(
-      [this](std::vector<rpc::RpcRequest> batch) { return handle(std::move(batch)); }, rpc_options);
+  // Per frame: libzmq refuses a larger one as soon as its size arrives, so a hostile frame costs
+  // at most this much memory however large it claims to be.
+  rpc_options.max_message_size = std::max<std::int64_t>(
+      zmqio::kMinMaxMessageSize,
+      static_cast<std::int64_t>(impl_->options.max_request_bytes) + kFrameHeadroom);
+  impl_->server.emplace([impl = impl_.get()](rpc::RpcCall call) { impl->on_call(std::move(call)); },
+                        rpc_options);
 }
 
 RewardService::~RewardService() = default;
@@ -218,91 +505,57 @@ std::string RewardService::bind(const std::string& endpoint) {
 }
 
 void RewardService::run(std::stop_token stop) {
-  impl_->server->run(std::move(stop));
+  Impl& s = *impl_;
+  std::exception_ptr failure;
+  std::thread scorer([&s, &failure] {
+    try {
+      s.score_loop(s.stopping.get_token());
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    s.server->stop();  // after the last replies were posted: run() sends them, then returns
+  });
+  std::stop_callback on_stop(stop, [&s] { s.stopping.request_stop(); });
+  try {
+    s.server->run();
+  } catch (...) {
+    s.stopping.request_stop();
+    scorer.join();
+    throw;
+  }
+  s.stopping.request_stop();  // run() may have ended on its own
+  scorer.join();
+  if (failure) std::rethrow_exception(failure);
 }
 
 void RewardService::stop() {
-  impl_->server->stop();
+  impl_->stopping.request_stop();
 }
 
 std::vector<rpc::RpcReply> RewardService::handle(std::vector<rpc::RpcRequest> batch) {
   Impl& s = *impl_;
-  std::lock_guard lock(s.handle_mutex);
-  s.batches.inc();
-  s.requests.inc(static_cast<double>(batch.size()));
-  s.batch_requests.observe(static_cast<double>(batch.size()));
-
   std::vector<rpc::RpcReply> replies(batch.size(), rpc::RpcReply(std::string()));
-  std::vector<Pending> pending;
-  std::vector<task::Prompt> prompts;
-  std::vector<task::Image> images;
+  std::vector<std::shared_ptr<Job>> jobs;
+  std::vector<FairQueue::Slice> slices;
   for (std::size_t i = 0; i < batch.size(); ++i) {
-    auto prepared = s.prepare(i, batch[i].payload);
-    if (auto* rejection = std::get_if<Rejection>(&prepared)) {
-      s.malformed.inc();
-      s.count_error(rejection->kind);
-      if (rejection->wire) s.count_rejected(rejection->kind);
-      SPOTLIGHT_LOG(debug) << "rejected request " << batch[i].id << ": " << rejection->message;
+    s.requests.inc();
+    auto job = std::make_shared<Job>();
+    job->index = i;
+    job->payload = rpc::RpcPayload(std::move(batch[i].payload));
+    if (const auto rejection = s.prepare(*job)) {
+      s.reject(*rejection);
       replies[i] = rpc::RpcReply(error_reply(rejection->request_id, rejection->message));
       continue;
     }
-    auto& p = std::get<Pending>(prepared);
-    prompts.insert(prompts.end(), p.prompts.begin(), p.prompts.end());
-    for (auto& image : p.images)
-      images.push_back(std::move(image));
-    p.images.clear();
-    pending.push_back(std::move(p));
+    slices.push_back(FairQueue::Slice{job, 0, job->units});
+    jobs.push_back(std::move(job));
   }
-  if (pending.empty()) return replies;
-
-  std::vector<Scored> scores;
-  std::string failure;
-  const auto started = Clock::now();
-  if (!images.empty()) {
-    try {
-      scores = s.reward->score(prompts, images);
-      if (scores.size() != images.size()) {
-        failure = "reward function '" + s.reward->name() + "' returned " +
-                  std::to_string(scores.size()) + " scores for " + std::to_string(images.size()) +
-                  " images";
-      }
-    } catch (const std::exception& e) {
-      failure = "reward function '" + s.reward->name() + "' failed: " + e.what();
-    }
-    s.score_seconds.observe(std::chrono::duration<double>(Clock::now() - started).count());
+  {
+    std::lock_guard lock(s.handle_mutex);
+    s.score(slices);
   }
-  if (!failure.empty()) {
-    log::error("batch of {} requests: {}", pending.size(), failure);
-    s.count_error(kScoreFailed, pending.size());
-    for (const auto& p : pending)
-      replies[p.index] = rpc::RpcReply(error_reply(p.request_id, failure));
-    return replies;
-  }
-
-  std::size_t next = 0;
-  double sum = 0.0, sum_sq = 0.0;
-  std::size_t n_correct = 0;
-  for (const auto& p : pending) {
-    wire::RewardReply reply;
-    reply.request_id = p.request_id;
-    for (std::size_t j = 0; j < p.prompts.size(); ++j, ++next) {
-      reply.rewards.push_back(scores[next].reward);
-      reply.correct.push_back(scores[next].correct);
-      sum += scores[next].reward;
-      sum_sq += scores[next].reward * scores[next].reward;
-      n_correct += scores[next].correct ? 1 : 0;
-    }
-    replies[p.index] = rpc::RpcReply(reply.encode());
-  }
-  if (!scores.empty()) {
-    const double n = static_cast<double>(scores.size());
-    const double mean = sum / n;
-    s.images_scored.inc(n);
-    s.correct.inc(static_cast<double>(n_correct));
-    s.batch_images.observe(n);
-    s.reward_mean.set(mean);
-    s.reward_std.set(std::sqrt(std::max(0.0, sum_sq / n - mean * mean)));
-  }
+  for (const auto& job : jobs)
+    replies[job->index] = rpc::RpcReply(reply_body(*job));
   return replies;
 }
 

@@ -1,9 +1,14 @@
 #include "services/trainer/app.hpp"
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
 #include <memory>
 #include <optional>
+#include <sstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -14,11 +19,16 @@
 #include "common/metrics/server.hpp"
 #include "common/outage/retry.hpp"
 #include "common/queue/redis_lease_queue.hpp"
+#include "common/report/html.hpp"
+#include "common/report/page_json.hpp"
 #include "common/reward/remote_reward.hpp"
 #include "common/service/exit_codes.hpp"
 #include "common/store/redis_key_value_store.hpp"
+#include "common/store/redis_trajectory_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "services/trainer/async_exploration.hpp"
+#include "services/trainer/run_images.hpp"
+#include "services/trainer/run_report.hpp"
 #include "services/trainer/trainer_config.hpp"
 #include "services/trainer/trainer_metrics.hpp"
 
@@ -26,10 +36,37 @@ namespace spotlight::trainer {
 namespace {
 
 using Json = nlohmann::json;
+namespace fs = std::filesystem;
 
-// The services around the core's training loop (train_hooks.hpp): exploration.mode async with
-// Redis outages ridden through, weights and progress published for explorers and the planner,
-// /metrics, cost accounting.
+// The newest validation grid, served read-only next to /metrics (dashboards show it).
+constexpr const char* kLatestGridRoute = "/validation/latest.png";
+constexpr std::uintmax_t kMaxServedGridBytes = std::uintmax_t{32} << 20;
+
+metrics::ContentProvider latest_grid_route(fs::path file) {
+  return [file = std::move(file)]() -> std::optional<std::string> {
+    std::error_code ec;
+    const auto size = fs::file_size(file, ec);
+    if (ec || size > kMaxServedGridBytes) return std::nullopt;
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream bytes;
+    bytes << in.rdbuf();
+    if (!in) return std::nullopt;
+    return bytes.str();
+  };
+}
+
+void write_report_logged(const fs::path& run_dir) {
+  try {
+    const auto path = write_run_report(run_dir);
+    SPOTLIGHT_LOG(info) << "report: " << path.string() << " (" << fs::file_size(path) << " bytes)";
+  } catch (const std::exception& e) {
+    SPOTLIGHT_LOG(warn) << "report not written: " << e.what();
+  }
+}
+
+// The services around the core's training loop (train_hooks.hpp): exploration.mode async and
+// offload with Redis outages ridden through, weights and progress published for explorers and
+// the planner, /metrics, cost accounting, validation grids, exploration samples, the run report.
 class ServicesHooks final : public TrainHooks {
  public:
   explicit ServicesHooks(const config::Config& c)
@@ -39,21 +76,26 @@ class ServicesHooks final : public TrainHooks {
         // to trainer.redis_outage_limit_seconds, and give up early on a stop request.
         redis_health_("redis", registry_.get(), run::redis_backoff(c)) {}
 
-  bool supports(const std::string& mode) const override { return mode == "async"; }
+  bool supports(const std::string& mode) const override {
+    return mode == "async" || mode == "offload";
+  }
 
   std::unique_ptr<SeedSource> seed_source(const GrpoOptions& options,
-                                          std::stop_token stop) override {
+                                          const ExplorationOptions& exploration,
+                                          policy::Policy& policy, std::stop_token stop) override {
     const auto outage_limit = std::chrono::duration_cast<std::chrono::milliseconds>(
         std::chrono::duration<double>(c_.get_double("trainer.redis_outage_limit_seconds")));
     retry_.emplace(redis_health_, outage::RetryOptions{outage_limit, stop});
     // async: explorers (spot) explore with the previous weights; the trainer reads their results
-    // and publishes its weights and progress for them and the planner.
+    // and publishes its weights and progress for them and the planner. offload: explorers sample
+    // the rollouts with the current weights; the trainer waits for them and trains.
     const run::RunKeys keys(c_.get_string("run.id"));
     const auto redis = run::redis_options(c_);
     queue_ = std::make_unique<queue::RedisLeaseQueue>(redis, run::explore_queue_options(c_));
     weight_store_ =
         std::make_unique<store::RedisWeightStore>(redis, store::WeightStoreOptions{keys.prefix});
     state_ = std::make_unique<store::RedisKeyValueStore>(redis, keys.prefix);
+    run_state_ = std::make_unique<run::RunState>(*state_, keys);
     // Refused credentials stop the trainer now, with one line (an unavailable Redis is waited for).
     outage::fail_fast_on_access_denied([&] { state_->get(keys.trainer_iteration); });
     if (const auto& endpoint = c_.get_string("bus.trainer_endpoint"); !endpoint.empty()) {
@@ -61,25 +103,41 @@ class ServicesHooks final : public TrainHooks {
       SPOTLIGHT_LOG(info) << "publishing notices on " << bus_->bind(endpoint);
     }
     AsyncSeedOptions async;
+    async.run_id = c_.get_string("run.id");
     async.group_size = options.group_size;
     async.candidates = options.candidates;
     async.run_seed = options.seed;
     async.max_wait = std::chrono::duration<double>(c_.get_double("exploration.max_wait_seconds"));
+    async.offload = options.mode == "offload";
+    async.trajectories = async.offload || exploration.reuse == run::Reuse::kOffPolicy;
+    async.rollout_sampler = options.sampler;
+    async.window = exploration.window;
+    async.latent_shape = policy.sample_shape();
+    async.tensor_options = policy.tensor_options();
     async.stop = stop;
-    auto seeds = std::make_unique<AsyncSeedSource>(async, *queue_, state_.get(), &*retry_);
+    if (async.trajectories) {
+      trajectories_ =
+          std::make_unique<store::RedisTrajectoryStore>(redis, run::trajectory_store_options(c_));
+    }
+    auto seeds = std::make_unique<AsyncSeedSource>(async, *queue_, run_state_.get(), &*retry_,
+                                                   trajectories_.get(), weight_store_.get());
     publisher_ = std::make_unique<RunPublisher>(c_.get_string("run.id"), *weight_store_, *state_,
                                                 bus_.get(), &*retry_);
     return seeds;
   }
 
-  void prepare(const GrpoOptions& options) override {
+  void prepare(const GrpoOptions& options, policy::Policy& policy) override {
     options_ = options;
     // Cost: the trainer holds reserved devices; waiting for explored seeds is its idle time. In
     // async runs the ledger in Redis sums every process of the run (explorers are spot).
     prices_ = cost::prices_from(c_);
     metrics_server_ =
         metrics::MetricsServer::start(*registry_, metrics::metrics_server_options(c_));
-    if (metrics_server_) SPOTLIGHT_LOG(info) << "metrics on " << metrics_server_->url();
+    if (metrics_server_) {
+      metrics_server_->add_route(kLatestGridRoute, "image/png",
+                                 latest_grid_route(options.run_dir / "validation" / "latest.png"));
+      SPOTLIGHT_LOG(info) << "metrics on " << metrics_server_->url();
+    }
     meter_ = std::make_unique<cost::CostMeter>(cost::DeviceClass::kReserved, cost::devices_from(c_),
                                                prices_);
     cost_reporter_ = std::make_unique<cost::CostReporter>(*meter_, registry_.get(), state_.get());
@@ -92,6 +150,11 @@ class ServicesHooks final : public TrainHooks {
     bus_handshake_failures_ =
         registry_->counter("spotlight_trainer_bus_handshake_failures_total",
                            "Bus peers refused in the ZeroMQ (CURVE) handshake.");
+    images_ = std::make_unique<RunImages>(c_, options, policy, *registry_);
+  }
+
+  std::unique_ptr<SeedSource> wrap_seeds(std::unique_ptr<SeedSource> seeds) override {
+    return images_->wrap(std::move(seeds), state_.get());
   }
 
   TrainerObserver* observer() override { return publisher_.get(); }
@@ -101,10 +164,12 @@ class ServicesHooks final : public TrainHooks {
   void observed(const IterationReport& r) override {
     trainer_metrics_->observe(r);
     export_bus_counters();
+    images_->observe(r);  // the grid of a validation, with the weights it validated
   }
 
   void iteration_done(const IterationReport& r, double explore_seconds) override {
-    if (options_.mode == "async") meter_->set_idle_seconds(explore_seconds);
+    // Waiting for the explorers (async: their seeds; offload: the rollouts) idles the trainer.
+    if (supports(options_.mode)) meter_->set_idle_seconds(explore_seconds);
     try {
       const cost::RunCost so_far = run_cost();
       Json line{{"iteration", r.iteration},
@@ -135,14 +200,8 @@ class ServicesHooks final : public TrainHooks {
   }
 
   std::unique_ptr<reward::RewardFunction> remote_reward(const config::Config& c) override {
-    reward::RemoteRewardOptions options;
-    options.endpoint = c.get_string("reward.endpoint");
-    options.content = c.get_string("reward.input");
-    options.rpc.timeout = std::chrono::milliseconds(c.get_int("reward.timeout_ms"));
-    // The run schema counts attempts in all; the RPC client counts retries after the first.
-    options.rpc.retries = c.get<int>("reward.retries") - 1;
-    options.rpc.curve = run::reward_client_curve(c);
-    return std::make_unique<reward::RemoteReward>(options);
+    // run::check_model_config has required reward.endpoint, so the options are there.
+    return std::make_unique<reward::RemoteReward>(reward::remote_reward_options(c).value());
   }
 
   void summarize(Json& summary) override {
@@ -156,7 +215,9 @@ class ServicesHooks final : public TrainHooks {
                             {"enqueued_total", q.enqueued_total},
                             {"acked_total", q.acked_total},
                             {"reclaimed_total", q.reclaimed_total},
-                            {"duplicate_results_total", q.duplicate_results_total}};
+                            {"duplicate_results_total", q.duplicate_results_total},
+                            {"quarantined_total", q.quarantined_total},
+                            {"requeued_total", q.requeued_total}};
       } catch (const std::exception& e) {  // Redis away at the end: the summary is written anyway
         SPOTLIGHT_LOG(warn) << "queue statistics unavailable for summary.json: " << e.what();
       }
@@ -176,6 +237,14 @@ class ServicesHooks final : public TrainHooks {
       SPOTLIGHT_LOG(warn) << "cost ledger unavailable: " << e.what();
     }
   }
+
+  void finished(const fs::path& run_dir) override { write_report_logged(run_dir); }
+
+  // validate: the validation grids of deferred validation points, drawn with each point's weights.
+  void validating(const GrpoOptions& options, policy::Policy& policy) override {
+    images_ = std::make_unique<RunImages>(c_, options, policy, *registry_);
+  }
+  void validated(const IterationReport& r) override { images_->observe(r); }
 
  private:
   cost::RunCost run_cost() {
@@ -203,6 +272,8 @@ class ServicesHooks final : public TrainHooks {
   std::unique_ptr<queue::LeaseQueue> queue_;
   std::unique_ptr<store::WeightStore> weight_store_;
   std::unique_ptr<store::KeyValueStore> state_;
+  std::unique_ptr<store::TrajectoryStore> trajectories_;
+  std::unique_ptr<run::RunState> run_state_;
   std::unique_ptr<bus::Publisher> bus_;
   std::unique_ptr<RunPublisher> publisher_;
   cost::Prices prices_;
@@ -211,6 +282,7 @@ class ServicesHooks final : public TrainHooks {
   std::unique_ptr<cost::CostReporter> cost_reporter_;
   std::unique_ptr<TrainerMetrics> trainer_metrics_;
   std::optional<metrics::Counter> bus_rejected_frames_, bus_handshake_failures_;
+  std::unique_ptr<RunImages> images_;  // after the registry, the state and the seed source
 };
 
 }  // namespace
@@ -225,9 +297,65 @@ int run_train(const config::Config& c, std::stop_token stop) {
   return run_train(c, stop, hooks);
 }
 
-int run_subcommand(const std::string& subcommand, const config::Config& c) {
+int run_validate(const config::Config& c) {
   ServicesHooks hooks(c);
-  return run_subcommand(subcommand, c, hooks);
+  return run_validate(c, hooks);
+}
+
+int run_report_command(const std::vector<std::string>& args) {
+  if (args.size() < 2 || args.size() > 3) {
+    std::cerr << "usage: spotlight-trainer report RUN_DIR [OUT.html]\n";
+    return 2;
+  }
+  try {
+    const auto path = write_run_report(args[1], args.size() == 3 ? fs::path(args[2]) : fs::path());
+    std::cout << path.string() << std::endl;
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "spotlight-trainer report: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int run_page_command(const std::vector<std::string>& args) {
+  if (args.size() != 3) {
+    std::cerr << "usage: spotlight-trainer page PAGE.json OUT.html\n";
+    return 2;
+  }
+  try {
+    std::ifstream in(args[1], std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read '" + args[1] + "'");
+    std::ostringstream json;
+    json << in.rdbuf();
+    const fs::path page_file(args[1]);
+    const auto page = report::page_from_json(json.str(), page_file.parent_path());
+    report::write_html(args[2], page);
+    std::cout << args[2] << std::endl;
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "spotlight-trainer page: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int run_subcommand(const std::vector<std::string>& args, const config::Config& c) {
+  const std::string subcommand = args.empty() ? "" : args[0];
+  if (subcommand == "report") return run_report_command(args);
+  if (subcommand == "page") return run_page_command(args);
+  if (subcommand == "pretrain" || subcommand == "train" || subcommand == "eval" ||
+      subcommand == "validate" || subcommand == "bench") {
+    ServicesHooks hooks(c);
+    return run_subcommand(subcommand, c, hooks);
+  }
+  std::cerr << "usage: spotlight-trainer pretrain|train|eval|validate|bench [--config FILE] [--set "
+               "key=value]...\n"
+               "       spotlight-trainer report RUN_DIR [OUT.html]\n"
+               "       spotlight-trainer page PAGE.json OUT.html\n";
+  return 2;
+}
+
+int run_subcommand(const std::string& subcommand, const config::Config& c) {
+  return run_subcommand(std::vector<std::string>{subcommand}, c);
 }
 
 }  // namespace spotlight::trainer

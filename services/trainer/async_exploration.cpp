@@ -1,13 +1,15 @@
 #include "services/trainer/async_exploration.hpp"
 
+#include <iterator>
+#include <stdexcept>
 #include <utility>
-
-#include <nlohmann/json.hpp>
 
 #include "common/log/log.hpp"
 #include "common/rl/selection.hpp"
-#include "common/run/plan_record.hpp"
+#include "common/rollout/trajectory.hpp"
 #include "common/run/schedule.hpp"
+#include "common/run/task_checks.hpp"
+#include "common/store/errors.hpp"
 #include "common/wire/messages.hpp"
 
 namespace spotlight::trainer {
@@ -31,8 +33,19 @@ int64_t unix_ms() {
 }  // namespace
 
 AsyncSeedSource::AsyncSeedSource(AsyncSeedOptions options, queue::LeaseQueue& queue,
-                                 store::KeyValueStore* plans, const outage::Retrier* retry)
-    : o_(std::move(options)), queue_(queue), plans_(plans), retry_(retry) {}
+                                 run::RunState* plans, const outage::Retrier* retry,
+                                 store::TrajectoryStore* trajectories, store::WeightStore* weights)
+    : o_(std::move(options)),
+      queue_(queue),
+      plans_(plans),
+      retry_(retry),
+      trajectories_(trajectories),
+      weights_(weights) {
+  if (o_.trajectories && (trajectories_ == nullptr || weights_ == nullptr)) {
+    throw std::invalid_argument(
+        "AsyncSeedSource: training on kept trajectories needs the trajectory and weight stores");
+  }
+}
 
 SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task::Prompt>& prompts) {
   const auto start = Clock::now();
@@ -40,15 +53,17 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   const size_t n = prompts.size();
   // How many candidates the planner enqueued: its plan record, once it shows up.
   std::optional<int> planned;
+  std::optional<int> planned_steps;
   const auto read_plan = [&] {
     if (!plans_ || planned) return;
-    if (const auto text = call(retry_, [&] { return plans_->get(run::plan_key(iteration)); })) {
-      if (const auto record = run::parse_plan_record(*text)) {
-        planned = record->candidates;
-      } else {
-        SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": malformed plan record ignored";
-        planned = o_.candidates;
+    try {
+      if (const auto record = call(retry_, [&] { return plans_->plan(iteration); })) {
+        planned = static_cast<int>(record->candidates);
+        planned_steps = static_cast<int>(record->steps);
       }
+    } catch (const run::MalformedRunState& e) {
+      SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": plan record ignored: " << e.what();
+      planned = o_.candidates;
     }
   };
   read_plan();
@@ -57,28 +72,46 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
     if (outage::wait_or_stop(o_.stop, o_.poll)) break;
     read_plan();
   }
-  const int candidates = planned.value_or(o_.candidates);
-  std::vector<std::vector<std::optional<double>>> found(
-      n, std::vector<std::optional<double>>(static_cast<size_t>(candidates)));
+  const int candidates = planned.value_or(o_.offload ? o_.group_size : o_.candidates);
+  std::vector<std::vector<std::optional<wire::SeedResult>>> found(
+      n, std::vector<std::optional<wire::SeedResult>>(static_cast<size_t>(candidates)));
+  // Quarantines per task this iteration; given up (lost) once no valid result can come.
+  std::vector<std::vector<int>> quarantines(n, std::vector<int>(static_cast<size_t>(candidates)));
+  std::vector<std::vector<bool>> lost(n, std::vector<bool>(static_cast<size_t>(candidates)));
   size_t missing = n * static_cast<size_t>(candidates);
-  int malformed = 0;
-  // Poll the results until all are in or the deadline passes. Each poll reads only the missing.
+  int quarantined = 0, lost_tasks = 0;
+  // Poll the results until all are in (or lost) or the deadline passes. Each poll reads only the
+  // missing ones.
   while (missing > 0) {
     for (size_t i = 0; i < n; ++i) {
       for (int j = 0; j < candidates; ++j) {
-        if (found[i][j]) continue;
-        const auto id = run::seed_task_id(iteration, static_cast<int>(i), j);
+        if (found[i][j] || lost[i][j]) continue;
+        const std::string id = run::seed_task_id(iteration, static_cast<int>(i), j);
         const auto bytes = call(retry_, [&] { return queue_.result(id); });
         if (!bytes) continue;
-        try {
-          found[i][j] = wire::SeedResult::decode(*bytes).reward;
+        const run::ExpectedResult expected{
+            id, o_.run_id, iteration, static_cast<int64_t>(i),
+            run::candidate_seed(o_.run_seed, iteration, static_cast<int>(i), j)};
+        const run::CheckedResult checked = run::check_result(*bytes, expected);
+        if (checked.result) {
+          found[i][j] = *checked.result;
           --missing;
-        } catch (const wire::WireError& e) {
-          ++malformed;
-          SPOTLIGHT_LOG(warn) << "ignoring a malformed result of iteration " << iteration << ": "
-                              << e.what();
-          found[i][j] = std::nullopt;
+          continue;
         }
+        // A poisoned entry: move it aside with its reason and run the task again.
+        const auto q = call(retry_, [&] { return queue_.quarantine(id, *bytes, checked.problem); });
+        if (q.quarantined) ++quarantined;
+        const bool can_come = q.requeued || q.still_queued || !q.quarantined;
+        if (q.quarantined && (!can_come || ++quarantines[i][j] >= o_.max_quarantines_per_task)) {
+          lost[i][j] = true;
+          ++lost_tasks;
+          --missing;
+        }
+        SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": result of '" << id
+                            << "' quarantined (" << checked.problem << "); "
+                            << (lost[i][j]   ? "the task is lost for this iteration"
+                                : q.requeued ? "the task runs again"
+                                             : "its holder completes it");
       }
     }
     if (missing == 0 || Clock::now() >= deadline) break;
@@ -88,52 +121,175 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
 
   SeedSelection out;
   double variance_sum = 0;
+  std::vector<std::vector<int>> chosen_candidates(n);
   for (size_t i = 0; i < n; ++i) {
     std::vector<double> rewards;
     std::vector<uint64_t> seeds;
+    std::vector<int> index_of;  // candidate index of rewards[m]
     for (int j = 0; j < candidates; ++j) {
       if (!found[i][j]) continue;
-      rewards.push_back(*found[i][j]);
+      rewards.push_back(found[i][j]->reward);
       seeds.push_back(run::candidate_seed(o_.run_seed, iteration, static_cast<int>(i), j));
+      index_of.push_back(j);
     }
     std::vector<uint64_t> chosen;
-    if (static_cast<int>(rewards.size()) >= o_.group_size) {
+    auto& chosen_j = chosen_candidates[i];
+    if (!o_.offload && static_cast<int>(rewards.size()) >= o_.group_size) {
       std::vector<double> chosen_rewards;
       for (size_t index : rl::select_max_variance(rewards, o_.group_size)) {
         chosen.push_back(seeds[index]);
         chosen_rewards.push_back(rewards[index]);
+        chosen_j.push_back(index_of[index]);
       }
       variance_sum += rl::variance(chosen_rewards);
     } else {
-      // Too little explored in time: plain Flow-GRPO seeds for this prompt.
-      ++out.fallback_prompts;
+      // offload: candidates 0..G-1 are the rollouts. async with too little explored in time:
+      // plain Flow-GRPO seeds for this prompt (the same candidates 0..G-1).
+      if (static_cast<int>(rewards.size()) < o_.group_size) ++out.fallback_prompts;
       for (int j = 0; j < o_.group_size; ++j) {
         chosen.push_back(run::candidate_seed(o_.run_seed, iteration, static_cast<int>(i), j));
+        chosen_j.push_back(j);
       }
     }
     out.seeds.push_back(std::move(chosen));
-    out.candidate_rewards.push_back(std::move(rewards));
-    out.candidate_seeds.push_back(std::move(seeds));
+    if (!o_.offload) {  // offload explores nothing: its rewards are the rollouts'
+      out.candidate_rewards.push_back(std::move(rewards));
+      out.candidate_seeds.push_back(std::move(seeds));
+    }
   }
   const size_t selected = n - out.fallback_prompts;
   out.selected_variance = selected ? variance_sum / static_cast<double>(selected) : 0.0;
+  // Seeds explored with fewer steps than a rollout (a bandit arm) have no trajectory to reuse.
+  const bool rollout_length = !planned_steps || *planned_steps == o_.rollout_sampler.steps;
+  if (o_.trajectories && rollout_length) {
+    reuse_trajectories(iteration, chosen_candidates, found, out);
+  }
   out.explore_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  out.quarantined_results = quarantined;
+  out.lost_tasks = lost_tasks;
   if (missing > 0) {
     SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": " << missing << " of "
                         << n * static_cast<size_t>(candidates)
-                        << " explored seeds missing at the deadline; " << out.fallback_prompts
-                        << " prompts fell back to random seeds";
+                        << (o_.offload ? " offloaded rollouts" : " explored seeds")
+                        << " missing at the deadline; " << out.fallback_prompts
+                        << " prompts fell back to the trainer's own seeds";
+  }
+  if (quarantined > 0) {
+    SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": " << quarantined
+                        << " invalid results quarantined, " << lost_tasks
+                        << " of their tasks lost for this iteration";
   }
   return out;
+}
+
+void AsyncSeedSource::reuse_trajectories(
+    int64_t iteration, const std::vector<std::vector<int>>& chosen,
+    const std::vector<std::vector<std::optional<wire::SeedResult>>>& found, SeedSelection& out) {
+  std::vector<std::string> chosen_ids, other_ids;
+  for (size_t i = 0; i < found.size(); ++i) {
+    std::vector<bool> is_chosen(found[i].size(), false);
+    for (int j : chosen[i]) {
+      if (j < static_cast<int>(is_chosen.size())) is_chosen[static_cast<size_t>(j)] = true;
+    }
+    for (size_t j = 0; j < found[i].size(); ++j) {
+      const auto id = run::seed_task_id(iteration, static_cast<int>(i), static_cast<int>(j));
+      (is_chosen[j] ? chosen_ids : other_ids).push_back(id);
+    }
+  }
+  // Seeds not chosen are never trained on: their trajectories go now.
+  erase_trajectories(other_ids, "unselected");
+  chosen_tasks_[iteration] = chosen_ids;
+
+  int reused = 0;
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    std::vector<std::optional<rollout::Rollout>> group;
+    for (size_t g = 0; g < chosen[i].size(); ++g) {
+      const int j = chosen[i][g];
+      const bool has_result = j < static_cast<int>(found[i].size()) && found[i][j].has_value();
+      if (!has_result) {
+        group.emplace_back();  // the trainer samples it (counted as a fallback prompt)
+        continue;
+      }
+      const wire::SeedResult& result = *found[i][j];
+      const auto id = run::seed_task_id(iteration, static_cast<int>(i), j);
+      std::optional<std::string> bytes;
+      try {
+        bytes = call(retry_, [&] { return trajectories_->get(id); });
+      } catch (const store::StoreError& e) {
+        SPOTLIGHT_LOG(warn) << "trajectory of task '" << id
+                            << "' unreadable (sampled instead): " << e.what();
+      }
+      if (!bytes) {
+        ++out.rejected_trajectories["missing"];
+        group.emplace_back();
+        continue;
+      }
+      rollout::TrajectoryExpectation expected;
+      expected.task_id = id;
+      expected.run_id = o_.run_id;
+      expected.iteration = iteration;
+      expected.prompt_index = static_cast<int64_t>(i);
+      expected.seed = run::candidate_seed(o_.run_seed, iteration, static_cast<int>(i), j);
+      expected.weights_version = result.weights_version_used;
+      expected.newest_version = iteration;
+      expected.sampler = o_.rollout_sampler;
+      expected.window = o_.window;
+      expected.latent_shape = o_.latent_shape;
+      try {
+        auto r = rollout::accept_trajectory(
+            *bytes, expected, [this](std::int64_t v) { return weights_checksum(v); },
+            o_.tensor_options);
+        r.reward = result.reward;
+        r.correct = result.correct;
+        group.push_back(std::move(r));
+        ++reused;
+      } catch (const rollout::TrajectoryRejected& e) {
+        ++out.rejected_trajectories[std::string(rollout::to_string(e.reason()))];
+        SPOTLIGHT_LOG(warn) << e.what() << "; the trainer samples this rollout itself";
+        group.emplace_back();
+      }
+    }
+    out.rollouts.push_back(std::move(group));
+  }
+  int rejected = 0;
+  for (const auto& [reason, count] : out.rejected_trajectories)
+    rejected += count;
+  SPOTLIGHT_LOG(debug) << "iteration " << iteration << ": " << reused
+                       << " kept trajectories reused, " << rejected << " not usable";
+}
+
+std::optional<std::string> AsyncSeedSource::weights_checksum(std::int64_t version) {
+  if (const auto it = checksums_.find(version); it != checksums_.end()) return it->second;
+  const auto manifest = call(retry_, [&] { return weights_->manifest(version); });
+  if (!manifest) return std::nullopt;
+  checksums_[version] = manifest->checksum;
+  return manifest->checksum;
+}
+
+void AsyncSeedSource::erase_trajectories(const std::vector<std::string>& task_ids,
+                                         const char* which) {
+  if (task_ids.empty()) return;
+  try {
+    trajectories_->erase(task_ids);
+  } catch (const store::StoreError& e) {
+    SPOTLIGHT_LOG(warn) << "could not delete " << task_ids.size() << " " << which
+                        << " trajectories (they expire): " << e.what();
+  }
+}
+
+void AsyncSeedSource::iteration_done(int64_t iteration) {
+  const auto it = chosen_tasks_.find(iteration);
+  if (it == chosen_tasks_.end()) return;
+  erase_trajectories(it->second, "trained");
+  chosen_tasks_.erase(chosen_tasks_.begin(), std::next(it));
 }
 
 RunPublisher::RunPublisher(std::string run_id, store::WeightStore& weights,
                            store::KeyValueStore& state, bus::Publisher* bus,
                            const outage::Retrier* retry)
     : run_id_(std::move(run_id)),
-      keys_(run_id_),
+      state_(state, run::RunKeys(run_id_)),
       weights_(weights),
-      state_(state),
       bus_(bus),
       retry_(retry) {}
 
@@ -145,17 +301,19 @@ void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
   const double publish_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - publish_start).count();
   if (last) {
-    nlohmann::json timing{{"iteration", last->iteration},
-                          {"iteration_seconds", last->iteration_seconds},
-                          {"explore_seconds", last->explore_seconds},
-                          {"rollout_seconds", last->rollout_seconds},
-                          {"train_seconds", last->train_seconds},
-                          {"group_variance", last->group_variance}};
-    call(retry_, [&] { state_.put(keys_.trainer_timing, timing.dump()); });
+    const wire::TrainerTiming timing{.iteration = last->iteration,
+                                     .iteration_seconds = last->iteration_seconds,
+                                     .explore_seconds = last->explore_seconds,
+                                     .rollout_seconds = last->rollout_seconds,
+                                     .train_seconds = last->train_seconds,
+                                     .group_variance = last->group_variance};
+    call(retry_, [&] { state_.put_trainer_timing(timing); });
   }
-  call(retry_, [&] { state_.put(keys_.trainer_iteration, std::to_string(version)); });
+  const wire::TrainerProgress progress{
+      .iteration = version, .finished = false, .unix_ms = unix_ms()};
+  call(retry_, [&] { state_.put_trainer_progress(progress); });
   if (bus_) {
-    wire::WeightsNotice notice{version, manifest.checksum, keys_.prefix + ":weights",
+    wire::WeightsNotice notice{version, manifest.checksum, state_.keys().weights,
                                static_cast<int64_t>(manifest.bytes), manifest.published_unix_ms};
     bus_->publish("weights", static_cast<uint64_t>(version) + 1, notice.encode());
     wire::IterationEvent event{run_id_, version,
@@ -169,7 +327,9 @@ void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
 }
 
 void RunPublisher::finished(int64_t iterations) {
-  call(retry_, [&] { state_.put(keys_.trainer_iteration, std::to_string(iterations)); });
+  const wire::TrainerProgress progress{
+      .iteration = iterations, .finished = true, .unix_ms = unix_ms()};
+  call(retry_, [&] { state_.put_trainer_progress(progress); });
   if (bus_) {
     wire::IterationEvent event{run_id_, iterations, wire::IterationKind::kFinished, 0, iterations};
     bus_->publish("iteration", static_cast<uint64_t>(iterations) + 2, event.encode());

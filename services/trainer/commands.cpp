@@ -1,6 +1,8 @@
 #include "services/trainer/commands.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -21,6 +23,7 @@
 #include "common/log/log.hpp"
 #include "common/model/safetensors.hpp"
 #include "common/reward/reward_function.hpp"
+#include "common/rollout/rollout.hpp"
 #include "common/service/exit_codes.hpp"
 #include "common/signals/stop_signals.hpp"
 #include "services/trainer/pretrain_cache.hpp"
@@ -90,6 +93,10 @@ std::string format_validation(const ValidationReport& v) {
 }
 
 }  // namespace
+
+bool core_mode(const std::string& mode) {
+  return mode == "none" || mode == "sync" || mode == "sync-stale";
+}
 
 int run_pretrain(const config::Config& c) {
   policy::check_device(c);
@@ -179,11 +186,11 @@ int run_pretrain(const config::Config& c) {
 int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) {
   policy::check_device(c);
   const auto options = grpo_options(c);
-  if (options.mode != "none" && options.mode != "sync" && !hooks.supports(options.mode)) {
+  if (!core_mode(options.mode) && !hooks.supports(options.mode)) {
     throw config::ConfigError("exploration.mode",
                               "config: 'exploration.mode' " + options.mode +
                                   " needs the services build (this trainer is the compute core "
-                                  "alone, SPOTLIGHT_CORE_ONLY): use none or sync");
+                                  "alone, SPOTLIGHT_CORE_ONLY): use none, sync or sync-stale");
   }
   try {
     durable::check_writable_directory(options.run_dir);
@@ -212,15 +219,22 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
   if (options.exploration_steps > 0) exploration.sampler.steps = options.exploration_steps;
   exploration.chunk = options.micro_batch * 2;
   exploration.run_seed = options.seed;
+  exploration.reuse = run::reuse(c);
+  exploration.rollout_steps = options.sampler.steps;
+  exploration.window = rollout::trained_steps(options.sampler.steps, options.train_step_begin,
+                                              options.train_step_end);
   std::unique_ptr<SeedSource> seeds;
   if (options.mode == "none") {
     seeds = make_random_seed_source(exploration);
   } else if (options.mode == "sync") {
     seeds = make_sync_seed_source(exploration, policy, *reward);
+  } else if (options.mode == "sync-stale") {
+    seeds = make_sync_stale_seed_source(exploration, policy, *reward);
   } else {
-    seeds = hooks.seed_source(options, stop);
+    seeds = hooks.seed_source(options, exploration, policy, stop);
   }
-  hooks.prepare(options);
+  hooks.prepare(options, policy);
+  seeds = hooks.wrap_seeds(std::move(seeds));
   GrpoTrainer trainer(options, policy, *reward, std::move(seeds), reference.get());
   trainer.set_observer(hooks.observer());
   if (const auto next = trainer.resume(); next > 0) {
@@ -232,6 +246,9 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
   std::vector<double> taus;
   double explore_seconds = 0, iteration_seconds = 0;
   int fallback_prompts = 0, iterations_run = 0;
+  // Reuse totals (per iteration in metrics.jsonl).
+  std::int64_t reused = 0, sampled = 0, off_policy = 0, rejected = 0, rollout_steps = 0;
+  double max_abs_log_ratio = 0, clip_fraction_sum = 0, ratio_sum = 0;
   const auto on_iteration = [&](const IterationReport& r) {
     hooks.observed(r);
     if (r.iteration < 0) {
@@ -245,6 +262,15 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
     iteration_seconds += r.iteration_seconds;
     fallback_prompts += r.fallback_prompts;
     ++iterations_run;
+    reused += r.rollouts_reused;
+    sampled += r.rollouts_sampled;
+    off_policy += r.rollouts_off_policy;
+    rollout_steps += r.rollout_sampler_steps;
+    for (const auto& [reason, n] : r.trajectories_rejected)
+      rejected += n;
+    max_abs_log_ratio = std::max(max_abs_log_ratio, r.ratio_max_abs_log);
+    clip_fraction_sum += r.clip_fraction;
+    ratio_sum += r.ratio_mean;
     if (r.kendall_tau) taus.push_back(*r.kendall_tau);
     std::ostringstream line;
     line << std::fixed << std::setprecision(3) << "iter " << r.iteration + 1 << "/"
@@ -253,6 +279,13 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
          << r.selected_variance << std::setprecision(1) << " | " << r.iteration_seconds
          << " s (explore " << r.explore_seconds << ", rollout " << r.rollout_seconds << ", train "
          << r.train_seconds << ")";
+    if (r.rollouts_reused > 0) {
+      line << " reused " << r.rollouts_reused << "/" << r.rollouts_reused + r.rollouts_sampled;
+      if (r.rollouts_off_policy > 0) {
+        line << std::setprecision(4) << " ratio " << r.ratio_mean << " max|log| "
+             << r.ratio_max_abs_log << " clipped " << std::setprecision(2) << r.clip_fraction;
+      }
+    }
     if (r.kendall_tau) line << " tau " << std::setprecision(2) << *r.kendall_tau;
     if (r.validation) {
       last_validation = r.validation;
@@ -287,9 +320,19 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
     summary["mean_explore_seconds_on_critical_path"] = explore_seconds / iterations_run;
     summary["mean_iteration_seconds"] = iteration_seconds / iterations_run;
     summary["fallback_prompts"] = fallback_prompts;
+    summary["reuse"] = {{"setting", c.get_string("exploration.reuse")},
+                        {"rollouts_reused", reused},
+                        {"rollouts_sampled", sampled},
+                        {"rollouts_off_policy", off_policy},
+                        {"trajectories_rejected", rejected},
+                        {"rollout_sampler_steps", rollout_steps},
+                        {"ratio_mean", ratio_sum / iterations_run},
+                        {"ratio_max_abs_log", max_abs_log_ratio},
+                        {"clip_fraction_mean", clip_fraction_sum / iterations_run}};
   }
   hooks.summarize(summary);
   durable::write_file(options.run_dir / "summary.json", summary.dump(2) + "\n");
+  hooks.finished(options.run_dir);
   if (first_validation && last_validation && first_validation->per_category.empty()) {
     // A prompt file: the reward service grades validation.
     SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(4) << "done: validation reward "
@@ -355,18 +398,26 @@ int run_eval(const config::Config& c, TrainHooks& hooks) {
   return 0;
 }
 
-int run_validate(const config::Config& c) {
+int run_validate(const config::Config& c, TrainHooks& hooks) {
   policy::check_device(c);
   apply_threads(c);
   policy::Policy policy(policy_options(c), task_options(c));
   auto reward = reward::make_task_reward(policy.task_options());
-  GrpoTrainer evaluator(grpo_options(c), policy, *reward, make_random_seed_source({}));
+  const GrpoOptions options = grpo_options(c);
+  GrpoTrainer evaluator(options, policy, *reward, make_random_seed_source({}));
+  hooks.validating(options, policy);
   const auto start = std::chrono::steady_clock::now();
-  const int scored = evaluator.validate_deferred();
+  const int scored = evaluator.validate_deferred([&](int64_t version, const ValidationReport& v) {
+    IterationReport r;
+    r.iteration = version - 1;
+    r.validation = v;
+    hooks.validated(r);
+  });
   SPOTLIGHT_LOG(info)
       << "validated " << scored << " saved weights in " << std::fixed << std::setprecision(1)
       << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
       << " s into " << (fs::path(c.get_string("run.dir")) / "validation.jsonl");
+  hooks.finished(c.get_string("run.dir"));
   return 0;
 }
 
@@ -392,7 +443,7 @@ int run_subcommand(const std::string& subcommand, const config::Config& c, Train
   if (subcommand == "pretrain") return run_pretrain(c);
   if (subcommand == "train") return run_train(c, hooks);
   if (subcommand == "eval") return run_eval(c, hooks);
-  if (subcommand == "validate") return run_validate(c);
+  if (subcommand == "validate") return run_validate(c, hooks);
   if (subcommand == "bench") return run_bench(c);
   std::cerr << "usage: spotlight-trainer pretrain|train|eval|validate|bench [--config FILE] [--set "
                "key=value]...\n";

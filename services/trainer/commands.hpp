@@ -3,11 +3,13 @@
 // main() and from tests:
 //   pretrain  flow-matching pretraining of the base model -> pretrain.output, or the recipe's
 //             entry of pretrain.cache_dir (reused when present); prints the checkpoint's path
-//   train     GRPO post-training, resumes from checkpoints; exploration.mode none|sync here, and
-//             whatever else `hooks` provides (the services build: async, app.hpp). SIGTERM/SIGINT
-//             abandon the iteration in progress and exit 0 within trainer.grace_seconds (else 3)
+//   train     GRPO post-training, resumes from checkpoints; exploration.mode none|sync|sync-stale
+//             here, and whatever else `hooks` provides (the services build: async and offload,
+//             app.hpp). SIGTERM/SIGINT abandon the iteration in progress and exit 0 within
+//             trainer.grace_seconds (else 3)
 //   eval      validation score of a checkpoint (model.base)
-//   validate  scores the weights a run with validation.defer saved (<run.dir>/validation.jsonl)
+//   validate  scores the weights a run with validation.defer saved (<run.dir>/validation.jsonl);
+//             `hooks` see every score (the services build draws their validation grids)
 //   bench     matmul peak, the DiT forward's FLOP/s and share of it, sampler throughput, GRPO
 //             timing of the built-in MMDiT (model.kind native; bench.hpp)
 // Each returns a process exit code (common/service/exit_codes.hpp); configuration problems throw
@@ -21,6 +23,9 @@
 
 namespace spotlight::trainer {
 
+// Whether the core trains with exploration.mode `mode` by itself (none, sync, sync-stale).
+bool core_mode(const std::string& mode);
+
 int run_pretrain(const config::Config& config);
 // Throws config::ConfigError for an exploration.mode neither the core nor `hooks` provides.
 int run_train(const config::Config& config, TrainHooks& hooks);
@@ -28,7 +33,7 @@ int run_train(const config::Config& config, TrainHooks& hooks);
 int run_train(const config::Config& config, std::stop_token stop, TrainHooks& hooks);
 // task.kind prompt_file is scored by hooks.remote_reward() (a ConfigError where there is none).
 int run_eval(const config::Config& config, TrainHooks& hooks);
-int run_validate(const config::Config& config);
+int run_validate(const config::Config& config, TrainHooks& hooks);
 int run_bench(const config::Config& config);
 
 // Dispatches `subcommand` (train with `hooks`); unknown subcommands print usage and return 2.

@@ -18,6 +18,7 @@
 #include "common/outage/retry.hpp"
 #include "common/rl/kendall.hpp"
 #include "common/rl/selection.hpp"
+#include "common/rollout/rollout.hpp"
 #include "common/run/schedule.hpp"
 #include "common/sampler/flow_step.hpp"
 #include "common/seeds/seeds.hpp"
@@ -72,11 +73,26 @@ Json to_json(const IterationReport& r) {
          {"audit_seconds", r.audit_seconds},
          {"wall_seconds", r.wall_seconds},
          {"elapsed_seconds", r.elapsed_seconds},
-         {"clip_fraction", r.clip_fraction},
          {"kl", r.kl},
+         {"rollouts_reused", r.rollouts_reused},
+         {"rollouts_sampled", r.rollouts_sampled},
+         {"rollouts_off_policy", r.rollouts_off_policy},
+         {"rollout_staleness_max", r.rollout_staleness_max},
+         {"rollout_sampler_steps", r.rollout_sampler_steps},
+         {"explore_sampler_steps", r.explore_sampler_steps},
+         {"ratio_mean", r.ratio_mean},
+         {"ratio_max_abs_log", r.ratio_max_abs_log},
+         {"clip_fraction", r.clip_fraction},
          {"fallback_prompts", r.fallback_prompts},
          {"optimizer_steps", r.optimizer_steps},
          {"first_ratio_max_deviation", r.first_ratio_max_deviation}};
+  if (r.explore_weights_version >= 0) j["explore_weights_version"] = r.explore_weights_version;
+  int rejected = 0;
+  for (const auto& [reason, n] : r.trajectories_rejected) {
+    j["trajectories_rejected_by_reason"][reason] = n;
+    rejected += n;
+  }
+  j["trajectories_rejected"] = rejected;
   for (const auto& [name, mean] : r.reward_components)
     j["reward_components"][name] = mean;
   if (r.kendall_tau) j["kendall_tau"] = *r.kendall_tau;
@@ -156,6 +172,10 @@ ValidationReport GrpoTrainer::validate() {
   for (const auto& [category, score] : evaluation.per_category) {
     report.per_category.emplace_back(std::string(task::name(category)), score);
   }
+  for (size_t i = 0; i < prompts.size() && i < static_cast<size_t>(o_.validation_images); ++i) {
+    const auto score = task::score(prompts[i], images[i], policy_.task_options());
+    report.images.push_back({prompts[i], seeds[i], images[i], score.reward, score.correct});
+  }
   report.seconds = seconds_since(start);
   return report;
 }
@@ -166,51 +186,95 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   report.iteration = iteration;
   const int g = o_.group_size;
 
-  // 1. Seeds for this iteration's prompts.
+  // 1. Seeds for this iteration's prompts (and the rollouts exploration already sampled).
   const auto prompts = prompts_for(iteration);
   SeedSelection selection = seeds_->select(iteration, prompts);
   check_stop();
   report.explore_seconds = selection.explore_seconds;
   report.selected_variance = selection.selected_variance;
   report.fallback_prompts = selection.fallback_prompts;
+  report.explore_weights_version = selection.explore_weights_version;
+  report.explore_sampler_steps = selection.explore_sampler_steps;
+  report.trajectories_rejected = selection.rejected_trajectories;
 
-  // 2. On-policy SDE rollouts, one group of G per prompt, in micro-batch chunks.
+  // 2. One group of G rollouts per prompt: reused ones as they are, the rest sampled on-policy
+  // (SDE, v_k) in micro-batch chunks of the missing samples, in group order.
   auto rollout_start = Clock::now();
+  const auto window =
+      rollout::trained_steps(o_.sampler.steps, o_.train_step_begin, o_.train_step_end);
   std::vector<task::Prompt> flat_prompts;
   std::vector<uint64_t> flat_seeds;
+  std::vector<std::optional<rollout::Rollout>> rollouts;
   for (size_t i = 0; i < prompts.size(); ++i) {
-    for (uint64_t s : selection.seeds[i]) {
+    for (size_t j = 0; j < selection.seeds[i].size(); ++j) {
       flat_prompts.push_back(prompts[i]);
-      flat_seeds.push_back(s);
+      flat_seeds.push_back(selection.seeds[i][j]);
+      rollouts.push_back(i < selection.rollouts.size() && j < selection.rollouts[i].size()
+                             ? std::move(selection.rollouts[i][j])
+                             : std::nullopt);
     }
   }
-  auto rollout_options = o_.sampler;
-  rollout_options.sde = true;
-  rollout_options.keep_trajectory = true;
-  policy_.set_training(false);
-  auto chunks = policy_.sample(flat_prompts, flat_seeds, rollout_options, o_.micro_batch);
+  std::vector<size_t> missing;
+  std::vector<task::Prompt> missing_prompts;
+  std::vector<uint64_t> missing_seeds;
+  for (size_t i = 0; i < rollouts.size(); ++i) {
+    if (rollouts[i]) continue;
+    missing.push_back(i);
+    missing_prompts.push_back(flat_prompts[i]);
+    missing_seeds.push_back(flat_seeds[i]);
+  }
+  std::vector<task::Image> missing_images;
+  if (!missing.empty()) {
+    auto rollout_options = o_.sampler;
+    rollout_options.sde = true;
+    rollout_options.keep_trajectory = true;
+    policy_.set_training(false);
+    const auto chunks =
+        policy_.sample(missing_prompts, missing_seeds, rollout_options, o_.micro_batch);
+    missing_images = policy_.final_reward_inputs(chunks);
+    size_t next = 0;
+    for (const auto& chunk : chunks) {
+      for (auto& r : rollout::split(chunk, window, iteration))
+        rollouts[missing[next++]] = std::move(r);
+    }
+  }
   finish_device_work(policy_.tensor_options());
+  report.rollouts_sampled = static_cast<int>(missing.size());
+  report.rollouts_reused = static_cast<int>(rollouts.size() - missing.size());
+  report.rollout_sampler_steps = static_cast<std::int64_t>(missing.size()) * o_.sampler.steps;
+  for (const auto& r : rollouts) {
+    const std::int64_t staleness = iteration - r->weights_version;
+    if (staleness > 0) ++report.rollouts_off_policy;
+    report.rollout_staleness_max = std::max(report.rollout_staleness_max, staleness);
+  }
   report.rollout_seconds = seconds_since(rollout_start);
   check_stop();
 
-  // 3. Rewards and advantages.
+  // 3. Rewards (reused rollouts carry theirs) and advantages.
   auto reward_start = Clock::now();
-  const auto images = policy_.final_reward_inputs(chunks);
-  const auto scores = reward_.score(flat_prompts, images);
-  std::vector<double> rewards;
-  for (const auto& s : scores)
-    rewards.push_back(s.reward);
-  if (!scores.empty()) {
-    for (const auto& [name, value] : scores.front().components) {
-      double sum = 0;
-      for (const auto& s : scores) {
-        for (const auto& [n, v] : s.components) {
-          if (n == name) sum += v;
+  if (!missing.empty()) {
+    const auto scores = reward_.score(missing_prompts, missing_images);
+    for (size_t m = 0; m < missing.size(); ++m) {
+      rollouts[missing[m]]->reward = scores[m].reward;
+      rollouts[missing[m]]->correct = scores[m].correct;
+    }
+    // Named parts of the reward: only when every rollout was scored here (reused ones carry
+    // their total alone), so the mean is over the whole iteration.
+    if (missing.size() == rollouts.size() && !scores.empty()) {
+      for (const auto& [name, value] : scores.front().components) {
+        double sum = 0;
+        for (const auto& s : scores) {
+          for (const auto& [n, v] : s.components) {
+            if (n == name) sum += v;
+          }
         }
+        report.reward_components.emplace_back(name, sum / static_cast<double>(scores.size()));
       }
-      report.reward_components.emplace_back(name, sum / static_cast<double>(scores.size()));
     }
   }
+  std::vector<double> rewards;
+  for (const auto& r : rollouts)
+    rewards.push_back(r->reward);
   auto advantage_options = o_.advantages;
   advantage_options.group_size = g;
   const auto advantages = rl::group_advantages(rewards, advantage_options);
@@ -230,46 +294,56 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   if (selection.candidate_rewards.empty()) report.selected_variance = report.group_variance;
   report.reward_seconds = seconds_since(reward_start);
 
-  // The staleness audit of async runs compares the explorers' v_{k-1} rewards with v_k, now.
+  // The staleness audit of stale exploration compares the v_{k-1} rewards with v_k, now.
+  const bool stale_exploration = o_.mode == "async" || o_.mode == "sync-stale";
   const bool audit_due = o_.audit_every > 0 && (iteration + 1) % o_.audit_every == 0;
-  if (audit_due && o_.mode == "async") {
+  if (audit_due && stale_exploration) {
     const auto audit_start = Clock::now();
     report.kendall_tau = staleness_audit(prompts, selection, rewards);
     report.audit_seconds = seconds_since(audit_start);
   }
 
-  // 4. Clipped-ratio updates over the trained step window, same chunks as the rollout.
+  // 4. Clipped-ratio updates over the trained step window, in micro-batches of the group order.
   auto train_start = Clock::now();
   const auto grid = sampler::time_grid(o_.sampler.steps, o_.sampler.shift);
-  const int steps = o_.sampler.steps;
-  const int begin = std::clamp(o_.train_step_begin, 0, steps);
-  const int end = std::clamp(o_.train_step_end <= 0 ? steps + o_.train_step_end : o_.train_step_end,
-                             begin, steps);
-  const int window = std::max(1, end - begin);
+  const int begin = window.begin;
+  const int end = window.end;
+  const int window_size = std::max(1, window.size());
   policy_.set_training(true);
   const auto trainable = policy_.trainable_parameters();
   auto& optimizer = state_->optimizer;
   optimizer.zero_grad();
   int accumulated = 0, updates = 0;
-  double clip_sum = 0, kl_sum = 0;
+  double kl_sum = 0, ratio_sum = 0, max_abs_log = 0;
+  int64_t trained = 0, clipped = 0;
   int loss_terms = 0;
   bool first = true;
+  const size_t total = rollouts.size();
+  const auto micro = static_cast<size_t>(o_.micro_batch);
   for (int epoch = 0; epoch < o_.inner_epochs; ++epoch) {
-    size_t offset = 0;
-    for (size_t c = 0; c < chunks.size(); ++c) {
-      const auto& trajectory = chunks[c];
-      const int64_t b = trajectory.latents.size(0);
-      std::vector<double> chunk_adv(advantages.begin() + offset, advantages.begin() + offset + b);
-      std::vector<task::Prompt> chunk_prompts(flat_prompts.begin() + offset,
-                                              flat_prompts.begin() + offset + b);
-      offset += b;
+    for (size_t offset = 0; offset < total; offset += micro) {
+      const size_t count = std::min(micro, total - offset);
+      const auto b = static_cast<int64_t>(count);
+      std::vector<double> chunk_adv(advantages.begin() + offset,
+                                    advantages.begin() + offset + count);
       if (std::all_of(chunk_adv.begin(), chunk_adv.end(), [](double a) { return a == 0.0; }))
         continue;
       check_stop();
+      std::vector<task::Prompt> chunk_prompts(flat_prompts.begin() + offset,
+                                              flat_prompts.begin() + offset + count);
+      // [b, W + 1, C, H, W] latents and [b, W] old log-probs of the micro-batch.
+      std::vector<at::Tensor> latent_parts, log_prob_parts;
+      for (size_t i = offset; i < offset + count; ++i) {
+        latent_parts.push_back(rollouts[i]->latents.to(policy_.tensor_options()));
+        log_prob_parts.push_back(rollouts[i]->log_probs.to(policy_.tensor_options()));
+      }
+      const auto latents = torch::stack(latent_parts);
+      const auto old_log_probs = torch::stack(log_prob_parts);
       auto adv = torch::tensor(chunk_adv, torch::kDouble).to(policy_.tensor_options());
+      const auto active = adv != 0;
       for (int j = begin; j < end; ++j) {
-        auto x = trajectory.latents.select(1, j);
-        auto x_next = trajectory.latents.select(1, j + 1);
+        auto x = latents.select(1, j - begin);
+        auto x_next = latents.select(1, j - begin + 1);
         const auto coefficients =
             sampler::sde_coefficients(grid[j], grid[j + 1], o_.sampler.noise_level, grid[1]);
         auto t = torch::full({b}, grid[j], policy_.tensor_options());
@@ -283,14 +357,20 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
           mean_ref = sampler::sde_mean(
               x, reference_->velocity(x, t, reference_->condition(chunk_prompts)), coefficients);
         }
-        auto terms = rl::grpo_loss(logp, trajectory.log_probs.select(1, j), adv, mean, mean_ref,
-                                   coefficients.std_dev, o_.loss);
-        (terms.loss / (window * o_.micro_batches_per_update)).backward();
+        const auto log_prob_old = old_log_probs.select(1, j - begin);
+        auto terms =
+            rl::grpo_loss(logp, log_prob_old, adv, mean, mean_ref, coefficients.std_dev, o_.loss);
+        (terms.loss / (window_size * o_.micro_batches_per_update)).backward();
         if (first && updates == 0) {
           report.first_ratio_max_deviation = std::max(report.first_ratio_max_deviation,
                                                       (terms.ratio - 1).abs().max().item<double>());
         }
-        clip_sum += terms.clipped.to(torch::kDouble).mean().item<double>();
+        const auto abs_log = (logp.detach() - log_prob_old).abs().to(torch::kDouble);
+        max_abs_log =
+            std::max(max_abs_log, torch::where(active, abs_log, 0.0).max().item<double>());
+        ratio_sum += torch::where(active, terms.ratio.to(torch::kDouble), 0.0).sum().item<double>();
+        clipped += (terms.clipped & active).sum().item<int64_t>();
+        trained += terms.active;
         kl_sum += terms.kl.item<double>();
         ++loss_terms;
       }
@@ -312,13 +392,18 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   }
   report.optimizer_steps = updates;
   policy_.set_training(false);
-  report.clip_fraction = loss_terms ? clip_sum / loss_terms : 0.0;
   report.kl = loss_terms ? kl_sum / loss_terms : 0.0;
+  if (trained > 0) {
+    report.ratio_mean = ratio_sum / static_cast<double>(trained);
+    report.clip_fraction = static_cast<double>(clipped) / static_cast<double>(trained);
+  }
+  report.ratio_max_abs_log = max_abs_log;
   finish_device_work(policy_.tensor_options());
   report.train_seconds = seconds_since(train_start);
 
-  // 5. Staleness audit after the update (v_k explored vs v_{k+1}); async audits before it.
-  if (audit_due && o_.mode != "async") {
+  // 5. Staleness audit after the update (v_k explored vs v_{k+1}); stale exploration audits
+  // before it.
+  if (audit_due && !stale_exploration) {
     const auto audit_start = Clock::now();
     report.kendall_tau = staleness_audit(prompts, selection, rewards);
     report.audit_seconds = seconds_since(audit_start);
@@ -419,6 +504,7 @@ bool GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iter
       check_stop();
       write_metrics(report);
       save_checkpoint(k);
+      seeds_->iteration_done(k);
       next_iteration_ = k + 1;
       // Published only after the checkpoint: a restarted trainer republishes identical weights.
       if (observer_) observer_->weights_ready(next_iteration_, policy_, &report);
@@ -441,10 +527,11 @@ void GrpoTrainer::save_checkpoint(int64_t completed_iteration) {
                    {"wall_seconds", state_->wall_seconds},
                    {"seed", o_.seed},
                    {"mode", o_.mode}};
-  state_->checkpoints->save(completed_iteration,
-                            {{"model.safetensors", model::encode_safetensors(policy_.state())},
-                             {"optimizer.pt", std::move(optimizer).str()}},
-                            state);
+  // The seed source's own state (sync-stale: the weights it explores the next iteration with).
+  auto files = seeds_->checkpoint_files();
+  files["model.safetensors"] = model::encode_safetensors(policy_.state());
+  files["optimizer.pt"] = std::move(optimizer).str();
+  state_->checkpoints->save(completed_iteration, files, state);
 }
 
 void GrpoTrainer::save_validation_weights(int64_t version) {
@@ -456,7 +543,8 @@ void GrpoTrainer::save_validation_weights(int64_t version) {
   model::save_safetensors(dir / name, policy_.state());  // atomic: temp file, fsync, rename
 }
 
-int GrpoTrainer::validate_deferred() {
+int GrpoTrainer::validate_deferred(
+    const std::function<void(int64_t version, const ValidationReport&)>& on_validation) {
   const auto dir = o_.run_dir / "validation";
   const auto out_path = o_.run_dir / "validation.jsonl";
   std::set<int64_t> done;
@@ -484,6 +572,7 @@ int GrpoTrainer::validate_deferred() {
     const auto v = validate();
     Json line{{"version", version}, {"iteration", version - 1}, {"validation", to_json(v)}};
     std::ofstream(out_path, std::ios::app) << line.dump() << "\n";
+    if (on_validation) on_validation(version, v);
     ++scored;
   }
   return scored;
@@ -496,6 +585,7 @@ int64_t GrpoTrainer::resume() {
   policy_.load_state(model::decode_safetensors(checkpoint->files.at("model.safetensors")));
   std::istringstream optimizer(checkpoint->files.at("optimizer.pt"));
   torch::load(state_->optimizer, optimizer);
+  seeds_->restore(checkpoint->files);
   const Json& state = checkpoint->state;
   next_iteration_ = state.at("completed_iteration").get<int64_t>() + 1;
   state_->wall_seconds = state.at("wall_seconds").get<double>();

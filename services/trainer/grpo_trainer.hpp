@@ -1,7 +1,11 @@
 #pragma once
-// The GRPO trainer loop (DESIGN.md sections 2 and 3). One iteration k:
-//   prompts_k -> seeds (SeedSource) -> SDE rollouts with weights v_k, log-probs kept
+// The GRPO trainer loop (docs/iteration.md, docs/algorithm.md). One iteration k:
+//   prompts_k -> seeds (SeedSource) -> rollouts: those exploration already sampled (reused, with
+//   the log-probs of the weights that sampled them), the rest sampled here with v_k (SDE)
 //   -> rewards -> group advantages -> clipped-ratio updates on the trained step window -> v_{k+1}
+// with ratio = exp(logp_{v} - logp_old) and old the weights each rollout was sampled with: v_k
+// for on-policy rollouts (ratio exactly 1 at the first update), v_{k-1} (or older) for reused
+// stale ones (importance ratio, clipped as in docs/algorithm.md)
 // plus validation every `validate_every` iterations (ODE, fixed held-out prompts and seeds), a
 // staleness audit (Kendall tau between rewards of the same seeds under v_k and v_{k+1}) and a
 // checkpoint after every iteration, from which a restarted trainer resumes.
@@ -13,6 +17,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -30,7 +35,7 @@
 namespace spotlight::trainer {
 
 struct GrpoOptions {
-  std::string mode = "sync";  // none | sync | async
+  std::string mode = "sync";  // none | sync | sync-stale | async | offload
   int iterations = 30;
   int prompts_per_iteration = 8;
   int group_size = 8;
@@ -51,12 +56,22 @@ struct GrpoOptions {
   bool defer_validation = false;  // save the weights to validate; validate_deferred() scores them
   int validation_prompts = 64;
   int validation_steps = 10;
-  int audit_every = 5;  // 0 disables the staleness audit
+  int validation_images = 0;  // validation images kept in ValidationReport::images
+  int audit_every = 5;        // 0 disables the staleness audit
   int audit_prompts = 4;
   uint64_t seed = 0;              // run seed: prompts, seeds and validation are functions of it
   std::filesystem::path run_dir;  // checkpoints and metrics; empty: nothing written
   // Training and validation prompts (run::prompt_source); null: the embedded task's generator.
   std::shared_ptr<const task::PromptSource> prompts;
+};
+
+// One validation image kept for people to look at (the run's validation grids).
+struct ValidationSample {
+  task::Prompt prompt;
+  uint64_t seed = 0;
+  task::Image image;  // the model's output as the scorer sees it
+  double reward = 0.0;
+  bool correct = false;
 };
 
 // For a prompt file (free-text prompts) the reward function grades validation: geneval_score is
@@ -70,6 +85,7 @@ struct ValidationReport {
   int samples = 0;                     // validated images: prompt x seed pairs
   std::vector<std::pair<std::string, double>> per_category;
   double seconds = 0.0;
+  std::vector<ValidationSample> images{};  // of the first GrpoOptions::validation_images prompts
 };
 
 struct IterationReport {
@@ -88,7 +104,21 @@ struct IterationReport {
   // excluded. A resumed trainer continues from wall_seconds.
   double elapsed_seconds = 0.0;
   double first_ratio_max_deviation = 0.0;  // |ratio - 1| max over the first micro-batch
-  double clip_fraction = 0.0, kl = 0.0;
+  double kl = 0.0;
+  // Rollouts trained on: reused from exploration (of them off-policy: sampled with older weights)
+  // or sampled here; the largest staleness (k - weights version) among them; the trainer's own
+  // rollout sampler steps (samples x steps).
+  int rollouts_reused = 0, rollouts_sampled = 0, rollouts_off_policy = 0;
+  std::int64_t rollout_staleness_max = 0;
+  std::int64_t rollout_sampler_steps = 0;
+  // Exploration on the trainer (sync, sync-stale): its weights version (-1: none) and steps.
+  std::int64_t explore_weights_version = -1;
+  std::int64_t explore_sampler_steps = 0;
+  // Kept trajectories of chosen seeds not trained on, by reason (SeedSelection).
+  std::map<std::string, int> trajectories_rejected;
+  // Importance ratios over every trained sample-step (advantage != 0) of the iteration: mean,
+  // largest |log ratio|, and the fraction whose clipped branch was active.
+  double ratio_mean = 1.0, ratio_max_abs_log = 0.0, clip_fraction = 0.0;
   // Mean of each named part of the rollouts' rewards, when the reward reports parts.
   std::vector<std::pair<std::string, double>> reward_components;
   int optimizer_steps = 0;
@@ -134,7 +164,10 @@ class GrpoTrainer {
   // <run_dir>/validation.jsonl, in version order, appending one line each: {"version",
   // "iteration" (= version - 1, -1 for the base), "validation": {...}}. Loads each into the
   // policy (the trainer's weights are replaced). Returns how many it scored. Resumable.
-  int validate_deferred();
+  // `on_validation` (may be empty) sees each version's report after its line is written, while
+  // the policy still holds that version's weights.
+  int validate_deferred(
+      const std::function<void(int64_t version, const ValidationReport&)>& on_validation = {});
 
   // Prompts of an iteration: a pure function of the run seed.
   std::vector<task::Prompt> prompts_for(int64_t iteration) const;

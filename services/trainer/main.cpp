@@ -9,8 +9,10 @@ int main(int argc, char** argv) {
     spotlight::config::CommandLine command_line;
     const auto config = spotlight::config::load_or_exit(
         spotlight::trainer::trainer_schema(), argc, argv,
-        "usage: spotlight-trainer pretrain|train|eval|validate|bench [options]", &command_line);
-    return spotlight::trainer::run_subcommand(command_line.args.empty() ? "" : command_line.args[0],
-                                              config);
+        "usage: spotlight-trainer pretrain|train|eval|validate|bench [options]\n"
+        "       spotlight-trainer report RUN_DIR [OUT.html]\n"
+        "       spotlight-trainer page PAGE.json OUT.html",
+        &command_line);
+    return spotlight::trainer::run_subcommand(command_line.args, config);
   });
 }

@@ -46,16 +46,22 @@ GrpoOptions grpo_options(const config::Config& c) {
   o.defer_validation = c.get_bool("validation.defer");
   o.validation_prompts = c.get<int>("validation.prompts");
   o.validation_steps = c.get<int>("validation.steps");
+  o.validation_images = c.get<int>("validation.grid_prompts");
   o.audit_every = c.get<int>("audit.every");
   o.audit_prompts = c.get<int>("audit.prompts");
   o.seed = c.get<uint64_t>("run.seed");
   o.run_dir = c.get_string("run.dir");
   o.prompts = run::prompt_source(c);
-  if (o.candidates < o.group_size && o.mode != "none") {
+  if (o.candidates < o.group_size && o.mode != "none" && o.mode != "offload") {
     throw config::ConfigError("exploration.candidates",
                               "config: 'exploration.candidates' must be >= trainer.group_size (" +
                                   std::to_string(o.group_size) + "), got " +
                                   std::to_string(o.candidates));
+  }
+  if (o.mode == "offload" && c.get_string("planner.policy") != "fixed") {
+    throw config::ConfigError("planner.policy",
+                              "config: 'planner.policy' must be fixed with exploration.mode "
+                              "offload (it explores nothing: the planner enqueues the rollouts)");
   }
   return o;
 }

@@ -33,8 +33,21 @@ TrainerMetrics::TrainerMetrics(metrics::Registry& r, int iterations, int samples
           r.gauge("spotlight_trainer_validation_reward", "Mean reward of the newest validation.")),
       clip_fraction_(r.gauge("spotlight_trainer_clip_fraction",
                              "Fraction of clipped PPO ratios in the last iteration.")),
-      kl_(r.gauge("spotlight_trainer_kl_divergence",
-                  "KL to the reference in the last iteration.")) {
+      kl_(r.gauge("spotlight_trainer_kl_divergence", "KL to the reference in the last iteration.")),
+      rollouts_reused_total_(r.counter("spotlight_trainer_rollouts_total",
+                                       "Rollouts trained on, by source: reused from exploration "
+                                       "or sampled by the trainer.",
+                                       {{"source", "reused"}})),
+      rollouts_sampled_total_(r.counter("spotlight_trainer_rollouts_total",
+                                        "Rollouts trained on, by source: reused from exploration "
+                                        "or sampled by the trainer.",
+                                        {{"source", "sampled"}})),
+      registry_(r),
+      ratio_mean_(r.gauge("spotlight_trainer_importance_ratio_mean",
+                          "Mean ratio pi/pi_old over the trained sample-steps, last iteration.")),
+      ratio_max_abs_log_(
+          r.gauge("spotlight_trainer_importance_log_ratio_max_abs",
+                  "Largest |log(pi/pi_old)| over the trained sample-steps, last iteration.")) {
   for (std::size_t i = 0; i < kPhases.size(); ++i) {
     phase_seconds_total_[i] =
         r.counter("spotlight_trainer_step_seconds_total", "Iteration time by phase, summed.",
@@ -76,6 +89,18 @@ void TrainerMetrics::observe(const IterationReport& r) {
   if (r.kendall_tau) kendall_tau_.set(*r.kendall_tau);
   clip_fraction_.set(r.clip_fraction);
   kl_.set(r.kl);
+  rollouts_reused_total_.inc(r.rollouts_reused);
+  rollouts_sampled_total_.inc(r.rollouts_sampled);
+  ratio_mean_.set(r.ratio_mean);
+  ratio_max_abs_log_.set(r.ratio_max_abs_log);
+  for (const auto& [reason, n] : r.trajectories_rejected) {
+    registry_
+        .counter("spotlight_trainer_rejected_trajectories_total",
+                 "Kept trajectories of chosen seeds not trained on, by reason (missing, "
+                 "undecodable, mismatch, weights_version, weights_checksum, checksum).",
+                 {{"reason", reason}})
+        .inc(n);
+  }
 }
 
 }  // namespace spotlight::trainer

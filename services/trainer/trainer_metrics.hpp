@@ -1,5 +1,5 @@
 #pragma once
-// The trainer's Prometheus metrics (DESIGN.md section 7), all named spotlight_trainer_*. The step
+// The trainer's Prometheus metrics (docs/operations.md), all named spotlight_trainer_*. The step
 // time split uses one label, phase = rollout | reward | train | wait_for_seeds | audit, where
 // wait_for_seeds is the time exploration held the trainer up (sync: exploring on the trainer;
 // async: waiting for the explorers' results).
@@ -50,6 +50,13 @@ class TrainerMetrics {
   metrics::Gauge validation_reward_;
   metrics::Gauge clip_fraction_;
   metrics::Gauge kl_;
+  // Rollouts by source (reused from exploration or sampled by the trainer), kept trajectories
+  // not trained on by reason, and the last iteration's importance ratios.
+  metrics::Counter rollouts_reused_total_;
+  metrics::Counter rollouts_sampled_total_;
+  metrics::Registry& registry_;
+  metrics::Gauge ratio_mean_;
+  metrics::Gauge ratio_max_abs_log_;
 };
 
 }  // namespace spotlight::trainer

@@ -70,7 +70,7 @@ class Docker:
 
     def ensure(self):
         root = os.geteuid() == 0
-        missing = [p for p, exe in [("docker.io", "docker"), ("docker-compose", "docker-compose"),
+        missing = [p for p, exe in [("docker.io", "dockerd"), ("docker-compose", "docker-compose"),
                                     ("mmdebstrap", "mmdebstrap")] if not shutil.which(exe)]
         if missing:
             if not (root and shutil.which("apt-get")):

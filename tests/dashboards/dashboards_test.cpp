@@ -1,7 +1,8 @@
 // dashboards/*.json are valid Grafana dashboards wired to the provisioned Prometheus data source,
 // and every spotlight_* metric a panel queries is exported by some service: the exported names
 // are the metric-name string literals in services/ and common/ (histograms add _bucket, _sum and
-// _count). A panel whose metric lands later must wait for it.
+// _count). A panel whose metric lands later must wait for it. Text panels (HTML, e.g. the newest
+// validation grid) use only dashboard variables that exist and paths some service serves.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -150,8 +151,7 @@ TEST(Dashboards, AreValidGrafanaDashboardsOnTheProvisionedDatasource) {
       ASSERT_TRUE(panel.contains("id") && panel["id"].is_number_integer());
       EXPECT_TRUE(ids.insert(panel["id"].get<int>()).second) << "duplicate panel id";
       const std::string type = panel.value("type", "");
-      EXPECT_TRUE(type == "timeseries" || type == "stat") << type;
-      EXPECT_EQ(panel["datasource"].value("uid", ""), datasource);
+      EXPECT_TRUE(type == "timeseries" || type == "stat" || type == "text") << type;
       const auto& g = panel["gridPos"];
       ASSERT_TRUE(g.is_object());
       const std::array<int, 4> box = {g.value("x", -1), g.value("y", -1), g.value("w", 0),
@@ -163,6 +163,13 @@ TEST(Dashboards, AreValidGrafanaDashboardsOnTheProvisionedDatasource) {
         EXPECT_FALSE(overlap) << "panels overlap";
       }
       boxes.push_back(box);
+      if (type == "text") {
+        ASSERT_TRUE(panel.contains("options") && panel["options"].is_object());
+        EXPECT_EQ(panel["options"].value("mode", ""), "html");
+        EXPECT_FALSE(panel["options"].value("content", "").empty());
+        continue;
+      }
+      EXPECT_EQ(panel["datasource"].value("uid", ""), datasource);
       ASSERT_TRUE(panel.contains("targets") && panel["targets"].is_array());
       ASSERT_FALSE(panel["targets"].empty());
       std::set<std::string> refs;
@@ -182,6 +189,7 @@ TEST(Dashboards, QueryOnlyMetricsSomeServiceExports) {
   for (const auto& file : dashboard_files()) {
     const Json board = Json::parse(read(file));
     for (const auto& panel : board["panels"]) {
+      if (!panel.contains("targets")) continue;  // a text panel
       for (const auto& target : panel["targets"]) {
         for (const auto& name : metric_names(target["expr"].get<std::string>())) {
           ++queried;
@@ -196,6 +204,45 @@ TEST(Dashboards, QueryOnlyMetricsSomeServiceExports) {
   for (const auto& [name, where] : missing) {
     ADD_FAILURE() << where << " queries " << name << ", which no service exports";
   }
+}
+
+// Every ${name} of a text panel is a dashboard variable (or one of Grafana's ${__...}), and every
+// absolute path it loads ("/validation/latest.png") is a string some service's source serves.
+TEST(Dashboards, TextPanelsUseDefinedVariablesAndServedPaths) {
+  static const std::regex variable("\\$\\{([A-Za-z0-9_]+)\\}");
+  static const std::regex path("\\}(/[a-z0-9_/.-]+)");
+  std::string sources;
+  for (const auto& entry : fs::recursive_directory_iterator(source_dir() / "services")) {
+    if (entry.is_regular_file() && entry.path().extension() == ".cpp")
+      sources += read(entry.path());
+  }
+  std::size_t text_panels = 0;
+  for (const auto& file : dashboard_files()) {
+    const Json board = Json::parse(read(file));
+    std::set<std::string> defined;
+    if (board.contains("templating")) {
+      for (const auto& v : board["templating"]["list"])
+        defined.insert(v.value("name", ""));
+    }
+    for (const auto& panel : board["panels"]) {
+      if (panel.value("type", "") != "text") continue;
+      ++text_panels;
+      const std::string content = panel["options"].value("content", "");
+      SCOPED_TRACE(file.filename().string() + " / " + panel.value("title", ""));
+      for (auto it = std::sregex_iterator(content.begin(), content.end(), variable);
+           it != std::sregex_iterator(); ++it) {
+        const std::string name = (*it)[1].str();
+        EXPECT_TRUE(name.starts_with("__") || defined.count(name)) << "undefined ${" << name << "}";
+      }
+      for (auto it = std::sregex_iterator(content.begin(), content.end(), path);
+           it != std::sregex_iterator(); ++it) {
+        const std::string served = (*it)[1].str();
+        EXPECT_NE(sources.find("\"" + served + "\""), std::string::npos)
+            << served << " is not served by any service";
+      }
+    }
+  }
+  EXPECT_GE(text_panels, 1u) << "the run overview shows the newest validation grid";
 }
 
 TEST(Prometheus, ScrapesEveryServiceTheDashboardsQuery) {

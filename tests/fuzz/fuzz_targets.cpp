@@ -54,6 +54,20 @@ std::vector<std::string> sample_messages() {
   commit.step_index = 4;
   commit.latent = {0.5f, -1.0f, 2.0f, 0.0f, 1e-3f, 3.5f};
   commit.latent_shape = {1, 2, 3};
+  wire::SeedTrajectory trajectory;
+  trajectory.task_id = "i3/p2/c7";
+  trajectory.run_id = "run-1";
+  trajectory.seed = 42;
+  trajectory.weights_version = 2;
+  trajectory.weights_checksum = "0123456789abcdef";
+  trajectory.sampler_steps = 3;
+  trajectory.noise_level = 0.7;
+  trajectory.step_begin = 0;
+  trajectory.step_end = 2;
+  trajectory.latent_shape = {2};
+  trajectory.latents = {0.5f, -1.0f, 2.0f, 0.0f, 1e-3f, 3.5f};
+  trajectory.log_probs = {-1.0f, 0.25f};
+  trajectory.checksum = "fedcba9876543210";
   wire::WeightsNotice notice;
   notice.version = 7;
   notice.checksum = "0123456789abcdef";
@@ -91,12 +105,33 @@ std::vector<std::string> sample_messages() {
   wire::RewardReply parts = reply;  // with named reward components
   parts.components = {"ocr", "aesthetic"};
   parts.component_rewards = {0.1, 0.2, 0.3, 0.4};
-  return {task.encode(),      result.encode(),
-          commit.encode(),    notice.encode(),
-          event.encode(),     request.encode(),
-          reply.encode(),     failed.encode(),
-          heartbeat.encode(), wire::Writer("unknown_type", 1).str("x", "y").finish(),
-          latents.encode(),   parts.encode()};
+  const wire::TrainerProgress progress{.iteration = 7, .finished = false, .unix_ms = 1};
+  const wire::TrainerTiming timing{.iteration = 6,
+                                   .iteration_seconds = 12.5,
+                                   .explore_seconds = 0.5,
+                                   .rollout_seconds = 7.0,
+                                   .train_seconds = 5.0,
+                                   .group_variance = 0.03};
+  const wire::PlanRecord plan{
+      .iteration = 8, .candidates = 16, .steps = 6, .reason = R"({"policy":"bandit"})"};
+  const wire::PlannerProgress planned{.enqueued_through = 8, .unix_ms = 2};
+  return {task.encode(),
+          result.encode(),
+          commit.encode(),
+          trajectory.encode(),
+          notice.encode(),
+          event.encode(),
+          request.encode(),
+          reply.encode(),
+          failed.encode(),
+          heartbeat.encode(),
+          progress.encode(),
+          timing.encode(),
+          plan.encode(),
+          planned.encode(),
+          latents.encode(),
+          parts.encode(),
+          wire::Writer("unknown_type", 1).str("x", "y").finish()};
 }
 
 std::vector<std::string> wire_seeds() {
@@ -139,11 +174,16 @@ void fuzz_wire_dispatch(std::string_view input) {
     d.on<wire::SeedTask>([](wire::SeedTask) {});
     d.on<wire::SeedResult>([](wire::SeedResult) {});
     d.on<wire::InflightCommit>([](wire::InflightCommit) {});
+    d.on<wire::SeedTrajectory>([](wire::SeedTrajectory) {});
     d.on<wire::WeightsNotice>([](wire::WeightsNotice) {});
     d.on<wire::IterationEvent>([](wire::IterationEvent) {});
     d.on<wire::RewardRequest>([](wire::RewardRequest) {});
     d.on<wire::RewardReply>([](wire::RewardReply) {});
     d.on<wire::Heartbeat>([](wire::Heartbeat) {});
+    d.on<wire::TrainerProgress>([](wire::TrainerProgress) {});
+    d.on<wire::TrainerTiming>([](wire::TrainerTiming) {});
+    d.on<wire::PlanRecord>([](wire::PlanRecord) {});
+    d.on<wire::PlannerProgress>([](wire::PlannerProgress) {});
     return d;
   }();
   std::optional<wire::MessageHeader> peeked;
@@ -301,11 +341,16 @@ const FuzzTarget kTargets[] = {
     {"wire_seed_task", fuzz_message<wire::SeedTask>, wire_seeds},
     {"wire_seed_result", fuzz_message<wire::SeedResult>, wire_seeds},
     {"wire_inflight_commit", fuzz_message<wire::InflightCommit>, wire_seeds},
+    {"wire_seed_trajectory", fuzz_message<wire::SeedTrajectory>, wire_seeds},
     {"wire_weights_notice", fuzz_message<wire::WeightsNotice>, wire_seeds},
     {"wire_iteration_event", fuzz_message<wire::IterationEvent>, wire_seeds},
     {"wire_reward_request", fuzz_message<wire::RewardRequest>, wire_seeds},
     {"wire_reward_reply", fuzz_message<wire::RewardReply>, wire_seeds},
     {"wire_heartbeat", fuzz_message<wire::Heartbeat>, wire_seeds},
+    {"wire_trainer_progress", fuzz_message<wire::TrainerProgress>, wire_seeds},
+    {"wire_trainer_timing", fuzz_message<wire::TrainerTiming>, wire_seeds},
+    {"wire_plan_record", fuzz_message<wire::PlanRecord>, wire_seeds},
+    {"wire_planner_progress", fuzz_message<wire::PlannerProgress>, wire_seeds},
     {"wire_dispatch", fuzz_wire_dispatch, wire_seeds},
     {"rpc_request", fuzz_rpc_request, rpc_request_seeds},
     {"rpc_reply", fuzz_rpc_reply, rpc_reply_seeds},

@@ -15,9 +15,11 @@ struct ChaosCommand {
   ScheduleOptions schedule;
   DriverOptions driver;
   std::string summary;  // JSON summary file; empty: stdout only
+  bool help = false;    // -h / --help: print chaos_usage(), nothing else is set
 };
 
-// Parses argv (see usage()). Throws std::invalid_argument naming the bad flag.
+// Parses the words after the program name (see chaos_usage()). Throws config::ConfigError
+// naming the bad option, std::invalid_argument for schedule or driver options out of range.
 ChaosCommand parse_chaos_command(const std::vector<std::string>& args);
 std::string chaos_usage();
 

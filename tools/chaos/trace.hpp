@@ -1,5 +1,5 @@
 #pragma once
-// Spot availability traces (DESIGN.md section 6): {"metadata": {"gap_seconds": G}, "data": [n...]}
+// Spot availability traces (docs/contracts.md): {"metadata": {"gap_seconds": G}, "data": [n...]}
 // where data[i] is how many instances were available during tick i (each tick G seconds long).
 
 #include <cstddef>

@@ -16,87 +16,100 @@
 #include <sstream>
 #include <string>
 
+#include "common/config/arguments.hpp"
+#include "common/config/error.hpp"
 #include "common/log/log.hpp"
+#include "common/report/html.hpp"
 #include "tools/simulator/report.hpp"
 
 namespace {
 
-std::vector<int> parse_list(const std::string& text) {
+std::vector<int> parse_list(const std::string& option, const std::string& text) {
   std::vector<int> out;
   std::stringstream s(text);
-  for (std::string item; std::getline(s, item, ',');)
-    out.push_back(std::stoi(item));
+  for (std::string item; std::getline(s, item, ',');) {
+    try {
+      std::size_t used = 0;
+      out.push_back(std::stoi(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw spotlight::config::ConfigError(
+          "", spotlight::log::format("option --{}: '{}' is not an integer", option, item));
+    }
+  }
   return out;
 }
 
-int usage() {
-  std::cerr << "usage: spotlight-sim [--hardware H100|H200] [--sizes 16,32,64,128] [--seeds N] "
-               "[--reserved GPUS] [--kappa K] [--signal std|informative] [--max-iterations N] "
-               "[--out FILE.md] [--measured RESULTS.json | --estimate] [TRACE.json ...]\n";
-  return 2;
+spotlight::config::ArgumentParser command_line() {
+  spotlight::config::ArgumentParser p(
+      "usage: spotlight-sim [options] [TRACE.json ...]\n"
+      "Simulates a Qwen-Image-like run on reserved GPUs plus a spot pool that follows the\n"
+      "availability traces (default: deploy/traces/availability_*.json) and reports time and cost\n"
+      "to a target score against the none and sync baselines.");
+  p.option("hardware", "H100|H200", "per-step times of this GPU", "H100")
+      .option("sizes", "N,N,...", "spot pool sizes", "16,32,64,128")
+      .option("seeds", "N", "seeds per configuration", "3")
+      .option("reserved", "GPUS", "reserved GPUs of the trainer", "32")
+      .option("max-iterations", "N", "iterations per simulated run")
+      .option("kappa", "K", "how polarised prompts are (> 0)")
+      .option("signal", "std|informative", "what the bandit's reward measures")
+      .option("out", "FILE.md", "also write the report to this file")
+      .option("html", "FILE.html", "also write the study as a self-contained HTML page")
+      .option("measured", "RESULTS.json",
+              "per-sample-step time measured by scripts/gpu-check (default: "
+              "deploy/gpu/<hardware>.json when it exists)")
+      .flag("estimate", "use the FLOP estimate of the per-sample-step time, not a measurement");
+  return p;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace spotlight::simulator;
+  const auto parser = command_line();
   try {
     // The reaper reports every simulated preemption; the report says what matters.
     spotlight::log::set_level(spotlight::log::Level::kError);
+    const auto args = parser.parse(argc, argv);
+    if (args.help()) {
+      std::cout << parser.help();
+      return 0;
+    }
     StudyOptions o;
-    std::string out_path;
-    std::vector<std::string> traces;
-    std::optional<std::filesystem::path> measured;
-    bool estimate = false;
-    for (int i = 1; i < argc; ++i) {
-      const std::string a = argv[i];
-      const auto value = [&]() -> std::string {
-        if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-        return argv[++i];
-      };
-      if (a == "--hardware") {
-        o.sim.hardware = value();
-        if (o.sim.hardware == "H100") {
-          o.sim.seconds_per_sample_step = 0.83;
-        } else if (o.sim.hardware == "H200") {
-          o.sim.seconds_per_sample_step = 0.74;
-        } else {
-          throw std::invalid_argument("--hardware must be H100 or H200");
-        }
-      } else if (a == "--sizes") {
-        o.spot_sizes = parse_list(value());
-      } else if (a == "--seeds") {
-        o.seeds = std::stoi(value());
-      } else if (a == "--reserved") {
-        o.sim.reserved_gpus = std::stoi(value());
-      } else if (a == "--max-iterations") {
-        o.sim.max_iterations = std::stoi(value());
-      } else if (a == "--kappa") {
-        o.sim.kappa = std::stod(value());
-        if (!(o.sim.kappa > 0)) throw std::invalid_argument("--kappa must be > 0");
-      } else if (a == "--signal") {
-        o.sim.signal = value();
-        if (o.sim.signal != "std" && o.sim.signal != "informative")
-          throw std::invalid_argument("--signal must be std or informative");
-      } else if (a == "--out") {
-        out_path = value();
-      } else if (a == "--measured") {
-        measured = value();
-      } else if (a == "--estimate") {
-        estimate = true;
-      } else if (a == "--help" || a == "-h") {
-        return usage();
-      } else if (!a.empty() && a[0] == '-') {
-        std::cerr << "unknown option " << a << "\n";
-        return usage();
-      } else {
-        traces.push_back(a);
+    o.sim.hardware = args.text("hardware");
+    if (o.sim.hardware == "H100") {
+      o.sim.seconds_per_sample_step = 0.83;
+    } else if (o.sim.hardware == "H200") {
+      o.sim.seconds_per_sample_step = 0.74;
+    } else {
+      throw spotlight::config::ConfigError("", "option --hardware: must be H100 or H200");
+    }
+    o.spot_sizes = parse_list("sizes", args.text("sizes"));
+    o.seeds = static_cast<int>(args.integer("seeds"));
+    o.sim.reserved_gpus = static_cast<int>(args.integer("reserved"));
+    if (args.given("max-iterations")) {
+      o.sim.max_iterations = static_cast<int>(args.integer("max-iterations"));
+    }
+    if (args.given("kappa")) {
+      o.sim.kappa = args.real("kappa");
+      if (!(o.sim.kappa > 0))
+        throw spotlight::config::ConfigError("", "option --kappa: must be > 0");
+    }
+    if (args.given("signal")) {
+      o.sim.signal = args.text("signal");
+      if (o.sim.signal != "std" && o.sim.signal != "informative") {
+        throw spotlight::config::ConfigError("", "option --signal: must be std or informative");
       }
     }
     const char* src = std::getenv("SPOTLIGHT_SOURCE_DIR");
     const std::filesystem::path source_dir(src ? src : ".");
-    if (measured && estimate)
-      throw std::invalid_argument("--measured and --estimate exclude each other");
+    std::optional<std::filesystem::path> measured;
+    if (const auto file = args.value("measured")) measured = *file;
+    const bool estimate = args.flag("estimate");
+    if (measured && estimate) {
+      throw spotlight::config::ConfigError("",
+                                           "options --measured and --estimate exclude each other");
+    }
     if (!measured && !estimate) measured = measured_results_for(o.sim.hardware, source_dir);
     if (measured) {
       o.sim.measured_step_time = read_measured_step_time(*measured, o.sim.hardware);
@@ -107,6 +120,8 @@ int main(int argc, char** argv) {
       std::cerr << "t = " << o.sim.seconds_per_sample_step
                 << " s per sample-step, the FLOP estimate for " << o.sim.hardware << "\n";
     }
+    std::vector<std::string> traces = args.positional();
+    traces.insert(traces.end(), args.rest().begin(), args.rest().end());
     if (traces.empty()) {
       const std::filesystem::path dir = source_dir / "deploy" / "traces";
       for (const auto& entry : std::filesystem::directory_iterator(dir)) {
@@ -115,18 +130,29 @@ int main(int argc, char** argv) {
       }
       std::sort(traces.begin(), traces.end());
     }
-    if (traces.empty() || o.spot_sizes.empty() || o.seeds < 1 || o.sim.reserved_gpus < 1)
-      return usage();
+    if (traces.empty() || o.spot_sizes.empty() || o.seeds < 1 || o.sim.reserved_gpus < 1) {
+      std::cerr << parser.help();
+      return 2;
+    }
     for (const auto& t : traces)
       o.traces.push_back(Trace::load(t));
     std::ostringstream report;
-    run_study(o, report);
+    const auto html_path = args.value("html");
+    spotlight::report::Page page;
+    run_study(o, report, html_path ? &page : nullptr);
     std::cout << report.str();
-    if (!out_path.empty()) {
-      std::ofstream(out_path) << report.str();
-      std::cerr << "wrote " << out_path << "\n";
+    if (const auto out_path = args.value("out")) {
+      std::ofstream(*out_path) << report.str();
+      std::cerr << "wrote " << *out_path << "\n";
+    }
+    if (html_path) {
+      spotlight::report::write_html(*html_path, page);
+      std::cerr << "wrote " << *html_path << "\n";
     }
     return 0;
+  } catch (const spotlight::config::ConfigError& e) {
+    std::cerr << "spotlight-sim: " << e.what() << "\n(--help lists the options)\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "spotlight-sim: " << e.what() << "\n";
     return 1;

@@ -20,14 +20,18 @@ MemoryLeaseQueue::MemoryLeaseQueue(queue::LeaseQueueOptions options,
 queue::EnqueueResult MemoryLeaseQueue::enqueue(std::string_view task_id, std::string_view payload) {
   if (known_.count(task_id)) return {"", false};
   known_.emplace(task_id);
+  append(task_id, payload);
+  ++totals_.enqueued_total;
+  return {entries_.back().entry_id, true};
+}
+
+void MemoryLeaseQueue::append(std::string_view task_id, std::string_view payload) {
   Entry e;
   e.entry_id = std::to_string(++next_entry_) + "-0";
   e.task_id = std::string(task_id);
   e.payload = std::string(payload);
   entries_.push_back(std::move(e));
   if (first_waiting_ == entries_.end()) first_waiting_ = std::prev(entries_.end());
-  ++totals_.enqueued_total;
-  return {entries_.back().entry_id, true};
 }
 
 std::int64_t MemoryLeaseQueue::enqueue_many(std::span<const queue::Task> tasks) {
@@ -78,11 +82,20 @@ queue::Completion MemoryLeaseQueue::complete(const queue::Lease& lease, std::str
 }
 
 queue::FailOutcome MemoryLeaseQueue::fail(const queue::Lease& lease, std::string_view error) {
+  return fail_with(lease, error, options_.max_deliveries);
+}
+
+queue::FailOutcome MemoryLeaseQueue::reject(const queue::Lease& lease, std::string_view error) {
+  return fail_with(lease, error, 0);
+}
+
+queue::FailOutcome MemoryLeaseQueue::fail_with(const queue::Lease& lease, std::string_view error,
+                                               std::int64_t max_deliveries) {
   const auto it = held(lease);
   if (it == entries_.end()) return queue::FailOutcome::kNotHeld;
   errors_[it->task_id] = std::string(error);
   ++totals_.failed_total;
-  if (it->deliveries >= options_.max_deliveries) {
+  if (it->deliveries >= max_deliveries) {
     dead_.push_back(queue::DeadLetter{it->entry_id, it->task_id, it->payload, std::string(error),
                                       it->consumer, it->deliveries});
     ++totals_.dead_lettered_total;
@@ -167,6 +180,26 @@ std::optional<std::string> MemoryLeaseQueue::result(std::string_view task_id) {
   const auto it = results_.find(task_id);
   if (it == results_.end()) return std::nullopt;
   return it->second;
+}
+
+queue::QuarantineOutcome MemoryLeaseQueue::quarantine(std::string_view task_id,
+                                                      std::string_view result,
+                                                      std::string_view reason) {
+  const auto it = results_.find(task_id);
+  if (it == results_.end() || it->second != result) return {};
+  quarantined_.push_back(queue::QuarantinedResult{std::to_string(quarantined_.size() + 1) + "-0",
+                                                  std::string(task_id), std::string(reason),
+                                                  it->second.substr(0, 4096)});
+  results_.erase(it);
+  ++totals_.quarantined_total;
+  const bool queued = std::any_of(entries_.begin(), entries_.end(),
+                                  [&](const Entry& e) { return e.task_id == task_id; });
+  return {true, false, queued};  // payloads of acknowledged tasks are not kept here
+}
+
+std::vector<queue::QuarantinedResult> MemoryLeaseQueue::quarantined(int max_count) {
+  const auto n = std::min<std::size_t>(quarantined_.size(), static_cast<std::size_t>(max_count));
+  return {quarantined_.begin(), quarantined_.begin() + static_cast<std::ptrdiff_t>(n)};
 }
 
 std::int64_t MemoryLeaseQueue::result_count() {

@@ -2,9 +2,11 @@
 // queue::LeaseQueue in memory on a caller-supplied clock, for the cluster simulator: the same
 // contract as the Redis queue (common/queue/lease_queue.hpp) — leases, idempotent results,
 // release, reclaim of idle leases, reclaim_from a dead consumer, the delivery limit and the
-// dead-letter list — so the simulated explorers and the real planner-side code (ExplorerReaper)
-// drive the scheduling logic the services run. lease() never blocks (simulated time does not pass
-// inside a call). Single-threaded. Leases cost O(1), reclaims and completions O(tasks leased).
+// dead-letter list; quarantine() moves a result aside but does not re-enqueue (payloads of
+// acknowledged tasks are not kept) — so the simulated explorers and the real planner-side code
+// (ExplorerReaper) drive the scheduling logic the services run. lease() never blocks (simulated
+// time does not pass inside a call). Single-threaded. Leases cost O(1), reclaims and completions
+// O(tasks leased).
 
 #include <cstdint>
 #include <functional>
@@ -28,6 +30,7 @@ class MemoryLeaseQueue final : public queue::LeaseQueue {
                                   std::chrono::milliseconds block_timeout) override;
   queue::Completion complete(const queue::Lease& lease, std::string_view result) override;
   queue::FailOutcome fail(const queue::Lease& lease, std::string_view error) override;
+  queue::FailOutcome reject(const queue::Lease& lease, std::string_view error) override;
   bool release(const queue::Lease& lease) override;
   bool extend(const queue::Lease& lease) override;
   std::vector<queue::Lease> reclaim(std::string_view consumer, std::chrono::milliseconds min_idle,
@@ -35,6 +38,9 @@ class MemoryLeaseQueue final : public queue::LeaseQueue {
   std::vector<queue::Lease> reclaim_from(std::string_view dead_consumer, std::string_view consumer,
                                          int max_count) override;
   std::optional<std::string> result(std::string_view task_id) override;
+  queue::QuarantineOutcome quarantine(std::string_view task_id, std::string_view result,
+                                      std::string_view reason) override;
+  std::vector<queue::QuarantinedResult> quarantined(int max_count) override;
   std::int64_t result_count() override;
   void for_each_result(const std::function<void(std::string_view, std::string_view)>& fn) override;
   std::optional<std::string> last_error(std::string_view task_id) override;
@@ -53,6 +59,9 @@ class MemoryLeaseQueue final : public queue::LeaseQueue {
   };
   using Entries = std::list<Entry>;
   Entries::iterator held(const queue::Lease& lease);
+  queue::FailOutcome fail_with(const queue::Lease& lease, std::string_view error,
+                               std::int64_t max_deliveries);
+  void append(std::string_view task_id, std::string_view payload);
   queue::Lease to_lease(const Entry& e) const;
   // Moves `e` to `consumer` (or dead-letters it at the limit); true if it was leased.
   bool redeliver(Entries::iterator& e, std::string_view consumer, std::vector<queue::Lease>& out);
@@ -67,6 +76,7 @@ class MemoryLeaseQueue final : public queue::LeaseQueue {
   std::map<std::string, std::string, std::less<>> results_;
   std::map<std::string, std::string, std::less<>> errors_;
   std::vector<queue::DeadLetter> dead_;
+  std::vector<queue::QuarantinedResult> quarantined_;
   std::int64_t next_entry_ = 0;
   queue::QueueStats totals_;
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <sstream>
 
 namespace spotlight::simulator {
 namespace {
@@ -72,16 +73,31 @@ std::vector<SimResult> repeat(Mode mode, const StudyOptions& o, const Trace* tra
 
 }  // namespace
 
-void run_study(const StudyOptions& o, std::ostream& out) {
+void run_study(const StudyOptions& o, std::ostream& out, report::Page* page) {
   const Mean none = average(repeat(Mode::kNone, o, nullptr, 0));
   const Mean sync = average(repeat(Mode::kSync, o, nullptr, 0));
-  out << "# Cluster simulation: " << o.sim.hardware << ", " << o.sim.reserved_gpus
-      << " reserved GPUs, spot pools of " << o.spot_sizes.front() << ".." << o.spot_sizes.back()
-      << " GPUs\n\n";
+  std::ostringstream title;
+  title << "Cluster simulation: " << o.sim.hardware << ", " << o.sim.reserved_gpus
+        << " reserved GPUs, spot pools of " << o.spot_sizes.front() << ".." << o.spot_sizes.back()
+        << " GPUs";
+  out << "# " << title.str() << "\n\n";
   out << "Per-sample-step time t = " << o.sim.seconds_per_sample_step << " s, "
       << (o.sim.measured_step_time ? "measured on " + o.sim.measured_step_time->device
                                    : std::string("the FLOP estimate (not measured)"))
       << " (see Assumptions).\n\n";
+  report::Table baselines{{"mode", "reached", "iterations to target", "time to target (h)",
+                           "cost to target", "mean iteration (s)"},
+                          {}};
+  report::Table spotlight{
+      {"trace", "spot GPUs (peak)", "mean live explorers", "reached", "iterations",
+       "time to target (h)", "speed-up vs none", "vs sync", "cost to target", "cheaper vs none",
+       "vs sync", "mean wait (s)", "spot busy share", "fallback prompts", "preemptions",
+       "leases reclaimed", "arms (N x S)"},
+      {}};
+  report::LineChart speedup{
+      "Time to target: speed-up against none", "spot GPUs (peak)", "x faster than none", {}};
+  report::LineChart cheaper{
+      "Cost to target: saving against none", "spot GPUs (peak)", "x cheaper than none", {}};
   out << "Baselines (reserved GPUs only; mean of " << o.seeds << " seeds):\n\n";
   out << "| mode | reached | iterations to target | time to target (h) | cost to target | mean "
          "iteration (s) |\n|---|---|---|---|---|---|\n";
@@ -90,6 +106,9 @@ void run_study(const StudyOptions& o, std::ostream& out) {
     out << "| " << name << " | " << m.reached << "/" << m.runs << " | " << f("%.0f", m.iterations)
         << " | " << f("%.1f", m.seconds / 3600) << " | " << f("%.0f", m.cost) << " | "
         << f("%.0f", m.iteration) << " |\n";
+    baselines.rows.push_back({name, std::to_string(m.reached) + "/" + std::to_string(m.runs),
+                              f("%.0f", m.iterations), f("%.1f", m.seconds / 3600),
+                              f("%.0f", m.cost), f("%.0f", m.iteration)});
   }
   out << "\nSpotlight (async: the same reserved GPUs + a spot pool following the trace, scaled to "
          "its peak; the bandit planner):\n\n";
@@ -99,8 +118,19 @@ void run_study(const StudyOptions& o, std::ostream& out) {
          "reclaimed | arms (N x S) |\n";
   out << "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& trace : o.traces) {
+    report::Series trace_speedup{trace.name, {}}, trace_cheaper{trace.name, {}};
     for (int size : o.spot_sizes) {
       const Mean a = average(repeat(Mode::kAsync, o, &trace, size));
+      trace_speedup.points.emplace_back(size, none.seconds / a.seconds);
+      trace_cheaper.points.emplace_back(size, none.cost / a.cost);
+      spotlight.rows.push_back(
+          {trace.name, std::to_string(size), f("%.1f", a.live),
+           std::to_string(a.reached) + "/" + std::to_string(a.runs), f("%.0f", a.iterations),
+           f("%.1f", a.seconds / 3600), f("%.2fx", none.seconds / a.seconds),
+           f("%.2fx", sync.seconds / a.seconds), f("%.0f", a.cost), f("%.2fx", none.cost / a.cost),
+           f("%.2fx", sync.cost / a.cost), f("%.0f", a.wait), f("%.2f", a.busy),
+           f("%.0f", a.fallback), f("%.0f", a.preemptions), f("%.0f", a.reclaimed),
+           top_arms(a.arms)});
       out << "| " << trace.name << " | " << size << " | " << f("%.1f", a.live) << " | " << a.reached
           << "/" << a.runs << " | " << f("%.0f", a.iterations) << " | "
           << f("%.1f", a.seconds / 3600) << " | " << f("%.2fx", none.seconds / a.seconds) << " | "
@@ -110,9 +140,23 @@ void run_study(const StudyOptions& o, std::ostream& out) {
           << " | " << f("%.0f", a.preemptions) << " | " << f("%.0f", a.reclaimed) << " | "
           << top_arms(a.arms) << " |\n";
     }
+    speedup.series.push_back(trace_speedup);
+    cheaper.series.push_back(trace_cheaper);
   }
   out << "\n";
   write_assumptions(out, o.sim);
+  if (page) {
+    std::ostringstream assumptions;
+    write_assumptions(assumptions, o.sim);
+    page->title = title.str();
+    page->subtitle = "spotlight-sim: mean of " + std::to_string(o.seeds) + " seeds per cell";
+    page->sections = {
+        {"baselines", "Baselines (reserved GPUs only)", {baselines}},
+        {"spotlight",
+         "Spotlight (async, reserved + spot pool following each trace)",
+         {speedup, cheaper, spotlight}},
+        {"assumptions", "Assumptions", {report::Preformatted{assumptions.str(), ""}}}};
+  }
 }
 
 void write_assumptions(std::ostream& out, const SimOptions& o) {
@@ -180,7 +224,8 @@ void write_assumptions(std::ostream& out, const SimOptions& o) {
       << "spot " << o.spot_ratio
       << " x that for every spot GPU held (starting, busy or idle); none and sync hold no spot "
          "GPUs.\n";
-  out << "- Reference (DESIGN.md): about 4x sooner to the same score and 1.4-6.4x cheaper.\n";
+  out << "- Reference (docs/architecture.md): about 4x sooner to the same score and 1.4-6.4x "
+         "cheaper.\n";
 }
 
 }  // namespace spotlight::simulator

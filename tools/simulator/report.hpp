@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/report/page.hpp"
 #include "tools/simulator/simulation.hpp"
 #include "tools/simulator/trace.hpp"
 
@@ -19,7 +20,9 @@ struct StudyOptions {
   int seeds = 3;
 };
 
-// Runs every simulation and writes the markdown report to `out`.
-void run_study(const StudyOptions& options, std::ostream& out);
+// Runs every simulation and writes the markdown report to `out`; with `page`, also the same
+// results as a report page (tables, speed-up and cost charts against the spot pool size, the
+// assumptions) for report::write_html.
+void run_study(const StudyOptions& options, std::ostream& out, report::Page* page = nullptr);
 
 }  // namespace spotlight::simulator

@@ -1,5 +1,5 @@
 #pragma once
-// A spot availability trace (DESIGN.md section 6): {"metadata": {"gap_seconds": G}, "data":
+// A spot availability trace (docs/contracts.md): {"metadata": {"gap_seconds": G}, "data":
 // [instances available per tick]}. The simulator scales it to a cluster size:
 //   available(t) = round(data[(t / gap_seconds) mod len] * cluster_size / max(data))
 // (it wraps around at its end).

@@ -35,6 +35,8 @@ std::optional<ReplyHeader> decode_reply_header(std::string_view header);
 // A request as received by the ROUTER, without the peer's routing-id frame:
 // [""][header][payload]. Total: any frames give a ParsedRequest. When reject != kNone, `status`
 // and `error` are the answer to send (to `id` when the header could be read, else to id 0).
+// `total_frames` (0: frames.size()) is how many frames the message had when the receiver kept
+// only the first ones.
 struct ParsedRequest {
   zmqio::FrameReject reject = zmqio::FrameReject::kNone;
   std::optional<std::uint64_t> id;
@@ -42,8 +44,8 @@ struct ParsedRequest {
   std::string error;
   std::string_view payload;  // points into the frames
 };
-ParsedRequest parse_request(std::span<const std::string_view> frames,
-                            std::size_t max_request_bytes);
+ParsedRequest parse_request(std::span<const std::string_view> frames, std::size_t max_request_bytes,
+                            std::size_t total_frames = 0);
 
 // A reply as received by the DEALER: [""][header][body]. std::nullopt when malformed.
 struct ParsedReply {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include "common/config/arguments.hpp"
 #include "common/config/command_line.hpp"
 #include "common/config/env.hpp"
 #include "tests/common/config/plain_dump_fixture.hpp"
@@ -534,6 +535,69 @@ TEST(LoadOrExit, HelpExitsZeroAndBadConfigExitsTwo) {
   const Config cfg = load_or_exit(schema, 4, good_argv, "usage", &cmd);
   EXPECT_EQ(cfg.get_int("sampler.steps"), 3);
   EXPECT_EQ(cmd.args, std::vector<std::string>{"serve"});
+}
+
+// --- argument parser (the tools' command lines)
+// ---------------------------------------------------
+
+ArgumentParser tool_parser() {
+  ArgumentParser p("usage: tool [options] FILE...");
+  p.option("seeds", "N", "seeds", "3")
+      .option("scale", "X", "time scale")
+      .repeated("tag", "T", "a tag")
+      .flag("loop", "wrap around");
+  return p;
+}
+
+TEST(ArgumentParser, OptionsFlagsPositionalsAndTheRest) {
+  const Arguments a =
+      tool_parser().parse(std::vector<std::string>{"a.json", "--seeds", "5", "--tag=x", "b.json",
+                                                   "--loop", "--tag", "y", "--", "cmd", "--seeds"});
+  EXPECT_EQ(a.positional(), (std::vector<std::string>{"a.json", "b.json"}));
+  EXPECT_EQ(a.rest(), (std::vector<std::string>{"cmd", "--seeds"}));
+  EXPECT_EQ(a.integer("seeds"), 5);
+  EXPECT_TRUE(a.given("seeds"));
+  EXPECT_TRUE(a.flag("loop"));
+  EXPECT_EQ(a.values("tag"), (std::vector<std::string>{"x", "y"}));
+  EXPECT_FALSE(a.help());
+  const Arguments defaults = tool_parser().parse(std::vector<std::string>{"-h"});
+  EXPECT_TRUE(defaults.help());
+  EXPECT_EQ(defaults.integer("seeds"), 3);  // the fallback
+  EXPECT_FALSE(defaults.given("seeds"));
+  EXPECT_FALSE(defaults.flag("loop"));
+  EXPECT_EQ(defaults.value("scale"), std::nullopt);
+  EXPECT_TRUE(defaults.values("tag").empty());
+}
+
+TEST(ArgumentParser, MistakesNameTheOption) {
+  const auto error = [](std::vector<std::string> words) {
+    return expect_config_error([&] {
+      const Arguments a = tool_parser().parse(words);
+      (void)a.integer("seeds");
+      (void)a.real("scale");
+    });
+  };
+  EXPECT_TRUE(contains(error({"--bogus"}).what(), "unknown option '--bogus'"));
+  EXPECT_TRUE(contains(error({"-x"}).what(), "unknown option '-x'"));
+  EXPECT_TRUE(contains(error({"--seeds"}).what(), "--seeds needs a value"));
+  EXPECT_TRUE(contains(error({"--seeds", "1", "--seeds", "2"}).what(), "--seeds given twice"));
+  EXPECT_TRUE(contains(error({"--loop=yes"}).what(), "--loop takes no value"));
+  EXPECT_TRUE(contains(error({"--seeds", "five"}).what(), "--seeds: 'five' is not an integer"));
+  EXPECT_TRUE(contains(error({"--scale", "1.5x"}).what(), "--scale: '1.5x' is not a number"));
+  EXPECT_TRUE(contains(error({}).what(), "--scale is required"));
+  // Asking for an option nobody declared is a programming error, not a user's.
+  const Arguments a = tool_parser().parse(std::vector<std::string>{});
+  EXPECT_THROW((void)a.value("undeclared"), std::logic_error);
+}
+
+TEST(ArgumentParser, HelpListsEveryOptionWithItsDefault) {
+  const std::string help = tool_parser().help();
+  EXPECT_TRUE(contains(help, "usage: tool [options] FILE..."));
+  EXPECT_TRUE(contains(help, "--seeds N")) << help;
+  EXPECT_TRUE(contains(help, "(default 3)")) << help;
+  EXPECT_TRUE(contains(help, "--tag T")) << help;
+  EXPECT_TRUE(contains(help, "(repeatable)")) << help;
+  EXPECT_TRUE(contains(help, "--loop")) << help;
 }
 
 // --- env ---------------------------------------------------------------------------------------

@@ -121,13 +121,39 @@ TEST_F(LogTest, LinePrefixHasTimeLevelComponent) {
   EXPECT_TRUE(std::regex_match(got[1].line, error_re)) << got[1].line;
 }
 
-TEST(LogFormat, PlaceholdersBracesAndExtraArguments) {
-  EXPECT_EQ(detail::format("a {} b {}", 1, "x"), "a 1 b x");
-  EXPECT_EQ(detail::format("{{}} {}", 7), "{} 7");
-  EXPECT_EQ(detail::format("only {}", 1, 2, 3), "only 1 2 3");
-  EXPECT_EQ(detail::format("missing {} {}", 1), "missing 1 {}");
-  EXPECT_EQ(detail::format("plain"), "plain");
-  EXPECT_EQ(detail::format("{"), "{");
+TEST(LogFormat, PlaceholdersAndBraces) {
+  EXPECT_EQ(format("a {} b {}", 1, "x"), "a 1 b x");
+  EXPECT_EQ(format("{{}} {}", 7), "{} 7");
+  EXPECT_EQ(format("plain"), "plain");
+  EXPECT_EQ(format("{{"), "{");
+  EXPECT_EQ(format("{} {}", std::string("s"), std::string_view("v")), "s v");
+}
+
+TEST(LogFormat, FormatSpecsAreFmts) {
+  EXPECT_EQ(format("reward {:.3f}", 0.123456), "reward 0.123");
+  EXPECT_EQ(format("[{:>6}] [{:<4}] [{:^5}]", 42, "ab", 'x'), "[    42] [ab  ] [  x  ]");
+  EXPECT_EQ(format("{:08.2f} {:x} {:+d}", 3.14159, 255, 5), "00003.14 ff +5");
+  EXPECT_EQ(format("{:.1f}%", 99.96), "100.0%");
+}
+
+struct Streamed {
+  int id;
+};
+std::ostream& operator<<(std::ostream& out, const Streamed& s) {
+  return out << "streamed#" << s.id;
+}
+enum class Colour { kRed };
+std::ostream& operator<<(std::ostream& out, Colour) {
+  return out << "red";
+}
+
+TEST(LogFormat, PlainPlaceholdersPrintAsOperatorShiftDid) {
+  // Types fmt does not know go through operator<<, with width and alignment still applying.
+  EXPECT_EQ(format("{} {}", Streamed{7}, Colour::kRed), "streamed#7 red");
+  EXPECT_EQ(format("[{:>12}]", Streamed{7}), "[  streamed#7]");
+  // A plain {} prints floating point and bools as before fmt (6 significant digits, 1/0).
+  EXPECT_EQ(format("{} {} {}", 1.0 / 3, 2.5, 1e-7), "0.333333 2.5 1e-07");
+  EXPECT_EQ(format("{} {}", true, false), "1 0");
 }
 
 TEST_F(LogTest, ConcurrentLinesStayWhole) {

@@ -1,12 +1,20 @@
 #include "common/metrics/metrics.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "common/config/config.hpp"
 #include "common/metrics/server.hpp"
@@ -276,6 +284,165 @@ TEST(MetricsServer, RequestLimitsAreValidated) {
   const auto defaults = metrics_server_options(config::Config::load(metrics_schema()));
   EXPECT_EQ(defaults.max_request_bytes, kDefaultMetricsMaxRequestBytes);
   EXPECT_EQ(defaults.request_timeout, kDefaultMetricsRequestTimeout);
+}
+
+// A client connection that sends what the test tells it to (no HTTP logic). Connects without
+// blocking: against a server that does not accept, the test itself must not hang.
+class RawClient {
+ public:
+  explicit RawClient(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    ::connect(fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);  // EINPROGRESS
+  }
+  ~RawClient() { ::close(fd_); }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+
+  void send(const std::string& bytes) { ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL); }
+  // True once the server closed the connection (within `timeout`).
+  bool closed_by_server(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      pollfd pfd{fd_, POLLIN, 0};
+      if (::poll(&pfd, 1, static_cast<int>(std::max<long long>(left.count(), 0))) <= 0) {
+        return false;
+      }
+      char buffer[256];
+      const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
+    }
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Issue #13 (3): about 19 idle connections made /metrics unscrapable, because the server answered
+// one connection at a time and gave each request_timeout. Every connection now has its own
+// deadline in one event loop: 100 idle and 20 slow-loris connections (all within their 2 s) must
+// not delay a scrape.
+TEST(MetricsServer, IdleAndSlowLorisClientsDoNotDelayAScrape) {
+  Registry r("reward");
+  r.counter("spotlight_reward_requests_total", "Requests.").inc(7);
+  auto server = MetricsServer::start(r, MetricsServerOptions{"127.0.0.1:0"});  // 2 s per client
+  ASSERT_NE(server, nullptr);
+  const int port = server->port();
+  std::vector<std::unique_ptr<RawClient>> idle, slow;
+  for (int i = 0; i < 100; ++i)
+    idle.push_back(std::make_unique<RawClient>(port));
+  for (int i = 0; i < 20; ++i)
+    slow.push_back(std::make_unique<RawClient>(port));
+  // Slow-loris: a head that never ends, one byte at a time.
+  std::atomic<bool> done{false};
+  std::thread loris([&] {
+    const std::string head = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    for (std::size_t i = 0; !done; ++i) {
+      for (auto& c : slow)
+        c->send(std::string(1, i < head.size() ? head[i] : 'a'));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the attack's pace
+    }
+  });
+  struct Join {
+    std::atomic<bool>& done;
+    std::thread& t;
+    ~Join() {
+      done = true;
+      t.join();
+    }
+  } join{done, loris};
+
+  for (int scrape = 0; scrape < 5; ++scrape) {
+    const auto start = std::chrono::steady_clock::now();
+    // Throws when a connect, send or receive takes longer than 1 s.
+    const auto response =
+        testing::http_get("127.0.0.1", port, "/metrics", std::chrono::milliseconds(1000));
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_EQ(response.status, 200);
+    EXPECT_EQ(sample(response.body, "spotlight_reward_requests_total"), 7) << response.body;
+    EXPECT_LT(took, std::chrono::seconds(1)) << "scrape " << scrape;
+  }
+  // The hostile connections are still dropped at their deadline, and counted.
+  for (auto& c : slow)
+    EXPECT_TRUE(c->closed_by_server(std::chrono::seconds(10)));
+  for (auto& c : idle)
+    EXPECT_TRUE(c->closed_by_server(std::chrono::seconds(10)));
+  const auto text = testing::http_get("127.0.0.1", port, "/metrics").body;
+  EXPECT_EQ(sample(text, "spotlight_reward_rejected_http_requests_total{reason=\"timeout\"}"), 120)
+      << text;
+}
+
+TEST(MetricsServer, AtTheConnectionLimitTheOldestUnfinishedClientMakesRoom) {
+  Registry r("reward");
+  MetricsServerOptions options{"127.0.0.1:0"};
+  options.max_connections = 8;
+  options.request_timeout = std::chrono::seconds(30);
+  auto server = MetricsServer::start(r, options);
+  ASSERT_NE(server, nullptr);
+  std::vector<std::unique_ptr<RawClient>> idle;
+  for (int i = 0; i < 8; ++i) {
+    idle.push_back(std::make_unique<RawClient>(server->port()));
+    idle.back()->send("GET /met");  // accepted, unfinished
+  }
+  const auto response = testing::http_get("127.0.0.1", server->port(), "/metrics");
+  EXPECT_EQ(response.status, 200);
+  EXPECT_TRUE(idle.front()->closed_by_server(std::chrono::seconds(5)));
+  EXPECT_EQ(sample(response.body,
+                   "spotlight_reward_rejected_http_requests_total{reason="
+                   "\"overload\"}"),
+            1)
+      << response.body;
+  MetricsServerOptions none{"127.0.0.1:0"};
+  none.max_connections = 0;
+  EXPECT_THROW(MetricsServer(r, none), std::invalid_argument);
+  const auto defaults = metrics_server_options(config::Config::load(metrics_schema()));
+  EXPECT_EQ(defaults.max_connections, kDefaultMetricsMaxConnections);
+}
+
+// What another feature (e.g. the newest validation grid as a PNG) registers beside /metrics.
+TEST(MetricsServer, ServesAddedReadOnlyRoutes) {
+  Registry r("reward");
+  auto server = MetricsServer::start(r, MetricsServerOptions{"127.0.0.1:0"});
+  ASSERT_NE(server, nullptr);
+  std::atomic<int> calls{0};
+  const std::string png("\x89PNG\r\n\x1a\n\0\0binary", 16);
+  server->add_route("/grid.png", "image/png", [&]() -> std::optional<std::string> {
+    ++calls;
+    return png;
+  });
+  server->add_route("/later.png", "image/png", [] { return std::optional<std::string>(); });
+  server->add_route("/broken", "text/plain",
+                    []() -> std::optional<std::string> { throw std::runtime_error("disk gone"); });
+  const int port = server->port();
+  const std::string raw =
+      testing::http_exchange("127.0.0.1", port, "GET /grid.png?t=1 HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(status_of(raw), 200) << raw;
+  EXPECT_NE(raw.find("\r\nContent-Type: image/png\r\n"), std::string::npos) << raw;
+  EXPECT_NE(raw.find("\r\nContent-Length: 16\r\n"), std::string::npos) << raw;
+  EXPECT_EQ(raw.substr(raw.find("\r\n\r\n") + 4), png);
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_EQ(testing::http_get("127.0.0.1", port, "/later.png").status, 404);
+  EXPECT_EQ(testing::http_get("127.0.0.1", port, "/broken").status, 500);
+  EXPECT_EQ(status_of(testing::http_exchange("127.0.0.1", port, "POST /grid.png HTTP/1.0\r\n\r\n")),
+            405);
+  const std::string text = testing::http_get("127.0.0.1", port, "/metrics").body;
+  const std::string family = "spotlight_reward_rejected_http_requests_total";
+  EXPECT_EQ(sample(text, family + "{reason=\"error\"}"), 1) << text;
+  EXPECT_EQ(sample(text, family + "{reason=\"not_found\"}"), 1) << text;
+  EXPECT_EQ(sample(text, family + "{reason=\"method\"}"), 1) << text;
+
+  const auto some = [] { return std::optional<std::string>("x"); };
+  EXPECT_THROW(server->add_route("/grid.png", "image/png", some), std::invalid_argument);
+  EXPECT_THROW(server->add_route("/metrics", "text/plain", some), std::invalid_argument);
+  EXPECT_THROW(server->add_route("grid.png", "image/png", some), std::invalid_argument);
+  EXPECT_THROW(server->add_route("/a?b", "image/png", some), std::invalid_argument);
+  EXPECT_THROW(server->add_route("/a b", "image/png", some), std::invalid_argument);
+  EXPECT_THROW(server->add_route("/empty", "image/png", nullptr), std::invalid_argument);
 }
 
 }  // namespace

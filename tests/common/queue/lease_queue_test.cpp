@@ -1,5 +1,5 @@
 // RedisLeaseQueue against a real redis-server: the lease / ack / reclaim / dead-letter contract of
-// DESIGN.md section 3, idempotent results, durability across a Redis restart, typed errors.
+// docs/preemption.md, idempotent results, durability across a Redis restart, typed errors.
 
 #include <chrono>
 #include <memory>
@@ -369,6 +369,75 @@ TEST_F(LeaseQueueTest, GroupIsRecreatedWhenItsKeysVanish) {
   const auto leases = q.lease("a", 1, milliseconds(0));
   ASSERT_EQ(leases.size(), 1u);
   EXPECT_EQ(leases[0].task_id, "u");
+}
+
+// A task no retry can fix (e.g. forged) is dead-lettered at its first delivery, with the reason.
+TEST_F(LeaseQueueTest, RejectDeadLettersAtOnceWithTheReason) {
+  auto q = make_queue();
+  q.enqueue("forged", "payload");
+  const auto leases = q.lease("w1", 1);
+  ASSERT_EQ(leases.size(), 1u);
+  EXPECT_EQ(q.reject(leases[0], "unsigned task"), FailOutcome::kDeadLettered);
+  EXPECT_EQ(q.reject(leases[0], "again"), FailOutcome::kNotHeld);
+  const auto dead = q.dead_letters(10);
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].task_id, "forged");
+  EXPECT_EQ(dead[0].error, "unsigned task");
+  EXPECT_EQ(dead[0].deliveries, 1);
+  EXPECT_TRUE(q.reclaim("w2", milliseconds(0), 10).empty());
+  EXPECT_EQ(q.stats().length, 0);
+}
+
+// A poisoned result (written by anyone with write access to the results) is moved aside with its
+// reason and the task runs again; a completed task comes back with the payload it was first
+// enqueued with, a task still leased is left to its holder.
+TEST_F(LeaseQueueTest, QuarantineMovesAPoisonedResultAsideAndRequeuesTheTask) {
+  auto q = make_queue();
+  q.enqueue("done", "payload-done");
+  q.enqueue("leased", "payload-leased");
+  auto leases = q.lease("w1", 2);
+  ASSERT_EQ(leases.size(), 2u);
+  redis::RedisClient attacker(server().client_options());
+  attacker.command({"HSET", options().key_prefix + ":results", "done", "garbage"});
+  // The honest explorer finishes: its result is a duplicate of the garbage.
+  EXPECT_TRUE(q.complete(leases[0], "good").duplicate());
+  attacker.command({"HSET", options().key_prefix + ":results", "leased", "garbage-2"});
+
+  // Only the bytes the caller judged are moved.
+  EXPECT_FALSE(q.quarantine("done", "other bytes", "x").quarantined);
+  const auto done = q.quarantine("done", "garbage", "not a seed_result");
+  EXPECT_TRUE(done.quarantined);
+  EXPECT_TRUE(done.requeued);
+  EXPECT_FALSE(q.result("done"));
+  const auto leased = q.quarantine("leased", "garbage-2", "wrong seed");
+  EXPECT_TRUE(leased.quarantined);
+  EXPECT_FALSE(leased.requeued);
+  EXPECT_TRUE(leased.still_queued);  // w1 still holds it and will complete it
+
+  const auto again = q.lease("w2", 5);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].task_id, "done");
+  EXPECT_EQ(again[0].payload, "payload-done");
+  EXPECT_TRUE(q.complete(again[0], "good").recorded);
+  EXPECT_TRUE(q.complete(leases[1], "good-2").recorded);
+  EXPECT_EQ(q.result("done"), "good");
+  EXPECT_EQ(q.result("leased"), "good-2");
+
+  const auto moved = q.quarantined(10);
+  ASSERT_EQ(moved.size(), 2u);
+  EXPECT_EQ(moved[0].task_id, "done");
+  EXPECT_EQ(moved[0].reason, "not a seed_result");
+  EXPECT_EQ(moved[0].result, "garbage");
+  const auto s = q.stats();
+  EXPECT_EQ(s.quarantined_total, 2);
+  EXPECT_EQ(s.requeued_total, 1);
+  EXPECT_EQ(s.length, 0);
+  // A task never enqueued has no payload to run again.
+  attacker.command({"HSET", options().key_prefix + ":results", "ghost", "garbage"});
+  const auto ghost = q.quarantine("ghost", "garbage", "unknown task");
+  EXPECT_TRUE(ghost.quarantined);
+  EXPECT_FALSE(ghost.requeued);
+  EXPECT_FALSE(ghost.still_queued);
 }
 
 TEST_F(LeaseQueueTest, InvalidOptionsNameTheField) {

@@ -163,6 +163,7 @@ redis::RedisOptions RedisServer::client_options() const {
   o.host = host_;
   o.port = port_;
   o.password = options_.password;
+  if (options_.user) o.user = *options_.user;
   o.connect_timeout = milliseconds(1000);
   return o;
 }
@@ -185,7 +186,7 @@ void RedisServer::launch() {
                                    options_.appendfsync,
                                    "--save",
                                    ""};
-  if (options_.password) {
+  if (options_.password && !options_.user) {
     args.push_back("--requirepass");
     args.push_back(*options_.password);
   }

@@ -57,6 +57,9 @@ struct RedisServerOptions {
   bool appendonly = true;               // AOF persistence
   std::string appendfsync = "always";   // "always" | "everysec" | "no"
   std::optional<std::string> password;  // requirepass; client_options() carries it
+  // An ACL user client_options() (and the readiness probe) log in as, with `password`; for
+  // servers given an --aclfile in extra_args (then requirepass is not set).
+  std::optional<std::string> user;
   std::vector<std::string> extra_args;  // more redis-server arguments, e.g. {"--maxmemory", "64mb"}
   std::chrono::milliseconds start_timeout = kDefaultRedisStartTimeout;
   std::chrono::milliseconds stop_timeout = kDefaultRedisStopTimeout;  // SIGTERM, then SIGKILL

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <future>
 #include <latch>
 #include <map>
@@ -458,6 +459,77 @@ TEST(Rpc, FramesAboveMaxMessageSizeDropTheConnectionOnly) {
   EXPECT_EQ(other.call("other", kLong), "echo:other");
   EXPECT_EQ(client.call("small", kLong), "echo:small");
   EXPECT_EQ(s.server().counters().requests, 2u);
+}
+
+// A RequestSink hands requests to another thread, which answers them later and out of order;
+// the payload is the received frame itself, alive as long as the RpcCall.
+TEST(Rpc, ASinkAnswersFromAnotherThreadInAnyOrder) {
+  std::mutex mutex;
+  std::condition_variable_any arrived;
+  std::vector<RpcCall> calls;
+  RpcServer server([&](RpcCall call) {
+    std::lock_guard lock(mutex);
+    calls.push_back(std::move(call));
+    arrived.notify_one();
+  });
+  const std::string endpoint = server.bind("tcp://127.0.0.1:*");
+  std::jthread loop([&](std::stop_token st) { server.run(st); });
+  std::jthread answerer([&](std::stop_token st) {
+    std::unique_lock lock(mutex);
+    while (arrived.wait(lock, st, [&] { return calls.size() >= 2; })) {
+      // Answer the newest first.
+      for (auto it = calls.rbegin(); it != calls.rend(); ++it)
+        server.reply(it->peer, it->id, RpcReply("got:" + std::string(it->payload.bytes())));
+      calls.clear();
+    }
+  });
+  auto a = std::async(std::launch::async, [&] { return RpcClient(endpoint).call("a", kLong); });
+  auto b = std::async(std::launch::async, [&] { return RpcClient(endpoint).call("b", kLong); });
+  EXPECT_EQ(a.get(), "got:a");
+  EXPECT_EQ(b.get(), "got:b");
+  EXPECT_EQ(server.counters().requests, 2u);
+  server.stop();
+}
+
+TEST(Rpc, ASinkErrorReplyReachesTheCaller) {
+  RpcServer* self = nullptr;
+  RpcServer server([&](RpcCall call) { self->reply(call.peer, call.id, RpcReply::error("no")); });
+  self = &server;
+  const std::string endpoint = server.bind("tcp://127.0.0.1:*");
+  std::jthread loop([&](std::stop_token st) { server.run(st); });
+  try {
+    RpcClient(endpoint).call("x", kLong);
+    ADD_FAILURE() << "an error reply was returned as a result";
+  } catch (const RpcRemoteError& e) {
+    EXPECT_EQ(e.status(), RpcStatus::kHandlerError);
+  }
+  EXPECT_EQ(server.counters().errors, 1u);
+}
+
+// Frames beyond the protocol's three are read one by one and dropped: the reject names how many
+// the message had.
+TEST(Rpc, AMessageWithTooManyFramesIsRejectedWithItsFrameCount) {
+  ServingServer s(echo);
+  zmq::context_t ctx;
+  zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(s.endpoint());
+  std::vector<std::string> frames = {"", request_header(9), "p"};
+  for (int i = 0; i < 50; ++i)
+    frames.push_back(std::string(1000, 'x'));
+  std::vector<zmq::message_t> out;
+  for (const auto& f : frames)
+    out.emplace_back(f.data(), f.size());
+  zmq::send_multipart(dealer, out);
+  zmq::pollitem_t item{dealer.handle(), 0, ZMQ_POLLIN, 0};
+  ASSERT_EQ(zmq::poll(&item, 1, kLong), 1);
+  std::vector<zmq::message_t> reply;
+  ASSERT_TRUE(zmq::recv_multipart(dealer, std::back_inserter(reply)));
+  ASSERT_EQ(reply.size(), 3u);
+  EXPECT_EQ(header_id(reply[1]), 9u);
+  EXPECT_EQ(reply[1].data<std::uint8_t>()[9], static_cast<int>(RpcStatus::kMalformed));
+  EXPECT_NE(reply[2].to_string().find("got 53"), std::string::npos) << reply[2].to_string();
+  EXPECT_EQ(s.server().counters().rejected_frame_count, 1u);
 }
 
 TEST(Rpc, StopEndsRun) {

@@ -16,6 +16,7 @@
 #include "common/bus/publisher.hpp"
 #include "common/bus/subscriber.hpp"
 #include "common/config/error.hpp"
+#include "common/reward/remote_reward.hpp"
 #include "common/run/run_config.hpp"
 #include "common/zmq/curve.hpp"
 #include "common/zmq/curve_config.hpp"
@@ -53,7 +54,7 @@ TEST(RunSecurity, ListeningAddressesDefaultToLoopback) {
   const auto bus = trainer_bus_options(defaults);
   EXPECT_FALSE(bus.curve.enabled());
   EXPECT_EQ(bus.max_message_size, bus::kDefaultMaxMessageSize);
-  EXPECT_FALSE(reward_client_curve(defaults).enabled());
+  EXPECT_FALSE(reward::remote_reward_options(defaults).has_value());  // in-process scoring
 }
 
 TEST(RunSecurity, CurveKeyFilesEncryptTheTrainerBusAndWrongKeysAreRefused) {
@@ -145,13 +146,20 @@ TEST(RunSecurity, UnusableKeyFilesAreConfigErrorsNamingTheKey) {
   expect_key([&] { trainer_bus_options(load({"bus.curve.server_secret_file=" + dir / "k.pub"})); },
              "bus.curve.server_secret_file");
   expect_key(
-      [&] { reward_client_curve(load({"reward.curve.server_public_file=" + dir / "garbage"})); },
+      [&] {
+        reward::remote_reward_options(load({"reward.curve.server_public_file=" + dir / "garbage"}));
+      },
       "reward.curve.server_public_file");
   expect_key(
-      [&] { reward_client_curve(load({"reward.curve.client_secret_file=" + dir / "k.key"})); },
+      [&] {
+        reward::remote_reward_options(load({"reward.curve.client_secret_file=" + dir / "k.key"}));
+      },
       "reward.curve.client_secret_file");  // a client key without the server's public key
-  const auto both = reward_client_curve(load({"reward.curve.server_public_file=" + dir / "k.pub",
-                                              "reward.curve.client_secret_file=" + dir / "k.key"}));
+  const auto client = reward::remote_reward_options(load(
+      {"reward.endpoint=tcp://127.0.0.1:5557", "reward.curve.server_public_file=" + dir / "k.pub",
+       "reward.curve.client_secret_file=" + dir / "k.key"}));
+  ASSERT_TRUE(client.has_value());
+  const zmqio::CurveOptions& both = client->rpc.curve;
   ASSERT_TRUE(both.client.has_value());
   EXPECT_EQ(both.client->own.public_key, both.client->server_public_key);
 }

@@ -14,8 +14,10 @@
 #include "common/redis/client.hpp"
 #include "common/store/checksum.hpp"
 #include "common/store/redis_key_value_store.hpp"
+#include "common/store/redis_trajectory_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "tests/common/redis/redis_server.hpp"
+#include "tests/common/redis/wait_for.hpp"
 
 namespace spotlight::store {
 namespace {
@@ -265,6 +267,50 @@ TEST_F(StoreTest, GcNeverDeletesLatest) {
   EXPECT_EQ(w.gc(1), (std::vector<std::int64_t>{1, 2}));
   EXPECT_EQ(w.latest_version(), 10);
   EXPECT_EQ(w.fetch(10), "ten");
+}
+
+TEST_F(StoreTest, TrajectoriesAreKeptUntilErasedAndExpireAfterTheirTtl) {
+  TrajectoryStoreOptions o;
+  o.key_prefix = prefix() + ":trajectory";
+  o.ttl = milliseconds(60000);
+  RedisTrajectoryStore store(server().client_options(), o);
+  const std::string blob = random_bytes(123457, 3);
+  store.put("i0/p0/c0", blob);
+  store.put("i0/p0/c1", "second");
+  store.put("i0/p0/c1", "overwritten");
+  EXPECT_EQ(store.get("i0/p0/c0"), blob);
+  EXPECT_EQ(store.get("i0/p0/c1"), "overwritten");
+  EXPECT_EQ(store.get("i0/p0/c2"), std::nullopt);
+  EXPECT_EQ(store.redis_key("i0/p0/c0"), o.key_prefix + ":i0/p0/c0");
+  // Every write sets the expiry (an overwrite too).
+  redis::RedisClient client(server().client_options());
+  for (const char* id : {"i0/p0/c0", "i0/p0/c1"}) {
+    const std::int64_t ttl = client.command({"PTTL", store.redis_key(id)}).as_integer();
+    EXPECT_GT(ttl, 0) << id;
+    EXPECT_LE(ttl, 60000) << id;
+  }
+  const std::vector<std::string> ids{"i0/p0/c0", "i0/p0/c1", "i0/p0/c2"};
+  EXPECT_EQ(store.erase(ids), 2);
+  EXPECT_EQ(store.get("i0/p0/c0"), std::nullopt);
+  EXPECT_EQ(store.erase(ids), 0);
+  // More ids than one command deletes.
+  std::vector<std::string> many;
+  for (int i = 0; i < 1100; ++i) {
+    many.push_back("i1/p0/c" + std::to_string(i));
+    if (i % 3 == 0) store.put(many.back(), "x");
+  }
+  EXPECT_EQ(store.erase(many), 367);
+
+  o.ttl = milliseconds(50);
+  RedisTrajectoryStore short_lived(server().client_options(), o);
+  short_lived.put("i2/p0/c0", "gone soon");
+  EXPECT_TRUE(spotlight::testing::wait_for([&] { return !short_lived.get("i2/p0/c0"); },
+                                           milliseconds(10000)));
+  o.ttl = milliseconds(0);
+  EXPECT_THROW(RedisTrajectoryStore(server().client_options(), o), InvalidStoreOptions);
+  o.ttl = milliseconds(1);
+  o.key_prefix.clear();
+  EXPECT_THROW(RedisTrajectoryStore(server().client_options(), o), InvalidStoreOptions);
 }
 
 TEST(StoreDurabilityTest, WeightsSurviveRestartAndDeadRedisIsTyped) {

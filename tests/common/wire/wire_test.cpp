@@ -30,7 +30,12 @@ SeedTask sample_seed_task() {
                   .weights_version = 11,
                   .sampler_steps = 20,
                   .deadline_unix_ms = 1735689600123,
-                  .attempt = 2};
+                  .attempt = 2,
+                  .key_id = "0123456789abcdef",
+                  .signature = std::string("\x00sig\xff", 5),
+                  .trajectory_begin = 1,
+                  .trajectory_end = 19,
+                  .max_staleness = 0};
 }
 
 SeedResult sample_seed_result() {
@@ -53,6 +58,29 @@ InflightCommit sample_inflight_commit() {
     m.latent.push_back(static_cast<float>(i) * -0.5f + 1e-7f);
   m.latent[3] = std::numeric_limits<float>::denorm_min();
   m.latent[4] = -std::numeric_limits<float>::infinity();
+  return m;
+}
+
+SeedTrajectory sample_seed_trajectory() {
+  SeedTrajectory m{.task_id = "i12/p3/c5",
+                   .run_id = "run-7",
+                   .iteration = 12,
+                   .prompt_index = 3,
+                   .seed = 42,
+                   .weights_version = 11,
+                   .weights_checksum = "0123456789abcdef",
+                   .sampler_steps = 4,
+                   .noise_level = 0.7,
+                   .shift = 3.0,
+                   .step_begin = 1,
+                   .step_end = 3,
+                   .latent_shape = {2, 2, 1}};
+  for (int i = 0; i < 3 * 4; ++i)
+    m.latents.push_back(static_cast<float>(i) * 0.25f - 1.0f);
+  m.latents[5] = std::numeric_limits<float>::denorm_min();
+  m.log_probs = {-1.5f, 2.25f};
+  m.checksum = "fedcba9876543210";
+  m.explorer_id = "explorer-3";
   return m;
 }
 
@@ -100,9 +128,10 @@ Heartbeat sample_heartbeat() {
 
 std::vector<std::string> all_samples() {
   return {sample_seed_task().encode(),       sample_seed_result().encode(),
-          sample_inflight_commit().encode(), sample_weights_notice().encode(),
-          sample_iteration_event().encode(), sample_reward_request().encode(),
-          sample_reward_reply().encode(),    sample_heartbeat().encode()};
+          sample_inflight_commit().encode(), sample_seed_trajectory().encode(),
+          sample_weights_notice().encode(),  sample_iteration_event().encode(),
+          sample_reward_request().encode(),  sample_reward_reply().encode(),
+          sample_heartbeat().encode()};
 }
 
 // --- raw msgpack helpers -------------------------------------------------------------------------
@@ -226,19 +255,55 @@ void expect_round_trip(const M& original) {
   EXPECT_TRUE(is_known_type(M::kType));
   // Encoding is deterministic.
   EXPECT_EQ(M::decode(bytes).encode(), bytes) << M::kType;
-  // Defaults round-trip too.
-  EXPECT_EQ(M::decode(M{}.encode()), M{}) << M::kType;
+  // Defaults round-trip too (a trajectory holds at least one step: its default is malformed).
+  if constexpr (std::is_same_v<M, SeedTrajectory>) {
+    EXPECT_THROW(M::decode(M{}.encode()), WireError);
+  } else {
+    EXPECT_EQ(M::decode(M{}.encode()), M{}) << M::kType;
+  }
+}
+
+TEST(WireRunState, NegativeCountsAreRejectedWithTheFieldName) {
+  const WireError plan = expect_wire_error(
+      [] { PlanRecord::decode(PlanRecord{.iteration = 1, .candidates = -2}.encode()); });
+  EXPECT_EQ(plan.kind(), WireErrorKind::kBadValue);
+  EXPECT_NE(std::string(plan.what()).find("candidates"), std::string::npos) << plan.what();
+  const WireError progress = expect_wire_error(
+      [] { PlannerProgress::decode(PlannerProgress{.enqueued_through = -2}.encode()); });
+  EXPECT_NE(std::string(progress.what()).find("enqueued_through"), std::string::npos);
+  EXPECT_NO_THROW(PlannerProgress::decode(PlannerProgress{.enqueued_through = -1}.encode()));
+  const WireError trainer =
+      expect_wire_error([] { TrainerProgress::decode(TrainerProgress{.iteration = -1}.encode()); });
+  EXPECT_NE(std::string(trainer.what()).find("iteration"), std::string::npos);
+  // The encodings that were used before these records had a version are refused, not misread.
+  EXPECT_THROW(TrainerProgress::decode("3"), WireError);
+  EXPECT_THROW(TrainerTiming::decode(R"({"iteration":0,"iteration_seconds":1.5})"), WireError);
+  EXPECT_THROW(PlanRecord::decode(R"({"iteration":0,"candidates":3,"steps":5})"), WireError);
 }
 
 TEST(WireRoundTrip, EveryMessage) {
   expect_round_trip(sample_seed_task());
   expect_round_trip(sample_seed_result());
   expect_round_trip(sample_inflight_commit());
+  expect_round_trip(sample_seed_trajectory());
   expect_round_trip(sample_weights_notice());
   expect_round_trip(sample_iteration_event());
   expect_round_trip(sample_reward_request());
   expect_round_trip(sample_reward_reply());
   expect_round_trip(sample_heartbeat());
+  expect_round_trip(
+      TrainerProgress{.iteration = 12, .finished = false, .unix_ms = 1'700'000'000'000});
+  expect_round_trip(TrainerProgress{.iteration = 40, .finished = true, .unix_ms = 1});
+  expect_round_trip(TrainerTiming{.iteration = 3,
+                                  .iteration_seconds = 12.5,
+                                  .explore_seconds = 1.25,
+                                  .rollout_seconds = 6.0,
+                                  .train_seconds = 5.0,
+                                  .group_variance = 0.04});
+  expect_round_trip(
+      PlanRecord{.iteration = 4, .candidates = 16, .steps = 6, .reason = R"({"policy":"bandit"})"});
+  expect_round_trip(PlanRecord{.iteration = 5, .candidates = 0, .steps = 0});
+  expect_round_trip(PlannerProgress{.enqueued_through = 7, .unix_ms = 9});
   RewardReply failed{.request_id = "rq-2", .error = "reward model not loaded"};
   expect_round_trip(failed);
   EXPECT_FALSE(RewardReply::decode(failed.encode()).ok());
@@ -269,6 +334,32 @@ TEST(WireRoundTrip, ExtremeValues) {
   const InflightCommit back = InflightCommit::decode(big.encode());
   ASSERT_EQ(back.latent.size(), big.latent.size());
   EXPECT_EQ(std::memcmp(back.latent.data(), big.latent.data(), big.latent.size() * 4), 0);
+}
+
+TEST(WireVersions, ASeedTaskOfVersionOneDecodesWithTheDefaultsOfLaterVersions) {
+  // What a version-1 planner wrote: no trajectory fields, no staleness override.
+  const SeedTask v2 = sample_seed_task();
+  const std::string v1 = Writer(SeedTask::kType, 1)
+                             .str("run_id", v2.run_id)
+                             .i64("iteration", v2.iteration)
+                             .i64("prompt_index", v2.prompt_index)
+                             .str("prompt_text", v2.prompt_text)
+                             .u64("seed", v2.seed)
+                             .i64("weights_version", v2.weights_version)
+                             .i64("sampler_steps", v2.sampler_steps)
+                             .i64("deadline_unix_ms", v2.deadline_unix_ms)
+                             .i64("attempt", v2.attempt)
+                             .finish();
+  const SeedTask decoded = SeedTask::decode(v1);
+  EXPECT_EQ(decoded.seed, v2.seed);
+  EXPECT_EQ(decoded.trajectory_begin, 0);
+  EXPECT_EQ(decoded.trajectory_end, 0);
+  EXPECT_EQ(decoded.max_staleness, -1);
+  EXPECT_TRUE(decoded.signature.empty());
+  // Version 4 is not known yet.
+  const std::string v4 = Writer(SeedTask::kType, 4).str("run_id", "x").finish();
+  EXPECT_EQ(expect_wire_error([&] { SeedTask::decode(v4); }).kind(),
+            WireErrorKind::kUnsupportedVersion);
 }
 
 TEST(WireLayout, EnvelopeAndFloatBytesAreTheDocumentedOnes) {
@@ -317,13 +408,16 @@ void expect_every_field_checked(const M& sample) {
   const std::string bytes = sample.encode();
   const std::vector<std::string> fields = body_fields(bytes);
   ASSERT_FALSE(fields.empty());
-  const std::string prefix = "wire: message '" + std::string(M::kType) + "' v1: field '";
+  // The version the sample encodes as (an older one when it needs no newer field).
+  const std::int64_t version = peek_type(bytes).version;
+  const std::string prefix =
+      "wire: message '" + std::string(M::kType) + "' v" + std::to_string(version) + ": field '";
   for (const std::string& field : fields) {
     WireError e = expect_wire_error([&] { M::decode(rewrite_body(bytes, field, nullptr)); });
     EXPECT_EQ(e.kind(), WireErrorKind::kMissingField) << M::kType << "." << field;
     EXPECT_EQ(e.field(), field);
     EXPECT_EQ(e.type(), M::kType);
-    EXPECT_EQ(e.version(), 1);
+    EXPECT_EQ(e.version(), version);
     EXPECT_EQ(std::string(e.what()), prefix + field + "' missing");
 
     e = expect_wire_error(
@@ -345,11 +439,33 @@ TEST(WireMalformed, EveryFieldOfEveryMessageIsChecked) {
   expect_every_field_checked(sample_seed_task());
   expect_every_field_checked(sample_seed_result());
   expect_every_field_checked(sample_inflight_commit());
+  expect_every_field_checked(sample_seed_trajectory());
   expect_every_field_checked(sample_weights_notice());
   expect_every_field_checked(sample_iteration_event());
   expect_every_field_checked(sample_reward_request());
   expect_every_field_checked(sample_reward_reply());
   expect_every_field_checked(sample_heartbeat());
+}
+
+// Version 1 seed tasks (before signatures) still decode, unsigned.
+TEST(WireCompatibility, VersionOneSeedTasksDecodeWithoutSignature) {
+  SeedTask v1 = sample_seed_task();
+  v1.key_id.clear();
+  v1.signature.clear();
+  v1.trajectory_begin = 0;  // version 3's fields take their defaults
+  v1.trajectory_end = 0;
+  v1.max_staleness = -1;
+  Writer w("seed_task", 1);
+  w.str("run_id", v1.run_id)
+      .i64("iteration", v1.iteration)
+      .i64("prompt_index", v1.prompt_index)
+      .str("prompt_text", v1.prompt_text)
+      .u64("seed", v1.seed)
+      .i64("weights_version", v1.weights_version)
+      .i64("sampler_steps", v1.sampler_steps)
+      .i64("deadline_unix_ms", v1.deadline_unix_ms)
+      .i64("attempt", v1.attempt);
+  EXPECT_EQ(SeedTask::decode(w.finish()), v1);
 }
 
 TEST(WireRewardContent, ImagesStayVersionOneAndLatentsAreVersionTwo) {
@@ -409,8 +525,31 @@ TEST(WireMalformed, WrongTypeMessageNamesExpectedAndActual) {
       rewrite_body(sample_seed_task().encode(), "seed", str_value("forty-two"));
   const WireError e = expect_wire_error([&] { SeedTask::decode(bytes); });
   EXPECT_EQ(std::string(e.what()),
-            "wire: message 'seed_task' v1: field 'seed' has wrong type (expected uint64, got "
+            "wire: message 'seed_task' v3: field 'seed' has wrong type (expected uint64, got "
             "string)");
+}
+
+// The reward service reads requests without copying their images: the view points into the
+// message bytes, decodes what RewardRequest::decode decodes, and rejects what it rejects.
+TEST(WireRewardRequestView, PointsIntoTheBytesAndAgreesWithTheCopyingDecoder) {
+  const RewardRequest m = sample_reward_request();
+  const std::string bytes = m.encode();
+  const RewardRequestView view = RewardRequestView::decode(bytes);
+  EXPECT_EQ(view.request_id, m.request_id);
+  EXPECT_EQ(view.prompts, m.prompts);
+  EXPECT_EQ(view.count, 2);
+  EXPECT_EQ(view.image_values(), 4u * 2 * 3);
+  EXPECT_GE(view.images.data(), bytes.data());
+  EXPECT_LE(view.images.data() + view.images.size(), bytes.data() + bytes.size());
+  std::vector<float> second(view.image_values());
+  copy_f32_le(view.images, view.image_values(), second.size(), second.data());
+  EXPECT_EQ(second, std::vector<float>(m.images.begin() + 24, m.images.end()));
+  RewardRequest short_images = m;
+  short_images.images.pop_back();
+  const std::string bad = short_images.encode();
+  const WireError e = expect_wire_error([&] { RewardRequestView::decode(bad); });
+  EXPECT_EQ(e.field(), "images");
+  EXPECT_EQ(e.kind(), WireErrorKind::kBadValue);
 }
 
 TEST(WireMalformed, ListElementsAreNamedByIndex) {
@@ -441,6 +580,8 @@ TEST(WireMalformed, ImpossibleValues) {
   };
   auto seed_task = [](const std::string& b) { SeedTask::decode(b); };
   auto commit = [](const std::string& b) { InflightCommit::decode(b); };
+  auto trajectory = [](const std::string& b) { SeedTrajectory::decode(b); };
+  const std::string tra = sample_seed_trajectory().encode();
   auto request = [](const std::string& b) { RewardRequest::decode(b); };
   const std::string task = sample_seed_task().encode();
   const std::string com = sample_inflight_commit().encode();
@@ -479,6 +620,34 @@ TEST(WireMalformed, ImpossibleValues) {
        commit, "latent"},
       {rewrite_body(com, "latent_shape", [](Packer& pk) { pk.pack_array(0); }), commit,
        "latent_shape"},
+      {rewrite_body(tra, "step_end", int_value(1)), trajectory, "step_end"},
+      {rewrite_body(tra, "step_end", int_value(5)), trajectory, "step_end"},
+      {rewrite_body(tra, "step_begin", int_value(-1)), trajectory, "step_end"},
+      {rewrite_body(tra, "step_begin", int_value(2)), trajectory, "latents"},
+      {rewrite_body(tra, "latent_shape",
+                    [](Packer& pk) {
+                      pk.pack_array(2);
+                      pk.pack_int(4);
+                      pk.pack_int(0);
+                    }),
+       trajectory, "latent_shape"},
+      {rewrite_body(tra, "latent_shape", [](Packer& pk) { pk.pack_array(0); }), trajectory,
+       "latent_shape"},
+      {rewrite_body(tra, "log_probs",
+                    [](Packer& pk) {
+                      pk.pack_bin(4);
+                      pk.pack_bin_body("\0\0\0\0", 4);
+                    }),
+       trajectory, "log_probs"},
+      // 2^32 x 2^32 x 3 steps wraps in uint64: must not match anything.
+      {rewrite_body(rewrite_body(tra, "latents", [](Packer& pk) { pk.pack_bin(0); }),
+                    "latent_shape",
+                    [](Packer& pk) {
+                      pk.pack_array(2);
+                      pk.pack_int64(std::int64_t{1} << 32);
+                      pk.pack_int64(std::int64_t{1} << 32);
+                    }),
+       trajectory, "latents"},
       {rewrite_body(req, "count", int_value(3)), request, "prompts"},
       {rewrite_body(req, "width", int_value(5)), request, "images"},
       {rewrite_body(req, "width", int_value(-4)), request, "width"},
@@ -588,7 +757,7 @@ TEST(WireEnvelope, UnknownTypeUnexpectedTypeAndVersions) {
   EXPECT_EQ(e.kind(), WireErrorKind::kUnexpectedType);
   EXPECT_EQ(std::string(e.what()), "wire: expected message 'seed_task', got 'heartbeat'");
 
-  for (std::int64_t version : {std::int64_t{3}, std::int64_t{0}, std::int64_t{-1}}) {
+  for (std::int64_t version : {std::int64_t{4}, std::int64_t{0}, std::int64_t{-1}}) {
     msgpack::sbuffer buf;
     Packer pk(buf);
     const std::string task = sample_seed_task().encode();
@@ -608,7 +777,7 @@ TEST(WireEnvelope, UnknownTypeUnexpectedTypeAndVersions) {
     EXPECT_EQ(e.kind(), WireErrorKind::kUnsupportedVersion);
     EXPECT_EQ(e.version(), version);
     EXPECT_EQ(std::string(e.what()), "wire: message 'seed_task': unsupported version " +
-                                         std::to_string(version) + " (supported: 1)");
+                                         std::to_string(version) + " (supported: 1-3)");
     EXPECT_EQ(peek_type(to_string(buf)).version, version);
   }
 }
@@ -681,6 +850,7 @@ Dispatcher everything_dispatcher() {
   d.on<SeedTask>([](SeedTask) {});
   d.on<SeedResult>([](SeedResult) {});
   d.on<InflightCommit>([](InflightCommit) {});
+  d.on<SeedTrajectory>([](SeedTrajectory) {});
   d.on<WeightsNotice>([](WeightsNotice) {});
   d.on<IterationEvent>([](IterationEvent) {});
   d.on<RewardRequest>([](RewardRequest) {});
@@ -706,6 +876,7 @@ int decode_everything(std::string_view bytes, const Dispatcher& dispatcher,
   attempt([&] { SeedTask::decode(bytes); });
   attempt([&] { SeedResult::decode(bytes); });
   attempt([&] { InflightCommit::decode(bytes); });
+  attempt([&] { SeedTrajectory::decode(bytes); });
   attempt([&] { WeightsNotice::decode(bytes); });
   attempt([&] { IterationEvent::decode(bytes); });
   attempt([&] { RewardRequest::decode(bytes); });

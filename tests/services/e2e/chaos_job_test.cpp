@@ -284,9 +284,10 @@ TEST(ChaosJob, PreemptionsAndCrashesLoseNothingAndCountNothingTwice) {
 
   // Work accounting of the explorers (informational: how much the commits saved).
   store::RedisKeyValueStore kv(redis.client_options(), run::RunKeys(run_id).prefix);
-  std::cout << "[ info     ] sampler steps computed " << kv.counter("explorer:sample_steps")
-            << " for " << kIterations * kPrompts * kCandidates * 8 << " needed; resumed "
-            << kv.counter("explorer:resumed_steps") << " committed steps; duplicate runs "
+  std::cout << "[ info     ] sampler steps computed "
+            << kv.counter(run::RunKeys(run_id).sample_steps) << " for "
+            << kIterations * kPrompts * kCandidates * 8 << " needed; resumed "
+            << kv.counter(run::RunKeys(run_id).resumed_steps) << " committed steps; duplicate runs "
             << stats.duplicate_results_total << "\n";
   if (!::testing::Test::HasFailure() && std::getenv("SPOTLIGHT_KEEP_TEST_DIR") == nullptr) {
     std::filesystem::remove_all(dir);

@@ -25,6 +25,7 @@
 
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/run/run_config.hpp"
+#include "common/run/run_state.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "tests/common/metrics/http_get.hpp"
@@ -159,21 +160,21 @@ class ExplorerBinaryTest : public ::testing::Test {
     w.key_prefix = keys_->prefix;
     store::RedisWeightStore weights(server_->client_options(), w);
     weights.publish(0, testing::micro_policy(21)->weights_bytes());
-    kv_->put(keys_->trainer_iteration, "0");
+    kv_->put(keys_->trainer_iteration, wire::TrainerProgress{.iteration = 0}.encode());
   }
 
   std::vector<std::string> args(const std::string& id,
                                 std::chrono::milliseconds lease_timeout) const {
-    return {"--set", "redis.port=" + std::to_string(server_->port()),
-            "--set", "run.id=" + run_id_,
-            "--set", "model.preset=micro",
-            "--set", "trainer.iterations=1",
-            "--set", "explorer.id=" + id,
-            "--set", "explorer.batch=4",
-            "--set", "explorer.heartbeat_ms=100",
-            "--set", "explorer.grace_seconds=" + std::to_string(kGraceSeconds),
-            "--set", "exploration.lease_timeout_ms=" + std::to_string(lease_timeout.count()),
-            "--set", "run.threads=1"};
+    return {"--set", "redis.port=" + std::to_string(server_->port()), "--set", "run.id=" + run_id_,
+            "--set", "model.preset=micro", "--set", "trainer.iterations=1",
+            // The task limits the tests' tasks need (run seed, prompts, candidates, steps).
+            "--set", "run.seed=" + std::to_string(testing::kRunSeed), "--set",
+            "trainer.prompts_per_iteration=8", "--set", "exploration.candidates=32", "--set",
+            "sampler.steps=1000", "--set", "explorer.id=" + id, "--set", "explorer.batch=4",
+            "--set", "explorer.heartbeat_ms=100", "--set",
+            "explorer.grace_seconds=" + std::to_string(kGraceSeconds), "--set",
+            "exploration.lease_timeout_ms=" + std::to_string(lease_timeout.count()), "--set",
+            "run.threads=1"};
   }
 
   std::unique_ptr<spotlight::testing::RedisServer> server_;
@@ -187,7 +188,9 @@ TEST_F(ExplorerBinaryTest, CompletesTheTasksThenExitsWhenTheRunEnds) {
   SPOTLIGHT_REQUIRE_EXPLORER_BINARY();
   start_run("e2e-finish", 30s);
   const auto tasks = testing::seed_tasks(run_id_, 0, 2, 3, 0, 4);
-  ASSERT_EQ(testing::enqueue(*queue_, tasks), 6);
+  ASSERT_EQ(
+      testing::enqueue(*queue_, tasks, testing::run_task_key(server_->client_options(), run_id_)),
+      6);
 
   auto a = args("e2e-1", 30s);
   a.insert(a.end(), {"--set", "metrics.bind=127.0.0.1:0"});
@@ -211,7 +214,9 @@ TEST_F(ExplorerBinaryTest, CompletesTheTasksThenExitsWhenTheRunEnds) {
     EXPECT_GE(r.reward, 0.0);
     EXPECT_LE(r.reward, 1.0);
   }
-  EXPECT_TRUE(kv_->get(keys_->explorer_heartbeat("e2e-1")).has_value());
+  const auto beat = run::RunState(*kv_, *keys_).heartbeat("e2e-1");
+  ASSERT_TRUE(beat.has_value());
+  EXPECT_EQ(beat->explorer_id, "e2e-1");
 
   // Its metrics, scraped like Prometheus does ("metrics on http://IP:PORT/metrics" in its log).
   std::smatch m;
@@ -227,7 +232,8 @@ TEST_F(ExplorerBinaryTest, CompletesTheTasksThenExitsWhenTheRunEnds) {
   }
   EXPECT_FALSE(process.wait_exit(0ms)) << "exited before the run ended\n" << process.output();
 
-  kv_->put(keys_->trainer_iteration, "1");  // == trainer.iterations: the run is over
+  kv_->put(keys_->trainer_iteration,  // == trainer.iterations: the run is over
+           wire::TrainerProgress{.iteration = 1, .finished = true}.encode());
   const auto status = process.wait_exit(20s);
   ASSERT_TRUE(status) << "still running after the run ended\n" << process.output();
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << "status " << *status << "\n"
@@ -241,7 +247,9 @@ TEST_F(ExplorerBinaryTest, SigtermMidRunExitsInGraceAndLosesNoTask) {
   constexpr auto kLeaseTimeout = 600s;
   start_run("e2e-sigterm", kLeaseTimeout);
   const auto tasks = testing::seed_tasks(run_id_, 0, 8, 32, 0, 20);  // 256 tasks
-  ASSERT_EQ(testing::enqueue(*queue_, tasks), 256);
+  ASSERT_EQ(
+      testing::enqueue(*queue_, tasks, testing::run_task_key(server_->client_options(), run_id_)),
+      256);
 
   ExplorerProcess process(args("e2e-2", kLeaseTimeout));
   ASSERT_TRUE(wait_for([&] { return queue_->result_count() >= 8; }, kWait)) << process.output();
@@ -280,10 +288,13 @@ TEST_F(ExplorerBinaryTest, SigtermMidRunExitsInGraceAndLosesNoTask) {
 TEST_F(ExplorerBinaryTest, NoticeFileCommitsTheChunkInFlightAndAnotherExplorerResumesIt) {
   SPOTLIGHT_REQUIRE_EXPLORER_BINARY();
   constexpr auto kLeaseTimeout = 600s;
-  constexpr int kLongSteps = 3000;  // one chunk of 4 that takes seconds: the notice lands inside
+  // One chunk of 4 that takes seconds, so the notice lands inside (the most steps a run allows).
+  constexpr int kLongSteps = 1000;
   start_run("e2e-notice", kLeaseTimeout);
   const auto tasks = testing::seed_tasks(run_id_, 0, 1, 4, 0, kLongSteps);
-  ASSERT_EQ(testing::enqueue(*queue_, tasks), 4);
+  ASSERT_EQ(
+      testing::enqueue(*queue_, tasks, testing::run_task_key(server_->client_options(), run_id_)),
+      4);
   char dir_template[] = "/tmp/explorer-notice-XXXXXX";
   ASSERT_NE(::mkdtemp(dir_template), nullptr);
   const std::filesystem::path dir = dir_template;
@@ -294,9 +305,13 @@ TEST_F(ExplorerBinaryTest, NoticeFileCommitsTheChunkInFlightAndAnotherExplorerRe
         std::string("--set"), std::string("explorer.preemption_poll_ms=20")})
     a.push_back(extra);
   ExplorerProcess first(a);
-  ASSERT_TRUE(wait_for([&] { return kv_->counter("explorer:sample_steps") > 0; }, kWait))
+  ASSERT_TRUE(wait_for([&] { return kv_->counter(keys_->sample_steps) > 0; }, kWait))
       << first.output();
-  std::ofstream(notice) << "spot instance reclaim\n";
+  {  // written whole, then renamed into place: the explorer polls and may not read half a file
+    const auto part = dir / "preempted.part";
+    std::ofstream(part) << "spot instance reclaim\n";
+    std::filesystem::rename(part, notice);
+  }
   const auto status = first.wait_exit(std::chrono::seconds(kGraceSeconds));
   ASSERT_TRUE(status) << "still running after the notice\n" << first.output();
   EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << first.output();
@@ -305,7 +320,7 @@ TEST_F(ExplorerBinaryTest, NoticeFileCommitsTheChunkInFlightAndAnotherExplorerRe
   EXPECT_EQ(queue_->result_count(), 0) << "the chunk finished before the notice: vacuous";
   std::int64_t committed_steps = 0;
   for (const auto& t : tasks) {
-    const auto bytes = kv_->get("inflight:" + t.id);
+    const auto bytes = kv_->get(keys_->inflight(t.id));
     ASSERT_TRUE(bytes.has_value()) << t.id << " was not committed\n" << first.output();
     const auto c = wire::InflightCommit::decode(*bytes);
     EXPECT_GT(c.step_index, 0);
@@ -315,9 +330,9 @@ TEST_F(ExplorerBinaryTest, NoticeFileCommitsTheChunkInFlightAndAnotherExplorerRe
 
   ExplorerProcess second(args("e2e-n2", kLeaseTimeout));
   ASSERT_TRUE(wait_for([&] { return queue_->result_count() == 4; }, kWait)) << second.output();
-  EXPECT_EQ(kv_->counter("explorer:resumed_steps"), committed_steps);
+  EXPECT_EQ(kv_->counter(keys_->resumed_steps), committed_steps);
   // No step computed twice: the first explorer's steps plus the second's are exactly the job.
-  EXPECT_EQ(kv_->counter("explorer:sample_steps"), 4 * kLongSteps);
+  EXPECT_EQ(kv_->counter(keys_->sample_steps), 4 * kLongSteps);
   EXPECT_NE(second.output().find("resuming 4 committed task(s)"), std::string::npos)
       << second.output();
   std::filesystem::remove_all(dir);

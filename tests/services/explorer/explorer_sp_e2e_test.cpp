@@ -81,9 +81,10 @@ TEST(ExplorerSp, SigkillOfAGroupMemberMidJobLosesNoTask) {
   w.key_prefix = keys.prefix;
   store::RedisWeightStore weights(server.client_options(), w);
   weights.publish(0, testing::micro_policy(21)->weights_bytes());
-  kv.put(keys.trainer_iteration, "0");
+  kv.put(keys.trainer_iteration, wire::TrainerProgress{.iteration = 0}.encode());
   const auto tasks = testing::seed_tasks(run_id, 0, 4, 4, 0, 20);  // 16 tasks, 4 chunks
-  ASSERT_EQ(testing::enqueue(queue, tasks), 16);
+  ASSERT_EQ(testing::enqueue(queue, tasks, testing::run_task_key(server.client_options(), run_id)),
+            16);
 
   const auto dir = spotlight::testing::make_temp_dir("spotlight-explorer-sp");
   spotlight::testing::Process explorer(
@@ -92,6 +93,10 @@ TEST(ExplorerSp, SigkillOfAGroupMemberMidJobLosesNoTask) {
        "--set", "run.id=" + run_id,
        "--set", "model.preset=micro",
        "--set", "trainer.iterations=1",
+       "--set", "run.seed=" + std::to_string(testing::kRunSeed),
+       "--set", "trainer.prompts_per_iteration=8",
+       "--set", "exploration.candidates=32",
+       "--set", "sampler.steps=1000",
        "--set", "explorer.id=sp-1",
        "--set", "explorer.batch=4",
        "--set", "explorer.heartbeat_ms=100",
@@ -128,7 +133,8 @@ TEST(ExplorerSp, SigkillOfAGroupMemberMidJobLosesNoTask) {
   EXPECT_EQ(log.find("task(s) failed"), std::string::npos) << log;  // no chunk failed
   EXPECT_EQ(children(explorer.pid()).size(), 3u) << "the lost rank was not replaced";
 
-  kv.put(keys.trainer_iteration, "1");  // the run is over: the explorer exits
+  kv.put(keys.trainer_iteration,  // the run is over: the explorer exits
+         wire::TrainerProgress{.iteration = 1, .finished = true}.encode());
   const auto status = explorer.wait(30s);
   ASSERT_TRUE(status) << explorer.log_tail();
   EXPECT_EQ(*status, 0) << explorer.log_tail();

@@ -22,11 +22,15 @@
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
+#include "common/image/png.hpp"
 #include "common/metrics/metrics.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/redis/client.hpp"
+#include "common/rollout/trajectory.hpp"
 #include "common/run/run_config.hpp"
+#include "common/run/run_state.hpp"
 #include "common/store/redis_key_value_store.hpp"
+#include "common/store/redis_trajectory_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "tests/common/redis/redis_server.hpp"
 #include "tests/common/redis/wait_for.hpp"
@@ -113,11 +117,12 @@ class Worker {
       : queue_(redis, queue_options),
         weights_(redis, weight_options),
         kv_(redis, run::RunKeys(options.run_id).prefix),
+        trajectories_(redis, trajectory_options(options.run_id)),
         reward_(std::move(reward)),
         policy_(testing::micro_policy(0, 0.0)),
         registry_("explorer"),
-        explorer_(std::move(options),
-                  ExplorerParts{queue_, weights_, kv_, *reward_, *policy_, registry_}) {}
+        explorer_(std::move(options), ExplorerParts{queue_, weights_, kv_, *reward_, *policy_,
+                                                    registry_, &trajectories_}) {}
   ~Worker() { stop(); }
 
   void start() {
@@ -140,18 +145,25 @@ class Worker {
   void stop_after_steps(std::int64_t steps) {
     kv_.on_add = [this, steps, done = std::int64_t{0}](std::string_view key,
                                                        std::int64_t delta) mutable {
-      if (key != kSampleStepsKey) return;
+      if (key != run::RunKeys(kRunId).sample_steps) return;
       done += delta;
       if (done >= steps) thread_.request_stop();
     };
   }
   bool returned() const { return returned_; }
   const ExplorerMetrics& metrics() const { return explorer_.metrics(); }
+  static store::TrajectoryStoreOptions trajectory_options(const std::string& run_id) {
+    store::TrajectoryStoreOptions o;
+    o.key_prefix = run::RunKeys(run_id).trajectories;
+    o.ttl = 600s;
+    return o;
+  }
 
  private:
   queue::RedisLeaseQueue queue_;
   store::RedisWeightStore weights_;
   HookedKv kv_;
+  store::RedisTrajectoryStore trajectories_;
   std::unique_ptr<reward::RewardFunction> reward_;
   std::unique_ptr<policy::Policy> policy_;
   metrics::Registry registry_;
@@ -170,7 +182,7 @@ class ExplorerTest : public ::testing::Test {
     queue_ = std::make_unique<queue::RedisLeaseQueue>(redis(), queue_options());
     store_ = std::make_unique<store::RedisWeightStore>(redis(), weight_options());
     kv_ = std::make_unique<store::RedisKeyValueStore>(redis(), keys_.prefix);
-    kv_->put(keys_.trainer_iteration, "0");
+    kv_->put(keys_.trainer_iteration, wire::TrainerProgress{.iteration = 0}.encode());
   }
 
   redis::RedisOptions redis() const {
@@ -195,6 +207,7 @@ class ExplorerTest : public ::testing::Test {
     ExplorerOptions o;
     o.id = id;
     o.run_id = kRunId;
+    o.limits = testing::limits(kRunId);
     o.batch = 4;
     o.max_staleness = 1;
     o.iterations = 1;
@@ -260,6 +273,9 @@ class ExplorerTest : public ::testing::Test {
     return out;
   }
 
+  // The run's task key (created in this test's Redis as the planner would; the explorers find it).
+  run::TaskKey key() const { return testing::run_task_key(redis(), kRunId); }
+
   run::RunKeys keys_{kRunId};
   std::unique_ptr<spotlight::testing::RedisServer> server_;
   std::unique_ptr<queue::RedisLeaseQueue> queue_;
@@ -271,7 +287,7 @@ TEST_F(ExplorerTest, EveryTaskOfAnIterationGetsOneMatchingResult) {
   auto p0 = testing::micro_policy(1);
   publish(0, *p0);
   const auto tasks = testing::seed_tasks(kRunId, 1, 3, 4, 0, kSteps);
-  ASSERT_EQ(testing::enqueue(*queue_, tasks), 12);
+  ASSERT_EQ(testing::enqueue(*queue_, tasks, key()), 12);
 
   auto o = options("a");
   auto w = worker(o, reward::make_task_reward(p0->task_options()));
@@ -291,17 +307,50 @@ TEST_F(ExplorerTest, EveryTaskOfAnIterationGetsOneMatchingResult) {
   EXPECT_EQ(w->metrics().weights_version.value(), 0);
   EXPECT_EQ(w->metrics().weights_loaded.value(), 1);
   EXPECT_GT(w->metrics().samples_per_second.value(), 0);
-  // Heartbeat and registration, as unix milliseconds.
-  const auto beat = kv_->get(keys_.explorer_heartbeat("a"));
+  // The heartbeat: the run's wire::Heartbeat record of this explorer.
+  const auto beat = run::RunState(*kv_, keys_).heartbeat("a");
   ASSERT_TRUE(beat.has_value());
-  EXPECT_GT(std::stoll(*beat), 1'600'000'000'000LL);
-  EXPECT_TRUE(kv_->get("explorer:a:seen").has_value());
+  EXPECT_EQ(beat->explorer_id, "a");
+  EXPECT_GT(beat->unix_ms, 1'600'000'000'000LL);
 
   // The run ends: the explorer returns by itself.
   EXPECT_FALSE(w->returned());
-  kv_->put(keys_.trainer_iteration, "1");
+  kv_->put(keys_.trainer_iteration, wire::TrainerProgress{.iteration = 1}.encode());
   ASSERT_TRUE(wait_for([&] { return w->returned(); }, kWait));
   EXPECT_EQ(w->stop(), ExitReason::kRunFinished);
+}
+
+TEST_F(ExplorerTest, KeepsPromptZerosImagesForTheTrainersExplorationSample) {
+  auto p0 = testing::micro_policy(1);
+  publish(0, *p0);
+  const auto sampled = testing::seed_tasks(kRunId, 2, 2, 3, 0, kSteps);      // every 2nd
+  const auto not_sampled = testing::seed_tasks(kRunId, 3, 2, 3, 0, kSteps);  // iteration
+  testing::enqueue(*queue_, sampled, key());
+  testing::enqueue(*queue_, not_sampled, key());
+  auto o = options("a");
+  o.sample_images_every = 2;
+  o.iterations = 4;
+  auto w = worker(o);
+  w->start();
+  ASSERT_TRUE(wait_for([&] { return all_done(sampled) && all_done(not_sampled); }, kWait));
+  int kept = 0;
+  for (const auto* tasks : {&sampled, &not_sampled}) {
+    for (const auto& t : *tasks) {
+      SCOPED_TRACE(t.id);
+      const auto png =
+          kv_->get(keys_.explored_image(t.task.iteration, t.task.prompt_index, t.task.seed));
+      const bool expected = t.task.iteration == 2 && t.task.prompt_index == 0;
+      ASSERT_EQ(png.has_value(), expected);
+      if (!png) continue;
+      const image::RgbImage decoded = image::decode_png(*png);
+      EXPECT_EQ(decoded.width, p0->task_options().image_size);
+      EXPECT_EQ(decoded.height, p0->task_options().image_size);
+      ++kept;
+    }
+  }
+  EXPECT_EQ(kept, 3);
+  EXPECT_EQ(w->metrics().explored_images.value(), 3);
+  EXPECT_EQ(w->metrics().explored_image_errors.value(), 0);
 }
 
 TEST_F(ExplorerTest, RewardsEqualInProcessSamplingOfTheSameBatch) {
@@ -317,7 +366,8 @@ TEST_F(ExplorerTest, RewardsEqualInProcessSamplingOfTheSameBatch) {
   EXPECT_GT(std::set<double>(expect_together.begin(), expect_together.end()).size(), 1u);
 
   {
-    testing::enqueue(*queue_, together);  // all waiting before the explorer leases: one batch
+    testing::enqueue(*queue_, together,
+                     key());  // all waiting before the explorer leases: one batch
     auto w = worker(options("a"));
     w->start();
     ASSERT_TRUE(wait_for([&] { return all_done(together); }, kWait));
@@ -326,7 +376,7 @@ TEST_F(ExplorerTest, RewardsEqualInProcessSamplingOfTheSameBatch) {
   {
     auto o = options("b");
     o.chunk = 1;
-    testing::enqueue(*queue_, alone);
+    testing::enqueue(*queue_, alone, key());
     auto w = worker(o);
     w->start();
     ASSERT_TRUE(wait_for([&] { return all_done(alone); }, kWait));
@@ -344,6 +394,90 @@ TEST_F(ExplorerTest, RewardsEqualInProcessSamplingOfTheSameBatch) {
             << "\n";
 }
 
+TEST_F(ExplorerTest, KeepsTheTrajectoriesTasksAskForWithTheWeightsTheyAllow) {
+  auto p0 = testing::micro_policy(6);
+  auto p1 = testing::micro_policy(7);
+  publish(0, *p0);
+  store::RedisTrajectoryStore trajectories(redis(), Worker::trajectory_options(kRunId));
+  const rollout::StepWindow window{1, kSteps - 1};
+  auto keep = testing::seed_tasks(kRunId, 1, 2, 2, 0, kSteps);
+  for (auto& t : keep) {
+    t.task.trajectory_begin = window.begin;
+    t.task.trajectory_end = window.end;
+  }
+  const auto plain = testing::seed_tasks(kRunId, 2, 1, 2, 0, kSteps);
+  testing::enqueue(*queue_, keep, key());  // one batch of 4, sampled together in lease order
+  auto w = worker(options("a"));
+  w->start();
+  ASSERT_TRUE(wait_for([&] { return all_done(keep); }, kWait));
+
+  // What the explorer kept is the in-process trajectory of the same batch, bit for bit, and
+  // passes every check the trainer makes.
+  std::vector<task::Prompt> prompts;
+  std::vector<std::uint64_t> seeds;
+  for (const auto& t : keep) {
+    prompts.push_back(*task::parse_prompt(t.task.prompt_text));
+    seeds.push_back(t.task.seed);
+  }
+  sampler::SamplerOptions sampler;
+  sampler.steps = kSteps;
+  sampler.keep_trajectory = true;
+  const auto reference = p0->sample(prompts, seeds, sampler, 4).front();
+  const auto published = [&](std::int64_t v) -> std::optional<std::string> {
+    const auto m = store_->manifest(v);
+    return m ? std::optional<std::string>(m->checksum) : std::nullopt;
+  };
+  std::int64_t bytes = 0;
+  for (std::size_t b = 0; b < keep.size(); ++b) {
+    SCOPED_TRACE(keep[b].id);
+    const auto kept = trajectories.get(keep[b].id);
+    ASSERT_TRUE(kept.has_value());
+    bytes += static_cast<std::int64_t>(kept->size());
+    rollout::TrajectoryExpectation e;
+    e.task_id = keep[b].id;
+    e.run_id = kRunId;
+    e.iteration = 1;
+    e.prompt_index = keep[b].task.prompt_index;
+    e.seed = keep[b].task.seed;
+    e.weights_version = 0;
+    e.newest_version = 1;
+    e.sampler = sampler;
+    e.window = window;
+    e.latent_shape = {3, 32, 32};
+    const auto r = rollout::accept_trajectory(*kept, e, published, torch::TensorOptions());
+    const auto i = static_cast<std::int64_t>(b);
+    EXPECT_TRUE(
+        torch::equal(r.latents, reference.latents[i].slice(0, window.begin, window.end + 1)));
+    EXPECT_TRUE(
+        torch::equal(r.log_probs, reference.log_probs[i].slice(0, window.begin, window.end)));
+    EXPECT_EQ(result(keep[b].id)->weights_version_used, 0);
+  }
+  EXPECT_EQ(w->metrics().trajectories_kept.value(), 4);
+  EXPECT_EQ(w->metrics().trajectory_bytes.value(), static_cast<double>(bytes));
+  std::cout << "[ info     ] kept trajectory of " << window.size()
+            << " steps (micro preset): " << bytes / 4 << " bytes\n";
+
+  // Tasks that do not ask keep nothing.
+  testing::enqueue(*queue_, plain, key());
+  ASSERT_TRUE(wait_for([&] { return all_done(plain); }, kWait));
+  for (const auto& t : plain)
+    EXPECT_FALSE(trajectories.get(t.id).has_value()) << t.id;
+
+  // A task's own bound overrides the explorer's (offload asks for exactly v_1): with only v_0
+  // published the explorer, whose bound is 1, gives it back instead of using v_0.
+  auto exact = testing::seed_tasks(kRunId, 3, 1, 2, 1, kSteps);
+  for (auto& t : exact)
+    t.task.max_staleness = 0;
+  const double released = w->metrics().tasks_released.value();
+  testing::enqueue(*queue_, exact, key());
+  ASSERT_TRUE(wait_for([&] { return w->metrics().tasks_released.value() >= released + 2; }, kWait));
+  for (const auto& t : exact)
+    EXPECT_FALSE(result(t.id).has_value()) << t.id;
+  publish(1, *p1);
+  ASSERT_TRUE(wait_for([&] { return all_done(exact); }, kWait));
+  EXPECT_EQ(versions_of(exact), (std::vector<std::int64_t>{1, 1}));
+}
+
 TEST_F(ExplorerTest, FetchesNewerWeightsOnlyWhenATaskNeedsThem) {
   auto p0 = testing::micro_policy(3);
   auto p1 = testing::micro_policy(4);
@@ -357,7 +491,7 @@ TEST_F(ExplorerTest, FetchesNewerWeightsOnlyWhenATaskNeedsThem) {
   w->start();
 
   const auto t0 = testing::seed_tasks(kRunId, 1, 1, 2, 0, kSteps);
-  testing::enqueue(*queue_, t0);
+  testing::enqueue(*queue_, t0, key());
   ASSERT_TRUE(wait_for([&] { return all_done(t0); }, kWait));
   EXPECT_EQ(versions_of(t0), (std::vector<std::int64_t>{0, 0}));
   EXPECT_EQ(rewards_of(t0), testing::reference_rewards(*p0, t0, 1, dense));
@@ -365,14 +499,14 @@ TEST_F(ExplorerTest, FetchesNewerWeightsOnlyWhenATaskNeedsThem) {
   // v1 exists, but tasks asking for v1 may use v0 (one version stale): no fetch.
   publish(1, *p1);
   const auto t1 = testing::seed_tasks(kRunId, 2, 1, 2, 1, kSteps);
-  testing::enqueue(*queue_, t1);
+  testing::enqueue(*queue_, t1, key());
   ASSERT_TRUE(wait_for([&] { return all_done(t1); }, kWait));
   EXPECT_EQ(versions_of(t1), (std::vector<std::int64_t>{0, 0}));
   EXPECT_EQ(w->metrics().weights_loaded.value(), 1);
 
   // Tasks asking for v2 need >= v1: the newest published (v1) is fetched.
   const auto t2 = testing::seed_tasks(kRunId, 3, 1, 2, 2, kSteps);
-  testing::enqueue(*queue_, t2);
+  testing::enqueue(*queue_, t2, key());
   ASSERT_TRUE(wait_for([&] { return all_done(t2); }, kWait));
   EXPECT_EQ(versions_of(t2), (std::vector<std::int64_t>{1, 1}));
   EXPECT_EQ(rewards_of(t2), testing::reference_rewards(*p1, t2, 1, dense));
@@ -380,7 +514,7 @@ TEST_F(ExplorerTest, FetchesNewerWeightsOnlyWhenATaskNeedsThem) {
 
   // Tasks asking for v3 need v2, not published yet: released and retried, never run on v1.
   const auto t3 = testing::seed_tasks(kRunId, 4, 1, 2, 3, kSteps);
-  testing::enqueue(*queue_, t3);
+  testing::enqueue(*queue_, t3, key());
   ASSERT_TRUE(wait_for([&] { return w->metrics().tasks_released.value() >= 4; }, kWait));
   EXPECT_FALSE(queue_->result(t3[0].id).has_value());
   EXPECT_FALSE(queue_->result(t3[1].id).has_value());
@@ -417,7 +551,7 @@ TEST_F(ExplorerTest, CorruptWeightsChunkIsDetectedAndNeverUsed) {
   auto w = worker(o);
   w->start();
   const auto tasks = testing::seed_tasks(kRunId, 2, 1, 2, 1, kSteps);  // need exactly v1+
-  testing::enqueue(*queue_, tasks);
+  testing::enqueue(*queue_, tasks, key());
   ASSERT_TRUE(wait_for([&] { return w->metrics().weights_corrupt.value() >= 2; }, kWait));
   EXPECT_FALSE(queue_->result(tasks[0].id).has_value());
   EXPECT_FALSE(queue_->result(tasks[1].id).has_value());
@@ -431,38 +565,69 @@ TEST_F(ExplorerTest, CorruptWeightsChunkIsDetectedAndNeverUsed) {
   EXPECT_EQ(w->metrics().weights_loaded.value(), 1);
 }
 
-TEST_F(ExplorerTest, MalformedTasksAreDeadLetteredWhileGoodOnesComplete) {
+// Issue #13 (5): a forged but well-formed task (3000 sampler steps, written into the stream) was
+// run and its result stored. Tasks not signed by the run's planner are now dead-lettered at their
+// first delivery and never run; tasks it could not have made (outside the run's limits), tasks
+// signed with another key and undecodable bytes are retried (another explorer, configured
+// otherwise, may take them) and dead-lettered after max_deliveries. Good tasks complete.
+TEST_F(ExplorerTest, ForgedMalformedAndOutOfLimitsTasksAreRefusedWhileGoodOnesComplete) {
   auto p0 = testing::micro_policy(9);
   publish(0, *p0);
-  const auto good = testing::seed_tasks(kRunId, 1, 1, 3, 0, kSteps);
-  testing::enqueue(*queue_, good);
-  queue_->enqueue("bad/garbage", "not msgpack at all");
-  auto other_run = good[0].task;
-  other_run.run_id = "another-run";
-  queue_->enqueue("bad/run", other_run.encode());
-  auto bad_prompt = good[0].task;
+  const auto all = testing::seed_tasks(kRunId, 1, 1, 11, 0, kSteps);
+  const std::vector<TaskSpec> good(all.begin(), all.begin() + 3);
+  testing::enqueue(*queue_, good, key());
+  std::map<std::string, std::string> bad;  // task id -> payload
+  bad["bad/garbage"] = "not msgpack at all";
+  wire::SeedTask forged = all[7].task;  // unsigned, 3000 steps: the issue's forged task
+  forged.sampler_steps = 3000;
+  bad[all[7].id] = forged.encode();
+  wire::SeedTask altered = all[8].task;  // a signed task, changed afterwards
+  run::sign(altered, key());
+  altered.sampler_steps = 3000;
+  bad[all[8].id] = altered.encode();
+  wire::SeedTask other_key = all[9].task;
+  run::sign(other_key, run::TaskKey("another deployment's key"));
+  bad[all[9].id] = other_key.encode();
+  wire::SeedTask bad_prompt = all[10].task;  // signed by the run's key, yet outside its limits
   bad_prompt.prompt_text = "a purple unicorn";
-  queue_->enqueue("bad/prompt", bad_prompt.encode());
+  run::sign(bad_prompt, key());
+  bad[all[10].id] = bad_prompt.encode();
+  wire::SeedTask other_run = all[6].task;
+  other_run.run_id = "another-run";
+  run::sign(other_run, key());
+  bad[all[6].id] = other_run.encode();
+  for (const auto& [id, payload] : bad)
+    queue_->enqueue(id, payload);
 
   auto w = worker(options("a"));
   w->start();
-  ASSERT_TRUE(
-      wait_for([&] { return queue_->dead_letters(10).size() == 3 && all_done(good); }, kWait));
+  ASSERT_TRUE(wait_for(
+      [&] { return queue_->dead_letters(10).size() == bad.size() && all_done(good); }, kWait));
   std::map<std::string, queue::DeadLetter> dead;
   for (auto& d : queue_->dead_letters(10))
     dead[d.task_id] = d;
-  ASSERT_EQ(dead.size(), 3u);
-  EXPECT_NE(dead["bad/garbage"].error.find("wire:"), std::string::npos)
-      << dead["bad/garbage"].error;
-  EXPECT_NE(dead["bad/run"].error.find("run_id"), std::string::npos) << dead["bad/run"].error;
-  EXPECT_NE(dead["bad/prompt"].error.find("prompt_text"), std::string::npos)
-      << dead["bad/prompt"].error;
-  for (const auto& [id, d] : dead) {
-    EXPECT_EQ(d.deliveries, 3) << id;
-    EXPECT_FALSE(queue_->result(id).has_value()) << id;
+  const std::map<std::string, std::pair<std::string, int>> expected = {
+      // id -> (in the error, deliveries)
+      {"bad/garbage", {"wire:", 3}},       {all[7].id, {"(unsigned)", 1}},
+      {all[8].id, {"(bad_signature)", 1}}, {all[9].id, {"(other_key)", 3}},
+      {all[10].id, {"prompt_text", 3}},    {all[6].id, {"run_id", 3}},
+  };
+  for (const auto& [id, want] : expected) {
+    SCOPED_TRACE(id);
+    ASSERT_TRUE(dead.count(id));
+    EXPECT_NE(dead[id].error.find(want.first), std::string::npos) << dead[id].error;
+    EXPECT_EQ(dead[id].deliveries, want.second);
+    EXPECT_FALSE(queue_->result(id).has_value());
   }
-  // Each bad task was rejected once per delivery.
-  EXPECT_EQ(w->metrics().malformed_tasks.value(), 9);
+  const auto& m = w->metrics();
+  EXPECT_EQ(m.refused("unsigned").value(), 1);
+  EXPECT_EQ(m.refused("bad_signature").value(), 1);
+  EXPECT_EQ(m.refused("malformed").value(), 3);
+  EXPECT_EQ(m.refused("other_key").value(), 3);
+  EXPECT_EQ(m.refused("out_of_limits").value(), 6);
+  EXPECT_EQ(m.malformed_tasks.value(), 14);
+  // None of the bad tasks was sampled: only the good ones' steps were computed.
+  EXPECT_EQ(m.sample_steps.value(), static_cast<double>(good.size() * kSteps));
   expect_results_match(good, 1);
   EXPECT_EQ(queue_->stats().length, 0);
 }
@@ -478,7 +643,7 @@ TEST_F(ExplorerTest, TwoExplorersShareAQueueWithOneResultPerTask) {
   auto b = worker(ob);
   a->start();
   b->start();
-  testing::enqueue(*queue_, tasks);
+  testing::enqueue(*queue_, tasks, key());
   ASSERT_TRUE(wait_for([&] { return all_done(tasks); }, kWait));
   a->stop();
   b->stop();
@@ -499,7 +664,7 @@ TEST_F(ExplorerTest, StopReleasesLeasedTasksForAnotherExplorer) {
   auto p0 = testing::micro_policy(11);
   publish(0, *p0);
   const auto tasks = testing::seed_tasks(kRunId, 1, 1, 4, 0, kSteps);
-  testing::enqueue(*queue_, tasks);
+  testing::enqueue(*queue_, tasks, key());
 
   auto oa = options("a");
   oa.chunk = 1;  // four chunks: the first is in flight when the stop comes
@@ -546,7 +711,7 @@ TEST_F(ExplorerTest, NoticeCommitsInFlightSamplesAndAnotherExplorerResumesThemBi
   sampler::SamplerOptions sde;
   sde.steps = kLongSteps;
   const auto expect = testing::reference_rewards(*p0, tasks, 4, dense, sde);
-  testing::enqueue(*queue_, tasks);
+  testing::enqueue(*queue_, tasks, key());
 
   auto a = worker(options("a"));
   a->stop_after_steps(4 * kStopStep);
@@ -558,7 +723,7 @@ TEST_F(ExplorerTest, NoticeCommitsInFlightSamplesAndAnotherExplorerResumesThemBi
   EXPECT_EQ(a->metrics().tasks_completed.value(), 0);
   EXPECT_EQ(a->metrics().sample_steps.value(), 4 * kStopStep);
   for (const auto& t : tasks) {
-    const auto bytes = kv_->get(InflightStore::key(t.id));
+    const auto bytes = kv_->get(keys_.inflight(t.id));
     ASSERT_TRUE(bytes.has_value()) << t.id;
     const auto commit = wire::InflightCommit::decode(*bytes);
     EXPECT_EQ(commit.task_id, t.id);
@@ -577,11 +742,11 @@ TEST_F(ExplorerTest, NoticeCommitsInFlightSamplesAndAnotherExplorerResumesThemBi
   EXPECT_EQ(rewards_of(tasks), expect);  // bit for bit
   for (const auto& t : tasks) {
     EXPECT_EQ(result(t.id)->explorer_id, "b");
-    EXPECT_FALSE(kv_->get(InflightStore::key(t.id)).has_value()) << "commit left behind";
+    EXPECT_FALSE(kv_->get(keys_.inflight(t.id)).has_value()) << "commit left behind";
   }
   // Across both explorers every step was computed once.
-  EXPECT_EQ(kv_->counter(kSampleStepsKey), 4 * kLongSteps);
-  EXPECT_EQ(kv_->counter(kResumedStepsKey), 4 * kStopStep);
+  EXPECT_EQ(kv_->counter(keys_.sample_steps), 4 * kLongSteps);
+  EXPECT_EQ(kv_->counter(keys_.resumed_steps), 4 * kStopStep);
   EXPECT_EQ(queue_->stats().acked_total, 4);
 }
 
@@ -595,7 +760,7 @@ TEST_F(ExplorerTest, WithoutCommitsAStoppedChunkRestartsFromStepZero) {
   sampler::SamplerOptions sde;
   sde.steps = kLongSteps;
   const auto expect = testing::reference_rewards(*p0, tasks, 4, dense, sde);
-  testing::enqueue(*queue_, tasks);
+  testing::enqueue(*queue_, tasks, key());
 
   auto oa = options("a");
   oa.commit_inflight = false;
@@ -613,7 +778,7 @@ TEST_F(ExplorerTest, WithoutCommitsAStoppedChunkRestartsFromStepZero) {
   EXPECT_EQ(b->metrics().resumes.value(), 0);
   EXPECT_EQ(rewards_of(tasks), expect);
   // The stopped steps were computed again.
-  EXPECT_EQ(kv_->counter(kSampleStepsKey), 4 * (kLongSteps + kStopStep));
+  EXPECT_EQ(kv_->counter(keys_.sample_steps), 4 * (kLongSteps + kStopStep));
 }
 
 // A newer version published meanwhile does not waste the commits: the next explorer loads the
@@ -628,7 +793,7 @@ TEST_F(ExplorerTest, ANewerVersionMeanwhileStillResumesWithTheCommittedOne) {
   sampler::SamplerOptions sde;
   sde.steps = kLongSteps;
   const auto expect = testing::reference_rewards(*p0, tasks, 4, dense, sde);
-  testing::enqueue(*queue_, tasks);
+  testing::enqueue(*queue_, tasks, key());
   auto a = worker(options("a"));
   a->stop_after_steps(4 * 2);
   a->start();
@@ -644,7 +809,7 @@ TEST_F(ExplorerTest, ANewerVersionMeanwhileStillResumesWithTheCommittedOne) {
   EXPECT_EQ(b->metrics().discarded_commits.value(), 0);
   EXPECT_EQ(versions_of(tasks), std::vector<std::int64_t>(4, 0));
   EXPECT_EQ(rewards_of(tasks), expect);
-  EXPECT_EQ(kv_->counter(kSampleStepsKey), 4 * kLongSteps);
+  EXPECT_EQ(kv_->counter(keys_.sample_steps), 4 * kLongSteps);
 }
 
 // A commit made with weights older than the staleness bound allows is discarded: the task
@@ -660,7 +825,7 @@ TEST_F(ExplorerTest, ACommitOlderThanTheStalenessBoundIsDiscarded) {
   const auto tasks = testing::seed_tasks(kRunId, 3, 2, 2, 2, kLongSteps);
   sampler::SamplerOptions sde;
   sde.steps = kLongSteps;
-  testing::enqueue(*queue_, tasks);
+  testing::enqueue(*queue_, tasks, key());
   auto oa = options("a");
   oa.max_staleness = 2;
   auto a = worker(oa);
@@ -681,7 +846,7 @@ TEST_F(ExplorerTest, ACommitOlderThanTheStalenessBoundIsDiscarded) {
   EXPECT_EQ(versions_of(tasks), std::vector<std::int64_t>(4, 2));
   EXPECT_EQ(rewards_of(tasks), expect);
   for (const auto& t : tasks)
-    EXPECT_FALSE(kv_->get(InflightStore::key(t.id)).has_value());
+    EXPECT_FALSE(kv_->get(keys_.inflight(t.id)).has_value());
 }
 
 TEST_F(ExplorerTest, SurvivesARedisOutage) {
@@ -690,7 +855,7 @@ TEST_F(ExplorerTest, SurvivesARedisOutage) {
   auto w = worker(options("a"));
   w->start();
   const auto before = testing::seed_tasks(kRunId, 1, 1, 2, 0, kSteps);
-  testing::enqueue(*queue_, before);
+  testing::enqueue(*queue_, before, key());
   ASSERT_TRUE(wait_for([&] { return all_done(before); }, kWait));
 
   server_->kill();
@@ -698,7 +863,7 @@ TEST_F(ExplorerTest, SurvivesARedisOutage) {
   EXPECT_FALSE(w->returned());
   server_->start();
   const auto after = testing::seed_tasks(kRunId, 2, 1, 2, 0, kSteps);
-  testing::enqueue(*queue_, after);
+  testing::enqueue(*queue_, after, key());
   ASSERT_TRUE(wait_for([&] { return all_done(after); }, kWait));
   expect_results_match(after, 1);
 }
@@ -719,6 +884,8 @@ TEST(ExplorerOptionsTest, ValidateNamesTheField) {
   o.batch = 0;
   EXPECT_THROW(o.validate(), std::invalid_argument);
   o.batch = 1;
+  EXPECT_THROW(o.validate(), std::invalid_argument);  // limits of another run
+  o.limits.run_id = o.run_id;
   EXPECT_NO_THROW(o.validate());
 }
 

@@ -4,7 +4,10 @@
 
 #include <torch/torch.h>
 
+#include "common/run/run_config.hpp"
 #include "common/run/schedule.hpp"
+#include "common/run/task_key_source.hpp"
+#include "common/store/redis_key_value_store.hpp"
 #include "common/task/generator.hpp"
 
 namespace spotlight::explorer::testing {
@@ -57,10 +60,30 @@ std::vector<TaskSpec> seed_tasks(const std::string& run_id, std::int64_t iterati
   return out;
 }
 
-std::int64_t enqueue(queue::LeaseQueue& queue, const std::vector<TaskSpec>& tasks) {
+run::TaskKey run_task_key(const redis::RedisOptions& redis, const std::string& run_id) {
+  store::RedisKeyValueStore kv(redis, run::RunKeys(run_id).prefix);
+  return run::planner_task_key(kv);
+}
+
+run::TaskLimits limits(const std::string& run_id) {
+  run::TaskLimits l;
+  l.run_id = run_id;
+  l.iterations = 64;
+  l.prompts_per_iteration = 64;
+  l.max_candidates = 64;
+  l.max_sampler_steps = 1000;
+  l.run_seed = kRunSeed;
+  return l;
+}
+
+std::int64_t enqueue(queue::LeaseQueue& queue, const std::vector<TaskSpec>& tasks,
+                     const run::TaskKey& key) {
   std::vector<queue::Task> items;
-  for (const auto& t : tasks)
-    items.push_back({t.id, t.task.encode()});
+  for (const auto& t : tasks) {
+    wire::SeedTask signed_task = t.task;
+    run::sign(signed_task, key);
+    items.push_back({t.id, signed_task.encode()});
+  }
   return queue.enqueue_many(items);
 }
 

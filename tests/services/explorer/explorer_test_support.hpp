@@ -10,7 +10,10 @@
 
 #include "common/policy/policy.hpp"
 #include "common/queue/lease_queue.hpp"
+#include "common/redis/client.hpp"
 #include "common/reward/reward_function.hpp"
+#include "common/run/task_checks.hpp"
+#include "common/run/task_signature.hpp"
 #include "common/sampler/sampler.hpp"
 #include "common/wire/messages.hpp"
 
@@ -40,8 +43,17 @@ struct TaskSpec {
 std::vector<TaskSpec> seed_tasks(const std::string& run_id, std::int64_t iteration, int prompts,
                                  int candidates, std::int64_t weights_version, int steps);
 
-// Enqueues every task (in order); returns how many were new.
-std::int64_t enqueue(queue::LeaseQueue& queue, const std::vector<TaskSpec>& tasks);
+// The run's task key as the planner would make it: $SPOTLIGHT_TASK_KEY, else the run-local key in
+// the run's store on `redis` (created if absent), which explorers there find by themselves.
+run::TaskKey run_task_key(const redis::RedisOptions& redis, const std::string& run_id);
+
+// Limits that admit every task seed_tasks() makes for `run_id` (up to 64 prompts, candidates,
+// iterations and 1000 steps).
+run::TaskLimits limits(const std::string& run_id);
+
+// Enqueues every task (in order), signed with `key`; returns how many were new.
+std::int64_t enqueue(queue::LeaseQueue& queue, const std::vector<TaskSpec>& tasks,
+                     const run::TaskKey& key);
 
 // Rewards of sampling `tasks` in order with `policy` in chunks of `chunk` (the explorer's batch
 // composition), scored by `reward`.

@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 
 #include "common/queue/redis_lease_queue.hpp"
-#include "common/run/plan_record.hpp"
 #include "common/run/schedule.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "services/planner/planner.hpp"
@@ -52,7 +51,7 @@ class BanditPlannerTest : public RedisFixture {
   }
 
   std::unique_ptr<Planner> build(const config::Config& c, int explorers) {
-    const PlannerKeys k = PlannerKeys::for_run(c.get_string("run.id"));
+    const run::RunKeys k(c.get_string("run.id"));
     PlannerParts parts;
     parts.queue = std::make_unique<queue::RedisLeaseQueue>(run::redis_options(c),
                                                            run::explore_queue_options(c));
@@ -70,17 +69,12 @@ class BanditPlannerTest : public RedisFixture {
     return make_config(o);
   }
 
-  static std::optional<run::PlanRecord> plan(std::int64_t t) {
-    const auto text = get_key(run::plan_key(t));
-    return text ? run::parse_plan_record(*text) : std::nullopt;
-  }
-
   std::filesystem::path dir_;
 };
 
 TEST_F(BanditPlannerTest, WithoutLiveExplorersPlansNothingAndSaysSo) {
   const auto c = bandit_config();
-  set_key(keys().trainer_iteration, "0");
+  set_trainer_iteration(0);
   auto planner = build(c, /*explorers=*/0);
   ASSERT_EQ(planner->step(), StepOutcome::kRunning);
   EXPECT_TRUE(stream_tasks().empty());
@@ -89,7 +83,7 @@ TEST_F(BanditPlannerTest, WithoutLiveExplorersPlansNothingAndSaysSo) {
     const auto record = plan(t);
     ASSERT_TRUE(record) << "plan record of iteration " << t;
     EXPECT_EQ(record->candidates, 0);
-    const auto json = nlohmann::json::parse(*get_key(run::plan_key(t)));
+    const auto json = nlohmann::json::parse(plan(t)->reason);
     EXPECT_EQ(json["reason"], "no live explorers");
     EXPECT_EQ(json["arms"].size(), 4u);
   }
@@ -104,9 +98,8 @@ TEST_F(BanditPlannerTest, EnqueuesTheChosenArmAndLearnsFromTheOutcome) {
   // 2 explorers, 10 ms per sample-step known a priori, training takes 1 s: P x N x S x 0.01 / 2
   // = 3 x 16 x 4 x 0.005 = 0.96 s fits; every arm fits.
   const auto c = bandit_config({"planner.prior_sample_step_seconds=0.01"});
-  set_key(keys().trainer_iteration, "0");
-  set_key(keys().trainer_timing,
-          R"({"iteration":-1,"iteration_seconds":1.5,"explore_seconds":0.5})");
+  set_trainer_iteration(0);
+  set_trainer_timing({.iteration = -1, .iteration_seconds = 1.5, .explore_seconds = 0.5});
   auto planner = build(c, 2);
   ASSERT_EQ(planner->step(), StepOutcome::kRunning);
   const auto p0 = plan(0);
@@ -122,7 +115,7 @@ TEST_F(BanditPlannerTest, EnqueuesTheChosenArmAndLearnsFromTheOutcome) {
     EXPECT_EQ(task.sampler_steps, p.steps) << id;
     EXPECT_LT(run::parse_seed_task_id(id)->candidate, p.candidates) << id;
   }
-  const auto json = nlohmann::json::parse(*get_key(run::plan_key(1)));
+  const auto json = nlohmann::json::parse(plan(1)->reason);
   for (const auto& arm : json["arms"]) {
     EXPECT_LE(arm["predicted_seconds"].get<double>(), json["budget_seconds"].get<double>() + 1e-9);
   }
@@ -141,11 +134,11 @@ TEST_F(BanditPlannerTest, EnqueuesTheChosenArmAndLearnsFromTheOutcome) {
     r.sample_seconds = 0.02 * static_cast<double>(task.sampler_steps);
     q.complete(lease, r.encode());
   }
-  set_key(keys().trainer_timing,
-          R"({"iteration":0,"iteration_seconds":1.5,"explore_seconds":0.5,"group_variance":0.03})");
-  set_key(keys().trainer_iteration, "1");
+  set_trainer_timing(
+      {.iteration = 0, .iteration_seconds = 1.5, .explore_seconds = 0.5, .group_variance = 0.03});
+  set_trainer_iteration(1);
   ASSERT_EQ(planner->step(), StepOutcome::kRunning);
-  const auto p2 = nlohmann::json::parse(*get_key(run::plan_key(2)));
+  const auto p2 = nlohmann::json::parse(plan(2)->reason);
   EXPECT_NEAR(p2["seconds_per_sample_step"].get<double>(), 0.02, 1e-9);  // the measurement
   bool learned = false;
   for (const auto& arm : p2["arms"]) {
@@ -163,9 +156,9 @@ TEST_F(BanditPlannerTest, EnqueuesTheChosenArmAndLearnsFromTheOutcome) {
 
 TEST_F(BanditPlannerTest, ARestartedPlannerFollowsThePlanRecordsThatExist) {
   const auto c = bandit_config({"planner.prior_sample_step_seconds=0.01"});
-  set_key(keys().trainer_iteration, "0");
-  set_key(run::plan_key(0), R"({"iteration":0,"candidates":3,"steps":5})");
-  set_key(run::plan_key(1), R"({"iteration":1,"candidates":0,"steps":0})");
+  set_trainer_iteration(0);
+  set_key(keys().plan(0), wire::PlanRecord{.iteration = 0, .candidates = 3, .steps = 5}.encode());
+  set_key(keys().plan(1), wire::PlanRecord{.iteration = 1, .candidates = 0, .steps = 0}.encode());
   auto planner = build(c, 2);
   ASSERT_EQ(planner->step(), StepOutcome::kRunning);
   const auto tasks = stream_tasks();

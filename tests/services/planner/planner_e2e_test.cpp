@@ -131,7 +131,7 @@ TEST_F(PlannerE2eTest, EnqueuesForTheTrainerAndExitsZeroOnSigterm) {
   EXPECT_FALSE(planner.wait_exit(300ms)) << planner.log();
   EXPECT_TRUE(stream_tasks().empty());
 
-  set_key(keys().trainer_iteration, "0");
+  set_trainer_iteration(0);
   EXPECT_TRUE(wait_for([] { return planner_state() == 1; }, kPatience)) << planner.log();
   const auto ids = ids_by_iteration();
   EXPECT_EQ(ids, (std::map<std::int64_t, std::set<std::string>>{{0, expected_ids(0)},
@@ -156,11 +156,11 @@ TEST_F(PlannerE2eTest, EnqueuesForTheTrainerAndExitsZeroOnSigterm) {
 }
 
 TEST_F(PlannerE2eTest, ExitsZeroByItselfWhenTheTrainerIsDone) {
-  set_key(keys().trainer_iteration, "2");
+  set_trainer_iteration(2);
   PlannerProcess planner(args());
   EXPECT_TRUE(wait_for([] { return planner_state() == 2; }, kPatience)) << planner.log();
   EXPECT_FALSE(planner.wait_exit(200ms)) << "exited before the trainer was done\n" << planner.log();
-  set_key(keys().trainer_iteration, "3");  // = trainer.iterations
+  set_trainer_iteration(3);  // = trainer.iterations
   const auto status = planner.wait_exit(kPatience);
   ASSERT_TRUE(status) << "still running 20 s after the trainer finished\n" << planner.log();
   EXPECT_EQ(*status, 0) << planner.log();

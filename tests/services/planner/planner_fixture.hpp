@@ -1,7 +1,7 @@
 #pragma once
 // Shared by the planner's Redis tests: a real redis-server per test suite, the run configuration
 // (run_schema() with --set style overrides and a run id unique to the running test), and
-// read-only views of what the planner wrote (the task stream, the run's integer keys).
+// read-only views of what the planner wrote (the task stream, the run's records).
 
 #include <chrono>
 #include <cstdint>
@@ -71,17 +71,32 @@ class RedisFixture : public ::testing::Test {
   static std::string redis_key(const std::string& relative) {
     return keys().prefix + ":" + relative;
   }
-  // Sets one of the run's relative keys the way the trainer does (a decimal string for integers).
+  // Sets one of the run's relative keys to raw bytes.
   static void set_key(const std::string& relative, const std::string& value) {
     client().command({"SET", redis_key(relative), value});
   }
   static std::optional<std::string> get_key(const std::string& relative) {
     return client().command({"GET", redis_key(relative)}).as_optional_string();
   }
+  // What the trainer writes: its progress and the timing of its last iteration.
+  static void set_trainer_iteration(std::int64_t iteration) {
+    set_key(keys().trainer_iteration,
+            wire::TrainerProgress{.iteration = iteration, .unix_ms = 1}.encode());
+  }
+  static void set_trainer_timing(const wire::TrainerTiming& timing) {
+    set_key(keys().trainer_timing, timing.encode());
+  }
+  // The highest iteration the planner has enqueued (its wire::PlannerProgress record).
   static std::optional<std::int64_t> planner_state() {
     const auto v = get_key(keys().planner_state);
     if (!v) return std::nullopt;
-    return std::stoll(*v);
+    return wire::PlannerProgress::decode(*v).enqueued_through;
+  }
+  // The planner's plan record of iteration t.
+  static std::optional<wire::PlanRecord> plan(std::int64_t t) {
+    const auto v = get_key(keys().plan(t));
+    if (!v) return std::nullopt;
+    return wire::PlanRecord::decode(*v);
   }
 
   // Every entry of the task stream (<explore_queue>:tasks), decoded, by task id. Passive: no

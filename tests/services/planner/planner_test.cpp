@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "common/config/error.hpp"
 #include "common/metrics/metrics.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/run/schedule.hpp"
@@ -36,7 +37,7 @@ class PlannerTest : public RedisFixture {
   static std::unique_ptr<Planner> build(const config::Config& c,
                                         std::shared_ptr<metrics::Registry> registry,
                                         std::chrono::milliseconds max_backoff) {
-    const PlannerKeys k = PlannerKeys::for_run(c.get_string("run.id"));
+    const run::RunKeys k(c.get_string("run.id"));
     PlannerOptions o = planner_options(c);
     o.max_backoff = max_backoff;
     PlannerParts parts;
@@ -82,6 +83,8 @@ class PlannerTest : public RedisFixture {
         EXPECT_EQ(task.weights_version, std::clamp<std::int64_t>(t - 1, 0, trainer)) << id;
         EXPECT_EQ(task.sampler_steps, steps);
         EXPECT_EQ(task.attempt, 0);
+        EXPECT_EQ(task.trajectory_end, 0) << id << ": on-policy reuse keeps no trajectory";
+        EXPECT_EQ(task.max_staleness, -1) << id << ": the explorer's own bound";
         EXPECT_GE(task.deadline_unix_ms, begin_ms + budget_ms);
         EXPECT_LE(task.deadline_unix_ms, end_ms + budget_ms);
       }
@@ -101,7 +104,7 @@ TEST_F(PlannerTest, WaitsForTheTrainerWithoutEnqueueing) {
 
 TEST_F(PlannerTest, EnqueuesEveryCandidateOfTheLookaheadWindow) {
   const auto c = make_config();
-  set_key(keys().trainer_iteration, "0");
+  set_trainer_iteration(0);
   auto registry = std::make_shared<metrics::Registry>("planner");
   auto planner = make_planner(c, registry);
   const std::int64_t begin = now_ms();
@@ -132,8 +135,8 @@ TEST_F(PlannerTest, UsesTheTrainersVersionsAndTimingAheadOfIt) {
   // A planner that starts late (the trainer is at 1) with lookahead 2, the exploration step
   // count set, and the trainer's last iteration time known.
   const auto c = make_config({"planner.lookahead=2", "exploration.steps=4"});
-  set_key(keys().trainer_iteration, "1");
-  set_key(keys().trainer_timing, R"({"iteration":0,"iteration_seconds":12.5,"train_seconds":10})");
+  set_trainer_iteration(1);
+  set_trainer_timing({.iteration = 0, .iteration_seconds = 12.5, .train_seconds = 10});
   auto planner = make_planner(c, nullptr);
   const std::int64_t begin = now_ms();
   ASSERT_EQ(planner->step(), StepOutcome::kRunning);
@@ -154,9 +157,60 @@ TEST_F(PlannerTest, UsesTheTrainersVersionsAndTimingAheadOfIt) {
   EXPECT_EQ(planner_state(), 3);
 }
 
+TEST_F(PlannerTest, OffloadEnqueuesTheRolloutsOfAnIterationOnceItsWeightsExist) {
+  // G = 4 seeds per prompt at the rollout's 6 steps, whatever exploration.* says; lookahead 1 in
+  // the file is ignored: iteration t is enqueued only once the trainer works on it (v_t exists).
+  const auto c = make_config({"exploration.mode=offload", "trainer.group_size=4", "sampler.steps=6",
+                              "exploration.steps=3", "trainer.train_step_end=-2"});
+  EXPECT_THROW(
+      make_planner(make_config({"exploration.mode=offload", "planner.policy=bandit"}), nullptr),
+      config::ConfigError);
+  auto planner = make_planner(c, nullptr);
+  EXPECT_EQ(planner->step(), StepOutcome::kWaitingForTrainer);
+  for (std::int64_t k : {0, 1}) {
+    set_trainer_iteration(k);
+    EXPECT_EQ(planner->step(), StepOutcome::kRunning);
+    EXPECT_EQ(planner->step(), StepOutcome::kRunning);  // nothing more until the trainer moves
+    const auto tasks = stream_tasks();
+    EXPECT_EQ(tasks.size(), static_cast<std::size_t>(3 * 4 * (k + 1)));
+    for (const auto& [id, task] : tasks) {
+      SCOPED_TRACE(id);
+      EXPECT_LE(task.iteration, k);
+      EXPECT_EQ(task.weights_version, task.iteration) << "exactly v_k";
+      EXPECT_EQ(task.max_staleness, 0);
+      EXPECT_EQ(task.sampler_steps, 6);
+      EXPECT_EQ(task.trajectory_begin, 0);
+      EXPECT_EQ(task.trajectory_end, 4);  // trained steps [0, 6 - 2)
+      EXPECT_LT(run::parse_seed_task_id(id)->candidate, 4);
+    }
+  }
+}
+
+TEST_F(PlannerTest, OffPolicyReuseAsksForTrajectoriesOfRolloutLengthTasksOnly) {
+  set_trainer_iteration(0);
+  const auto reuse = make_config({"exploration.reuse=off_policy", "sampler.steps=6"});
+  make_planner(reuse, nullptr)->step();
+  auto tasks = stream_tasks();
+  ASSERT_EQ(tasks.size(), 2u * 3u * 5u);
+  for (const auto& [id, task] : tasks) {
+    EXPECT_EQ(task.weights_version, 0) << id;
+    EXPECT_EQ(task.max_staleness, -1) << id << ": the explorer's own bound";
+    EXPECT_EQ(task.trajectory_begin, 0) << id;
+    EXPECT_EQ(task.trajectory_end, 5) << id;  // all but the last step
+  }
+}
+
+TEST_F(PlannerTest, ShortExplorationAsksForNoTrajectory) {
+  set_trainer_iteration(0);
+  make_planner(make_config({"exploration.reuse=off_policy", "exploration.steps=4"}), nullptr)
+      ->step();
+  for (const auto& [id, task] : stream_tasks())
+    EXPECT_EQ(task.trajectory_end, 0) << id << ": 4 exploration steps are not a rollout";
+}
+
 TEST_F(PlannerTest, NeverEnqueuesBeyondTheLastIteration) {
   const auto c = make_config({"trainer.iterations=3", "planner.lookahead=3"});
-  set_key(keys().trainer_iteration, "1");
+  set_trainer_iteration(1);
   auto planner = make_planner(c, nullptr);
   ASSERT_EQ(planner->step(), StepOutcome::kRunning);
   std::set<std::int64_t> iterations;
@@ -165,9 +219,9 @@ TEST_F(PlannerTest, NeverEnqueuesBeyondTheLastIteration) {
   EXPECT_EQ(iterations, (std::set<std::int64_t>{1, 2}));
   EXPECT_EQ(planner_state(), 2);
 
-  set_key(keys().trainer_iteration, "2");
+  set_trainer_iteration(2);
   EXPECT_EQ(planner->step(), StepOutcome::kRunning);
-  set_key(keys().trainer_iteration, "3");  // what the trainer writes when it is done
+  set_trainer_iteration(3);  // what the trainer writes when it is done
   EXPECT_EQ(planner->step(), StepOutcome::kFinished);
   EXPECT_EQ(stream_tasks().size(), 2u * 3u * 5u);
   EXPECT_EQ(planner_state(), 2);
@@ -175,12 +229,12 @@ TEST_F(PlannerTest, NeverEnqueuesBeyondTheLastIteration) {
 
 TEST_F(PlannerTest, FollowsTheTrainerOneIterationAtATime) {
   const auto c = make_config();
-  set_key(keys().trainer_iteration, "0");
+  set_trainer_iteration(0);
   auto planner = make_planner(c, nullptr);
   ASSERT_EQ(planner->step(), StepOutcome::kRunning);
   EXPECT_EQ(planner->status().tasks_enqueued, 30);
 
-  set_key(keys().trainer_iteration, "1");
+  set_trainer_iteration(1);
   const std::int64_t begin = now_ms();
   ASSERT_EQ(planner->step(), StepOutcome::kRunning);
   const std::int64_t end = now_ms();
@@ -193,7 +247,7 @@ TEST_F(PlannerTest, FollowsTheTrainerOneIterationAtATime) {
 
 TEST_F(PlannerTest, ARestartedPlannerEnqueuesNothingTwice) {
   const auto c = make_config();
-  set_key(keys().trainer_iteration, "0");
+  set_trainer_iteration(0);
   make_planner(c, nullptr)->step();
   auto q = make_queue(c);
   const std::int64_t enqueued = q.stats().enqueued_total;
@@ -227,24 +281,25 @@ TEST_F(PlannerTest, ARestartedPlannerEnqueuesNothingTwice) {
 
 TEST_F(PlannerTest, AMalformedTrainerIterationIsAnErrorNamingTheKey) {
   const auto c = make_config();
-  set_key(keys().trainer_iteration, "zero");
+  set_key(keys().trainer_iteration, "0");  // a decimal string: the encoding before the record
   auto planner = make_planner(c, nullptr);
   try {
     planner->step();
-    FAIL() << "expected PlannerError";
-  } catch (const PlannerError& e) {
+    FAIL() << "expected run::MalformedRunState";
+  } catch (const run::MalformedRunState& e) {
+    EXPECT_EQ(e.key(), redis_key(keys().trainer_iteration));
     EXPECT_NE(std::string(e.what()).find(redis_key(keys().trainer_iteration)), std::string::npos)
         << e.what();
+    EXPECT_NE(std::string(e.what()).find("trainer_progress"), std::string::npos) << e.what();
   }
   EXPECT_TRUE(stream_tasks().empty());
 }
 
 TEST_F(PlannerTest, RunStopsByItselfWhenTheTrainerIsDone) {
   const auto c = make_config({"trainer.iterations=2"});
-  set_key(keys().trainer_iteration, "2");
+  set_trainer_iteration(2);
   auto planner = make_planner(c, nullptr);
-  StopFlag stop;
-  EXPECT_EQ(planner->run(stop), 0);
+  EXPECT_EQ(planner->run(std::stop_token{}), 0);
   EXPECT_TRUE(stream_tasks().empty());
 }
 
@@ -253,11 +308,11 @@ TEST_F(PlannerTest, BacksOffWhileRedisIsDownAndRecoversWhenItReturns) {
   auto registry = std::make_shared<metrics::Registry>("planner");
   auto planner = build(c, registry, 200ms);
   const metrics::Counter errors = registry->counter("spotlight_planner_redis_errors_total", "");
-  StopFlag stop;
+  std::stop_source stop;
   int status = -1;
-  std::thread loop([&] { status = planner->run(stop); });
+  std::thread loop([&] { status = planner->run(stop.get_token()); });
 
-  set_key(keys().trainer_iteration, "0");
+  set_trainer_iteration(0);
   EXPECT_TRUE(wait_for([] { return planner_state() == 1; }, kPatience));
 
   const auto down = std::chrono::steady_clock::now();
@@ -267,13 +322,13 @@ TEST_F(PlannerTest, BacksOffWhileRedisIsDownAndRecoversWhenItReturns) {
   std::this_thread::sleep_for(1s);  // the outage lasts a while: pacing, not synchronising
   server().start();
 
-  set_key(keys().trainer_iteration, "1");
+  set_trainer_iteration(1);
   EXPECT_TRUE(wait_for([] { return planner_state() == 2; }, kPatience));
   const double errors_after = errors.value();
   const auto outage_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - down)
           .count();
-  stop.request();
+  stop.request_stop();
   loop.join();
   EXPECT_EQ(status, 0);
 

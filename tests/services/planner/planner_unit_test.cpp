@@ -1,5 +1,5 @@
-// The planner's pieces that need no Redis: the exploration policy seam, heartbeat parsing, the
-// key layout against run::RunKeys, options from the run configuration, the stop flag.
+// The planner's pieces that need no Redis: the exploration policy seam and the
+// options from the run configuration.
 
 #include <csignal>
 #include <thread>
@@ -12,8 +12,6 @@
 #include "common/wire/messages.hpp"
 #include "services/planner/planner.hpp"
 #include "services/planner/planner_config.hpp"
-#include "services/planner/planner_keys.hpp"
-#include "services/planner/stop_flag.hpp"
 
 namespace spotlight::planner {
 namespace {
@@ -41,33 +39,6 @@ TEST(FixedExplorationPolicy, DecidesTheSameWhateverTheContext) {
                std::invalid_argument);
   EXPECT_THROW(exploration::FixedExplorationPolicy({.candidates = 1, .steps = 1}),
                std::invalid_argument);
-}
-
-TEST(ParseHeartbeat, AcceptsDecimalMillisecondsAndTheWireMessage) {
-  EXPECT_EQ(exploration::parse_heartbeat("1732931112345"), 1732931112345);
-  wire::Heartbeat hb;
-  hb.explorer_id = "x";
-  hb.unix_ms = 42;
-  EXPECT_EQ(exploration::parse_heartbeat(hb.encode()), 42);
-  EXPECT_EQ(exploration::parse_heartbeat(""), std::nullopt);
-  EXPECT_EQ(exploration::parse_heartbeat("12ms"), std::nullopt);
-  EXPECT_EQ(exploration::parse_heartbeat(" 12"), std::nullopt);
-  EXPECT_EQ(exploration::parse_heartbeat(std::string("\x93\x01\x02", 3)), std::nullopt);
-}
-
-TEST(PlannerKeys, AreTheRunKeys) {
-  for (const std::string id : {"default", "run:with:colons", "x\x1fy"}) {
-    const run::RunKeys run(id);
-    const PlannerKeys keys = PlannerKeys::for_run(id);
-    EXPECT_EQ(keys.prefix, run.prefix);
-    EXPECT_EQ(keys.trainer_iteration, run.trainer_iteration);
-    EXPECT_EQ(keys.trainer_timing, run.trainer_timing);
-    EXPECT_EQ(keys.planner_state, run.planner_state);
-    for (const std::string explorer : {"a", "host-123", "with:colon", ""}) {
-      EXPECT_EQ(keys.explorer_heartbeat(explorer), run.explorer_heartbeat(explorer));
-    }
-    EXPECT_EQ(keys.absolute(keys.planner_state), run.prefix + ":" + run.planner_state);
-  }
 }
 
 TEST(PlannerConfig, TakesEveryOptionFromTheRunSchema) {
@@ -102,33 +73,6 @@ TEST(PlannerOptions, ValidateNamesTheBadField) {
   PlannerOptions p;
   p.max_backoff = 1ms;  // below poll_interval
   EXPECT_THROW(p.validate(), PlannerError);
-}
-
-TEST(StopFlag, WaitsForItsTimeoutWhenNotRequested) {
-  StopFlag stop;
-  const auto begin = std::chrono::steady_clock::now();
-  EXPECT_FALSE(stop.wait_for(30ms));
-  EXPECT_GE(std::chrono::steady_clock::now() - begin, 30ms);
-  EXPECT_FALSE(stop.requested());
-}
-
-TEST(StopFlag, WakesAWaiterAtOnceWhenRequested) {
-  StopFlag stop;
-  std::thread requester([&] { stop.request(); });
-  const auto begin = std::chrono::steady_clock::now();
-  EXPECT_TRUE(stop.wait_for(60s));
-  EXPECT_LT(std::chrono::steady_clock::now() - begin, 30s);
-  requester.join();
-  EXPECT_TRUE(stop.wait_for(0ms));  // stays requested
-  EXPECT_EQ(stop.signal(), std::nullopt);
-}
-
-TEST(StopFlag, SigtermRequestsTheStop) {
-  StopFlag stop;
-  StopFlag::stop_on_signals(stop);
-  ASSERT_EQ(std::raise(SIGTERM), 0);  // handled: the test process keeps running
-  EXPECT_TRUE(stop.wait_for(10s));
-  EXPECT_EQ(stop.signal(), SIGTERM);
 }
 
 }  // namespace

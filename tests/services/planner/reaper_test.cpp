@@ -39,17 +39,16 @@ class ReaperTest : public RedisFixture {
     config_ = make_config();
     queue_ = std::make_unique<queue::RedisLeaseQueue>(run::redis_options(*config_),
                                                       run::explore_queue_options(*config_));
-    directory_ = std::make_unique<RedisExplorerDirectory>(run::redis_options(*config_),
-                                                          PlannerKeys::for_run(run_id()),
-                                                          run::explore_queue_options(*config_));
+    directory_ = std::make_unique<RedisExplorerDirectory>(
+        run::redis_options(*config_), run::RunKeys(run_id()), run::explore_queue_options(*config_));
     for (int i = 0; i < 12; ++i)
       queue_->enqueue("task-" + std::to_string(i), "payload");
   }
 
-  // The heartbeat an explorer writes (KeyValueStore put of unix ms under the run prefix).
+  // The heartbeat an explorer writes (its wire::Heartbeat record in the run's state).
   void heartbeat(const std::string& explorer, std::int64_t unix_ms) {
     store::RedisKeyValueStore kv(run::redis_options(*config_), keys().prefix);
-    kv.put(keys().explorer_heartbeat(explorer), std::to_string(unix_ms));
+    run::RunState(kv, keys()).put_heartbeat({.explorer_id = explorer, .unix_ms = unix_ms});
   }
   exploration::ExplorerReaper reaper() {
     exploration::ReaperOptions o;
@@ -149,7 +148,7 @@ TEST_F(ReaperTest, LeasesLeftUnderTheReaperByACrashedPlannerAreHandedBack) {
 }
 
 TEST_F(ReaperTest, TheReaperRunsInsideThePlannerLoop) {
-  set_key(keys().trainer_iteration, "0");
+  set_trainer_iteration(0);
   auto registry = std::make_shared<metrics::Registry>("planner");
   auto planner = make_planner(*config_, registry);
   ASSERT_EQ(queue_->lease("dead", 5, 0ms).size(), 5u);

@@ -1,7 +1,14 @@
 #include "services/reward/reward_service.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <csignal>
+#include <filesystem>
+#include <future>
+#include <iostream>
 #include <latch>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -18,12 +25,14 @@
 #include "common/reward/reward_function.hpp"
 #include "common/rpc/client.hpp"
 #include "common/rpc/errors.hpp"
-#include "common/signals/stop_signals.hpp"
+#include "common/run/run_config.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/render.hpp"
 #include "common/wire/messages.hpp"
 #include "services/reward/reward_config.hpp"
 #include "tests/common/metrics/http_get.hpp"
+#include "tests/common/process/process.hpp"
+#include "tests/common/redis/wait_for.hpp"
 
 namespace spotlight::reward {
 namespace {
@@ -376,20 +385,183 @@ TEST(RewardService, MetricsEndpointServesTheCounters) {
   const auto response = testing::http_get("127.0.0.1", http->port(), "/metrics");
   ASSERT_EQ(response.status, 200);
   const std::string& text = response.body;
+  // The junk request is answered when it is read: only the good one makes a batch.
   for (const std::string expected : {
            "spotlight_reward_requests_total 2",
-           "spotlight_reward_batches_total 2",
+           "spotlight_reward_batches_total 1",
            "spotlight_reward_images_scored_total 3",
            "spotlight_reward_malformed_total 1",
            "spotlight_reward_errors_total{kind=\"not_msgpack\"} 1",
            "spotlight_reward_errors_total{kind=\"bad_prompt\"} 0",
            "spotlight_reward_reward_mean 1",
-           "spotlight_reward_batch_size_requests_count 2",
+           "spotlight_reward_batch_size_requests_count 1",
            "spotlight_reward_score_seconds_count 1",
        }) {
     EXPECT_NE(text.find(expected), std::string::npos) << "missing '" << expected << "' in\n"
                                                       << text;
   }
+}
+
+// Issue #13 (4): NaN or Inf pixels used to score 0 with no error and no counter.
+TEST(RewardService, NonFinitePixelsAreRejectedAndCounted) {
+  ServingReward server;
+  const Sample s = samples(3, 50, false);
+  wire::RewardRequest nan = request_for(s, "nan");
+  const std::size_t per_image = 32 * 32 * 3;
+  nan.images[per_image + (2 * 32 + 3) * 3 + 1] = std::numeric_limits<float>::quiet_NaN();
+  wire::RewardRequest inf = request_for(s, "inf");
+  inf.images[5] = -std::numeric_limits<float>::infinity();
+  const auto a = raw_call(server.endpoint(), nan.encode());
+  EXPECT_EQ(a.request_id, "nan");
+  EXPECT_TRUE(a.rewards.empty());
+  EXPECT_NE(a.error.find("images[1] has NaN at x=3 y=2 channel 1"), std::string::npos) << a.error;
+  const auto b = raw_call(server.endpoint(), inf.encode());
+  EXPECT_NE(b.error.find("images[0] has Inf"), std::string::npos) << b.error;
+  EXPECT_EQ(server.counter("spotlight_reward_errors_total", {{"kind", "non_finite"}}), 2.0);
+  EXPECT_EQ(server.counter("spotlight_reward_malformed_total"), 2.0);
+  EXPECT_EQ(server.counter("spotlight_reward_images_scored_total"), 0.0);
+  EXPECT_TRUE(raw_call(server.endpoint(), request_for(s, "fine").encode()).ok());
+}
+
+// A reward function that holds every call until released (the scorer stays busy meanwhile).
+class GatedReward final : public RewardFunction {
+ public:
+  std::vector<Scored> score(const std::vector<task::Prompt>& prompts,
+                            const std::vector<task::Image>& images) override {
+    if (!entered_flag_.exchange(true)) entered_.set_value();
+    release_.wait();
+    return inner_->score(prompts, images);
+  }
+  std::string name() const override { return "gated"; }
+  std::future<void> entered() { return entered_.get_future(); }
+  void release() { release_promise_.set_value(); }
+
+ private:
+  std::unique_ptr<RewardFunction> inner_ = make_task_reward(kTask);
+  std::atomic<bool> entered_flag_{false};
+  std::promise<void> entered_;
+  std::promise<void> release_promise_;
+  std::shared_future<void> release_ = release_promise_.get_future().share();
+};
+
+// Issue #13 (4): heavy requests used to be buffered without bound. Requests held (received, not
+// yet answered) now stay within max_queued_bytes: beyond it the service answers "busy" at once,
+// without waiting for the scorer.
+TEST(RewardService, RequestsBeyondTheMemoryBudgetAreAnsweredBusyAtOnce) {
+  const Sample s = samples(4, 60, false);
+  const std::string payload = request_for(s, "r").encode();
+  RewardServiceOptions options;
+  options.max_request_bytes = payload.size() + 1024;
+  options.max_client_queued_bytes = 5 * payload.size() / 2;  // two requests, not three
+  options.max_queued_bytes = options.max_client_queued_bytes;
+  auto gated = std::make_unique<GatedReward>();
+  GatedReward& gate = *gated;
+  auto entered = gate.entered();
+  ServingReward server(options, std::move(gated));
+  auto first = std::async(std::launch::async, [&] { return raw_call(server.endpoint(), payload); });
+  ASSERT_EQ(entered.wait_for(10s), std::future_status::ready);  // held by the busy scorer
+  auto second =
+      std::async(std::launch::async, [&] { return raw_call(server.endpoint(), payload); });
+  ASSERT_TRUE(testing::wait_for(
+      [&] {
+        return server.registry().gauge("spotlight_reward_queued_requests", "").value() == 2.0;
+      },
+      10s));
+  const auto third = raw_call(server.endpoint(), payload);  // answered while the scorer waits
+  EXPECT_FALSE(third.ok());
+  EXPECT_NE(third.error.find("busy"), std::string::npos) << third.error;
+  EXPECT_EQ(server.counter("spotlight_reward_rejected_messages_total", {{"reason", "over_budget"}}),
+            1.0);
+  gate.release();
+  EXPECT_TRUE(first.get().ok());
+  EXPECT_TRUE(second.get().ok());
+  EXPECT_TRUE(testing::wait_for(
+      [&] { return server.registry().gauge("spotlight_reward_queued_bytes", "").value() == 0.0; },
+      10s));
+  EXPECT_THROW(RewardService(make_task_reward(kTask),
+                             [] {
+                               RewardServiceOptions o;
+                               o.max_client_queued_bytes = o.max_request_bytes - 1;
+                               return o;
+                             }()),
+               std::invalid_argument);
+}
+
+double percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::min(v.size(), std::max<std::size_t>(rank, 1)) - 1];
+}
+
+// Issue #13 (4), its acceptance criterion: four clients looping heavy requests used to cut a
+// normal client from 2521 to 12 requests in 20 s. Now a good client's p99 latency beside four
+// heavy clients (processes of their own, 1000 images a request) stays within twice its p99 when
+// it has the service to itself.
+// Measured in one run, in alternating phases, with the machine kept equally busy in both: while
+// the good client is alone on its service, four more heavy clients load a twin service (same
+// options, same process), so the CPU heavy work takes on a shared 2-core machine is the same in
+// both phases and only the sharing of the service differs. The heavy clients of the idle side
+// are paused (SIGSTOP) and the measurement waits until their last requests are answered.
+TEST(RewardService, AGoodClientsP99BesideFourHeavyClientsIsWithinTwiceItsP99Alone) {
+  ServingReward service;  // the defaults: 5 ms batch window, 8 images per client per batch
+  ServingReward twin;
+  const Sample good = samples(4, 70, false);
+  const auto heavy_client = testing::binary_path("tests/services/reward/reward_heavy_client");
+  const auto logs = testing::make_temp_dir("reward-fairness");
+  const auto queued = [](ServingReward& s) {
+    return s.registry().gauge("spotlight_reward_queued_requests", "").value();
+  };
+  std::vector<testing::Process> on_service, on_twin;
+  for (int c = 0; c < 4; ++c) {
+    on_service.emplace_back(heavy_client, std::vector<std::string>{service.endpoint(), "1000"},
+                            logs / ("service-" + std::to_string(c)));
+    on_twin.emplace_back(heavy_client, std::vector<std::string>{twin.endpoint(), "1000"},
+                         logs / ("twin-" + std::to_string(c)));
+  }
+  const auto set_running = [](std::vector<testing::Process>& clients, bool running) {
+    for (auto& c : clients)
+      c.signal(running ? SIGCONT : SIGSTOP);
+  };
+  RemoteReward client = service.client(30s);
+  std::vector<double> alone, beside;
+  double heavy_images = 0;
+  for (int phase = 0; phase < 4; ++phase) {
+    const bool sharing = phase % 2 == 1;
+    set_running(on_service, sharing);
+    set_running(on_twin, !sharing);
+    ServingReward& idle = sharing ? twin : service;
+    ServingReward& loaded = sharing ? service : twin;
+    ASSERT_TRUE(testing::wait_for([&] { return queued(idle) == 0; }, 120s));
+    ASSERT_TRUE(testing::wait_for([&] { return queued(loaded) >= 4; }, 120s));
+    const double scored = service.counter("spotlight_reward_images_scored_total");
+    for (int i = 0; i < 250; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      client.score(good.prompts, good.images);
+      (sharing ? beside : alone)
+          .push_back(
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    if (sharing) heavy_images += service.counter("spotlight_reward_images_scored_total") - scored;
+  }
+  for (auto* clients : {&on_service, &on_twin}) {
+    for (auto& c : *clients) {
+      c.signal(SIGCONT);
+      c.signal(SIGTERM);
+    }
+    for (auto& c : *clients)
+      EXPECT_TRUE(c.wait(120s).has_value()) << c.log_tail();
+  }
+  std::filesystem::remove_all(logs);
+  const double p50_alone = percentile(alone, 0.5), p99_alone = percentile(alone, 0.99);
+  const double p50_beside = percentile(beside, 0.5), p99_beside = percentile(beside, 0.99);
+  std::cout << "good client alone: p50 " << p50_alone * 1e3 << " ms, p99 " << p99_alone * 1e3
+            << " ms; beside 4 heavy clients: p50 " << p50_beside * 1e3 << " ms, p99 "
+            << p99_beside * 1e3 << " ms (" << alone.size() << " + " << beside.size()
+            << " requests); heavy images scored beside it: " << heavy_images << "\n";
+  EXPECT_LE(p99_beside, 2 * p99_alone);
+  // The heavy clients were served beside it, not starved in turn: more images than the good
+  // client's.
+  EXPECT_GT(heavy_images, static_cast<double>(beside.size() * good.images.size()));
 }
 
 TEST(RewardConfig, DefaultsAndTranslation) {
@@ -440,23 +612,21 @@ TEST(RemoteRewardConfig, ClientKeys) {
   sources.overrides = {"reward.endpoint=tcp://reward:5557", "reward.timeout_ms=1234",
                        "reward.retries=0", "reward.max_images_per_request=16"};
   const auto o = remote_reward_options(config::Config::load(remote_reward_schema(), sources));
-  EXPECT_EQ(o.endpoint, "tcp://reward:5557");
-  EXPECT_EQ(o.rpc.timeout, 1234ms);
-  EXPECT_EQ(o.rpc.retries, 0);
-  EXPECT_EQ(o.max_images_per_request, 16u);
-  EXPECT_FALSE(o.rpc.curve.enabled());
-}
-
-TEST(StopSignals, ASignalOrAStopRequestEndsTheWait) {
-  signals::StopSignals signals;
-  EXPECT_THROW(signals::StopSignals(), std::logic_error);
-  ASSERT_EQ(std::raise(SIGTERM), 0);  // before wait(): not lost
-  EXPECT_EQ(signals.wait(), SIGTERM);
-  std::stop_source stop;
-  std::jthread requester([&] { stop.request_stop(); });
-  EXPECT_EQ(signals.wait(stop.get_token()), std::nullopt);
-  ASSERT_EQ(std::raise(SIGINT), 0);
-  EXPECT_EQ(signals.wait(stop.get_token()), SIGINT);  // a pending signal comes first
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->endpoint, "tcp://reward:5557");
+  EXPECT_EQ(o->rpc.timeout, 1234ms);
+  EXPECT_EQ(o->rpc.retries, 0);
+  EXPECT_EQ(o->max_images_per_request, 16u);
+  EXPECT_FALSE(o->rpc.curve.enabled());
+  // No endpoint: no client (the caller scores in-process). The defaults: 10 s per attempt and two
+  // retries after the first, the same in every schema that has the fragment (the run's).
+  const auto defaults = config::Config::load(remote_reward_schema(), {});
+  EXPECT_FALSE(remote_reward_options(defaults).has_value());
+  EXPECT_EQ(defaults.get_int("reward.timeout_ms"), 10000);
+  EXPECT_EQ(defaults.get_int("reward.retries"), 2);
+  const auto run = config::Config::load(run::run_schema(), {});
+  EXPECT_EQ(run.get_int("reward.retries"), defaults.get_int("reward.retries"));
+  EXPECT_EQ(run.get_int("reward.timeout_ms"), defaults.get_int("reward.timeout_ms"));
 }
 
 }  // namespace

@@ -12,78 +12,14 @@
 #include "services/trainer/grpo_trainer.hpp"
 #include "services/trainer/pretrain_cache.hpp"
 #include "services/trainer/trainer_config.hpp"
+#include "tests/services/trainer/trainer_fixtures.hpp"
 
 namespace spotlight::trainer {
 namespace {
 
-// A dense reward for logic tests: brightness of the red channel, so every group has spread.
-class RedReward final : public reward::RewardFunction {
- public:
-  std::vector<reward::Scored> score(const std::vector<task::Prompt>&,
-                                    const std::vector<task::Image>& images) override {
-    std::vector<reward::Scored> out;
-    for (const auto& image : images) {
-      double sum = 0;
-      for (size_t i = 0; i < image.rgb.size(); i += 3)
-        sum += image.rgb[i];
-      out.push_back({sum / (image.rgb.size() / 3), false});
-    }
-    return out;
-  }
-  std::string name() const override { return "red"; }
-};
-
-std::filesystem::path temp_dir() {
-  char tmpl[] = "/tmp/spotlight-trainer-XXXXXX";
-  return mkdtemp(tmpl);
-}
-
-void perturb(policy::Policy& p, uint64_t seed) {
-  torch::manual_seed(seed);
-  torch::NoGradGuard no_grad;
-  for (auto& w : p.model()->parameters())
-    w.add_(torch::randn_like(w) * 0.02);
-}
-
-GrpoOptions small_options(const std::string& mode) {
-  GrpoOptions o;
-  o.mode = mode;
-  o.iterations = 2;
-  o.prompts_per_iteration = 2;
-  o.group_size = 4;
-  o.candidates = 6;
-  o.sampler.steps = 4;
-  o.micro_batch = 4;
-  o.micro_batches_per_update = 1;
-  o.lr = 1e-3;
-  o.loss.clip_range = 0.2;
-  o.validation_prompts = 5;
-  o.validation_steps = 3;
-  o.validate_every = 100;
-  o.audit_every = 1;
-  o.audit_prompts = 2;
-  o.seed = 9;
-  return o;
-}
-
-struct Fixture {
-  explicit Fixture(const GrpoOptions& o, policy::Policy* reference = nullptr)
-      : policy(policy::PolicyOptions{"micro", "cpu", "float32", 1}) {
-    perturb(policy, 4);
-    ExplorationOptions e;
-    e.group_size = o.group_size;
-    e.candidates = o.candidates;
-    e.sampler = o.sampler;
-    e.chunk = 8;
-    e.run_seed = o.seed;
-    auto seeds =
-        o.mode == "sync" ? make_sync_seed_source(e, policy, reward) : make_random_seed_source(e);
-    trainer = std::make_unique<GrpoTrainer>(o, policy, reward, std::move(seeds), reference);
-  }
-  RedReward reward;
-  policy::Policy policy;
-  std::unique_ptr<GrpoTrainer> trainer;
-};
+using testing::Fixture;
+using testing::small_options;
+using testing::temp_dir;
 
 TEST(GrpoTrainer, FirstPpoRatioIsExactlyOneAndTheUpdateChangesTheWeights) {
   for (const std::string mode : {"none", "sync"}) {
@@ -110,30 +46,38 @@ TEST(GrpoTrainer, SyncSelectionHasAtLeastTheVarianceOfRandomSeeds) {
 }
 
 TEST(GrpoTrainer, ResumingFromACheckpointGivesTheSameWeightsAsAnUnbrokenRun) {
-  auto o = small_options("sync");
-  o.audit_every = 0;
-  o.run_dir = temp_dir() / "unbroken";
-  Fixture unbroken(o);
-  unbroken.trainer->run();
+  // sync-stale keeps the previous iteration's weights in the checkpoint: resumed at iteration 2,
+  // it explores with v_1 as the unbroken run does.
+  for (const std::string mode : {"sync", "sync-stale"}) {
+    auto o = small_options(mode);
+    o.audit_every = 0;
+    o.iterations = 3;
+    o.run_dir = temp_dir() / "unbroken";
+    Fixture unbroken(o);
+    unbroken.trainer->run();
 
-  o.run_dir = temp_dir() / "broken";
-  o.iterations = 1;
-  Fixture first_half(o);
-  first_half.trainer->run();
-  o.iterations = 2;
-  Fixture second_half(o);
-  EXPECT_EQ(second_half.trainer->resume(), 1);
-  second_half.trainer->run();
-  EXPECT_EQ(second_half.policy.weights_bytes(), unbroken.policy.weights_bytes());
+    o.run_dir = temp_dir() / "broken";
+    o.iterations = 2;
+    Fixture first_half(o);
+    first_half.trainer->run();
+    o.iterations = 3;
+    Fixture second_half(o);
+    EXPECT_EQ(second_half.trainer->resume(), 2) << mode;
+    second_half.trainer->run();
+    EXPECT_TRUE(second_half.policy.weights_bytes() == unbroken.policy.weights_bytes()) << mode;
 
-  // metrics: base validation, then iterations 0 and 1, once each
-  std::ifstream in(o.run_dir / "metrics.jsonl");
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);)
-    lines.push_back(line);
-  ASSERT_EQ(lines.size(), 3u);
-  EXPECT_NE(lines[1].find("\"iteration\":0"), std::string::npos);
-  EXPECT_NE(lines[2].find("\"iteration\":1"), std::string::npos);
+    // metrics: base validation, then iterations 0, 1 and 2, once each
+    std::ifstream in(o.run_dir / "metrics.jsonl");
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);)
+      lines.push_back(line);
+    ASSERT_EQ(lines.size(), 4u) << mode;
+    EXPECT_NE(lines[1].find("\"iteration\":0"), std::string::npos);
+    EXPECT_NE(lines[3].find("\"iteration\":2"), std::string::npos);
+    if (mode == "sync-stale") {
+      EXPECT_NE(lines[3].find("\"explore_weights_version\":1"), std::string::npos) << lines[3];
+    }
+  }
 }
 
 TEST(GrpoTrainer, DeferredValidationScoresWhatInlineValidationWouldHave) {

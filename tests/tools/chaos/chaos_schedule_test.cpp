@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/config/error.hpp"
 #include "tools/chaos/app.hpp"
 #include "tools/chaos/trace.hpp"
 
@@ -183,11 +184,15 @@ TEST(ChaosCommand, ParsesFlagsAndTheCommand) {
   EXPECT_EQ(c.driver.max_ticks, 10u);
   EXPECT_TRUE(c.driver.loop);
   EXPECT_EQ(c.driver.command, (std::vector<std::string>{"bin", "--set", "explorer.id=e{n}"}));
-  EXPECT_THROW(parse_chaos_command({"--trace", "t", "--"}), std::invalid_argument);
-  EXPECT_THROW(parse_chaos_command({"--", "bin"}), std::invalid_argument);
+  EXPECT_THROW(parse_chaos_command({"--trace", "t", "--"}), config::ConfigError);
+  EXPECT_THROW(parse_chaos_command({"--", "bin"}), config::ConfigError);  // --trace required
   EXPECT_THROW(parse_chaos_command({"--trace", "t", "--kill-ratio", "x", "--", "b"}),
-               std::invalid_argument);
-  EXPECT_THROW(parse_chaos_command({"--trace", "t", "--bogus", "--", "b"}), std::invalid_argument);
+               config::ConfigError);
+  EXPECT_THROW(parse_chaos_command({"--trace", "t", "--bogus", "--", "b"}), config::ConfigError);
+  EXPECT_THROW(parse_chaos_command({"--trace", "t", "stray", "--", "b"}), config::ConfigError);
+  EXPECT_THROW(parse_chaos_command({"--trace", "t", "--kill-ratio", "2", "--", "b"}),
+               std::invalid_argument);  // out of range: the schedule's own check
+  EXPECT_TRUE(parse_chaos_command({"--help"}).help);
 }
 
 }  // namespace

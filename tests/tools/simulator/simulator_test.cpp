@@ -4,10 +4,13 @@
 
 #include <cmath>
 #include <filesystem>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
+#include "common/report/html.hpp"
 #include "tools/simulator/memory_lease_queue.hpp"
+#include "tools/simulator/report.hpp"
 #include "tools/simulator/simulation.hpp"
 #include "tools/simulator/trace.hpp"
 
@@ -104,6 +107,35 @@ TEST(Simulation, RunsOnAShippedTraceWithConsistentAccounting) {
   EXPECT_LE(async.spot_busy_share, 1);
   // Selection makes every iteration count for more: fewer iterations to the same target.
   EXPECT_LT(async.iterations, none.iterations);
+}
+
+TEST(Study, WritesTheSameResultsAsMarkdownAndAsAReportPage) {
+  StudyOptions o;
+  o.sim.prompts = 8;
+  o.sim.group_size = 8;
+  o.sim.reserved_gpus = 8;
+  o.sim.bandit.candidates = {8, 16};
+  o.sim.bandit.steps = {4};
+  o.sim.max_iterations = 200;
+  o.traces = {Trace::load(shipped_trace())};
+  o.spot_sizes = {16, 32};
+  o.seeds = 1;
+  std::ostringstream markdown;
+  report::Page page;
+  run_study(o, markdown, &page);
+  ASSERT_EQ(page.sections.size(), 3u);
+  const auto& spotlight = page.sections[1];
+  ASSERT_EQ(spotlight.blocks.size(), 3u);
+  const auto& speedup = std::get<report::LineChart>(spotlight.blocks[0]);
+  ASSERT_EQ(speedup.series.size(), 1u);
+  EXPECT_EQ(speedup.series[0].points.size(), 2u);
+  const auto& table = std::get<report::Table>(spotlight.blocks[2]);
+  ASSERT_EQ(table.rows.size(), 2u);
+  // Every cell of the page's table is in the markdown row of the same run.
+  for (const auto& cell : table.rows[1])
+    EXPECT_NE(markdown.str().find("| " + cell + " |"), std::string::npos) << cell;
+  const std::string html = report::render_html(page);
+  EXPECT_NE(html.find("<section id=\"assumptions\">"), std::string::npos);
 }
 
 }  // namespace
