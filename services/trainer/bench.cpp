@@ -4,6 +4,7 @@
 #include <numeric>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
@@ -59,7 +60,9 @@ class BrightnessReward final : public reward::RewardFunction {
       double sum = 0;
       for (float v : image.rgb)
         sum += v;
-      out.push_back({image.rgb.empty() ? 0.0 : sum / static_cast<double>(image.rgb.size()), false});
+      reward::Scored scored;
+      scored.reward = image.rgb.empty() ? 0.0 : sum / static_cast<double>(image.rgb.size());
+      out.push_back(std::move(scored));
     }
     return out;
   }
