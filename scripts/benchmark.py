@@ -161,6 +161,11 @@ class Study:
             cmd += ["--spot-cpus", self.cpus(["spot"])]
         for s in self.settings():
             cmd += ["--set", s]
+        if self.a.realtime:
+            # SCHED_FIFO, inherited by every process the launcher starts (redis included): on its
+            # pinned core each role then runs ahead of any ordinary process, so the timed
+            # interval measures the roles, not whatever else the machine is doing.
+            cmd = ["chrt", "--fifo", str(self.a.realtime)] + cmd
         load_before = load_average()
         started = time.time()
         with open(os.path.join(run_dir, "launcher.log"), "w") as log:
@@ -416,8 +421,10 @@ def write_table(path, a, runs, modes, skipped, target, analysis, meta):
              f"rotating per seed); reserved core {a.reserved_cpu}, spot core {a.spot_cpu}; "
              f"prices: reserved {a.reserved_price}/core-hour, spot {a.spot_ratio} x reserved")
     L.append(f"- 1-minute load average when each run started: {fmt(meta.get('load_min'), '.1f')} to "
-             f"{fmt(meta.get('load_max'), '.1f')} on {meta.get('cpus')} CPUs (wall times need it "
-             f"below ~0.5 to mean anything)")
+             f"{fmt(meta.get('load_max'), '.1f')} on {meta.get('cpus')} CPUs"
+             + (f"; every role ran at real-time priority (SCHED_FIFO {a.realtime}) on its pinned "
+                "core, so other work on the machine got only what the roles left idle"
+                if a.realtime else " (wall times need it below ~0.5 to mean anything)"))
     if skipped:
         L.append(f"- not run (this build's trainer does not accept their exploration.mode): "
                  f"{', '.join(skipped)}")
@@ -602,7 +609,8 @@ def vars_of(a):
 
 
 # What the runs depend on: a resumed study must agree (metric, smoothing and target are analysis).
-STUDY_KEYS = ("recipe", "iterations", "validate_every", "overrides", "reserved_cpu", "spot_cpu")
+STUDY_KEYS = ("recipe", "iterations", "validate_every", "overrides", "reserved_cpu", "spot_cpu",
+              "realtime")
 
 
 def main():
@@ -635,6 +643,10 @@ def main():
     p.add_argument("--cache", default=os.path.join(root, "runs", "cache"))
     p.add_argument("--build", default=os.environ.get("SPOTLIGHT_BUILD_DIR",
                                                      os.path.join(root, "build")))
+    p.add_argument("--realtime", type=int, default=0, metavar="PRIORITY",
+                   help="run every role under SCHED_FIFO at this priority (1-99; needs root or "
+                        "CAP_SYS_NICE), so a busy machine does not disturb the timed interval; "
+                        "validation stays at normal priority")
     p.add_argument("--keep-weights", action="store_true",
                    help="keep each run's validation weights and checkpoints")
     p.add_argument("--analyse-only", action="store_true",
