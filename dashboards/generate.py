@@ -75,8 +75,19 @@ EXPLORATION = [
      "Leases that had to be re-delivered."),
     ("Explorers", "none",
      [("spotlight_planner_live_explorers", "live (heartbeat)"),
+      ("spotlight_planner_desired_explorers", "desired (planner)"),
       ("count(up{job=\"explorer\"} == 1)", "scraped")], "timeseries",
-     "Explorers with a fresh heartbeat, and explorer replicas Prometheus reaches."),
+     "Explorers with a fresh heartbeat, the pool at which the widest exploration would finish "
+     "in time (what an autoscaler follows), and explorer replicas Prometheus reaches."),
+    ("Exploration time", "s",
+     [("spotlight_planner_predicted_exploration_seconds", "predicted"),
+      ("spotlight_planner_exploration_seconds", "measured")], "timeseries",
+     "The planner's predicted and measured time to explore an iteration."),
+    ("Purged tasks", "none",
+     [("sum by (reason) (spotlight_planner_purged_tasks_total)", "{{reason}}"),
+      ("spotlight_planner_uniform_prompts_total", "uniform prompts")], "timeseries",
+     "Seed tasks removed unrun (iteration passed, prompt explored enough, budget spent) and "
+     "prompts whose explored rewards were all alike."),
     ("Staleness (versions)", "none",
      [("sum(rate(spotlight_explorer_staleness_versions_sum[2m]))"
        " / sum(rate(spotlight_explorer_staleness_versions_count[2m]))", "mean"),

@@ -34,6 +34,11 @@ resumable: finished runs are kept when the same command runs again):
   ./scripts/benchmark --pilot                 # `none` with a longer budget: proposes the target
   ./scripts/benchmark --target 0.62           # the study (the recipe's seeds and budget)
   ./scripts/benchmark --quick                 # 1 seed, a few iterations, every mode (CI)
+
+Ablation of async (not in the default --modes): async-keep (no purge of passed iterations),
+async-bandit, async-deadline (planner policies on the grid N 4..24 x S 4,8), async-adaptive
+(per-prompt allocation), async-reuse (off-policy trajectory reuse), async-all (deadline +
+adaptive + reuse); each is async with the --set overrides in ABLATIONS.
 """
 import argparse
 import datetime
@@ -67,7 +72,30 @@ MODES = {
     "async": dict(exploration="async", trainer=["reserved"], explorers=1, reserved=1, spot=1,
                   about="Spotlight: explorers on the spot core with the previous weights"),
 }
-ALL_MODES = list(MODES)
+ALL_MODES = list(MODES)  # the headline study's modes (the default of --modes)
+
+# Ablation variants of async (issue #14): each is async with overrides, so every change can be
+# switched on and off against the same seeds. Run them with --modes (e.g. --modes none,async,
+# async-deadline,async-adaptive,async-reuse,async-all). `async` itself keeps the recipe's fixed
+# policy and allocation; every variant purges the tasks of passed iterations unless it says not to.
+ABLATION_GRID = ["planner.candidates=4,8,12,16,24", "planner.steps=4,8"]
+ABLATIONS = {
+    "async-keep": (["planner.purge_passed=false"],
+                   "async without purging the tasks of passed iterations (the old behaviour)"),
+    "async-bandit": (["planner.policy=bandit"] + ABLATION_GRID,
+                     "async, N and S by the UCB bandit on group variance"),
+    "async-deadline": (["planner.policy=deadline"] + ABLATION_GRID,
+                       "async, the widest N x S that finishes in time with P >= 0.9"),
+    "async-adaptive": (["exploration.allocation=adaptive"],
+                       "async, per-prompt Beta allocation within the fixed P x N work"),
+    "async-reuse": (["exploration.reuse=off_policy"],
+                    "async, training on the explored trajectories (importance ratio)"),
+    "async-all": (["planner.policy=deadline", "exploration.allocation=adaptive",
+                   "exploration.reuse=off_policy"] + ABLATION_GRID,
+                  "async with the deadline rule, adaptive allocation and trajectory reuse"),
+}
+for _name, (_sets, _about) in ABLATIONS.items():
+    MODES[_name] = dict(MODES["async"], set=_sets, about=_about)
 REFERENCES = ["none", "none-2", "offload"]
 
 
@@ -127,6 +155,10 @@ class Study:
                            capture_output=True, text=True)
         return "exploration.mode" not in r.stderr
 
+    def prioritised(self, cmd):
+        """cmd under SCHED_FIFO at --realtime's priority, or as it is without --realtime."""
+        return ["chrt", "--fifo", str(self.a.realtime)] + cmd if self.a.realtime else cmd
+
     def cpus(self, roles):
         return ",".join(str(self.a.reserved_cpu if r == "reserved" else self.a.spot_cpu)
                         for r in roles)
@@ -157,15 +189,16 @@ class Study:
                "--explorers", str(m["explorers"]), "--explorer-threads", "1",
                "--set", f"run.dir={run_dir}", "--set", f"run.id=bench-{run_id}",
                "--set", f"run.seed={seed}", "--set", f"exploration.mode={m['exploration']}"]
+        for setting in m.get("set", []):
+            cmd += ["--set", setting]
         if m["explorers"]:
             cmd += ["--spot-cpus", self.cpus(["spot"])]
         for s in self.settings():
             cmd += ["--set", s]
-        if self.a.realtime:
-            # SCHED_FIFO, inherited by every process the launcher starts (redis included): on its
-            # pinned core each role then runs ahead of any ordinary process, so the timed
-            # interval measures the roles, not whatever else the machine is doing.
-            cmd = ["chrt", "--fifo", str(self.a.realtime)] + cmd
+        # SCHED_FIFO (with --realtime), inherited by every process the launcher starts (redis
+        # included): on its pinned core each role then runs ahead of any ordinary process, so the
+        # timed interval measures the roles, not whatever else the machine is doing.
+        cmd = self.prioritised(cmd)
         load_before = load_average()
         started = time.time()
         with open(os.path.join(run_dir, "launcher.log"), "w") as log:
@@ -180,6 +213,9 @@ class Study:
                 "--set", f"run.dir={run_dir}", "--set", f"run.threads={self.a.validation_threads}"]
         for s in self.settings():
             vcmd += ["--set", s]
+        # Validation too: outside the timed interval, but on a busy machine it would otherwise take
+        # 3-5x as long (and it is most of a run's wall time).
+        vcmd = self.prioritised(vcmd)
         with open(os.path.join(run_dir, "logs", "validate.log"), "w") as log:
             subprocess.run(vcmd, stdout=log, stderr=subprocess.STDOUT, check=True,
                            env=dict(os.environ, OMP_WAIT_POLICY="passive"))
@@ -194,6 +230,33 @@ class Study:
             json.dump(result, f, indent=1)
         os.replace(os.path.join(run_dir, "run.json.tmp"), os.path.join(run_dir, "run.json"))
         return result
+
+
+def planner_record(run_dir):
+    """What the planner decided and threw away (async modes): its plans from planner.jsonl
+    (bandit, deadline or adaptive runs) and the purged/uniform counts of its summary line."""
+    out = {}
+    lines = read_jsonl(os.path.join(run_dir, "planner.jsonl"))
+    plans = [d for d in lines if "event" not in d]
+    explored = {d["iteration"]: d for d in lines if d.get("event") == "explored"}
+    if plans:
+        out["plans"] = [{k: d.get(k) for k in ("iteration", "candidates", "steps", "reason",
+                                                "live_explorers", "budget_seconds",
+                                                "predicted_seconds", "finish_probability",
+                                                "desired_explorers")}
+                        | {"explored_seconds": explored.get(d["iteration"], {}).get("seconds")}
+                        for d in plans]
+    log = os.path.join(run_dir, "logs", "planner.log")
+    if os.path.exists(log):
+        import re
+        for line in open(log, errors="replace"):
+            m = re.search(r"purged (\d+) waiting tasks of passed iterations, (\d+) of prompts "
+                          r"explored enough and (\d+) past an iteration's budget, saw (\d+) "
+                          r"uniform prompts", line)
+            if m:
+                out.update(purged_passed=int(m[1]), purged_satisfied=int(m[2]),
+                           purged_budget=int(m[3]), uniform_prompts=int(m[4]))
+    return out
 
 
 def collect(run_id, mode, seed, run_dir):
@@ -215,6 +278,7 @@ def collect(run_id, mode, seed, run_dir):
                                                "cpu_system_seconds", "cpu_seconds")}
                          | {"wall_seconds": wall})
     return {
+        "planner": planner_record(run_dir),
         "run": run_id, "mode": mode, "seed": seed, "dir": os.path.relpath(run_dir, root),
         "iterations": [{k: m.get(k) for k in keys} for m in metrics],
         "validation": [{"version": v["version"]} | v["validation"] for v in validation],
@@ -287,6 +351,19 @@ def signals(run):
         "audit_share": sum(i.get("audit_seconds") or 0 for i in its) / total if total else None,
         "fallback_prompts": sum(i.get("fallback_prompts") or 0 for i in its),
     }
+    planner = run.get("planner") or {}
+    plans = planner.get("plans") or []
+    if plans:
+        def plan_mean(key):
+            return st.mean([p.get(key) for p in plans])
+        out.update(planned_candidates=plan_mean("candidates"), planned_steps=plan_mean("steps"),
+                   predicted_seconds=plan_mean("predicted_seconds"),
+                   explored_seconds=plan_mean("explored_seconds"),
+                   desired_explorers=plan_mean("desired_explorers"))
+    if "purged_passed" in planner:
+        out["purged_tasks"] = (planner["purged_passed"] + planner["purged_satisfied"]
+                               + planner["purged_budget"])
+        out["uniform_prompts"] = planner["uniform_prompts"]
     explorers = [p for p in run["processes"] if p["role"] == "explorer"]
     if explorers:
         busy = sum(p["cpu_seconds"] for p in explorers)
@@ -471,6 +548,23 @@ def write_table(path, a, runs, modes, skipped, target, analysis, meta):
                  f"| {fmt(g.get('kendall_tau'), '.2f')} | {fmt(g.get('trainer_wait_share'), '.2f')} "
                  f"| {fmt(g.get('audit_share'), '.3f')} "
                  f"| {fmt(g.get('explorer_idle_share_cpu'), '.2f')} / {fmt(g.get('explorer_idle_share_ledger'), '.2f')} |")
+    planned = [m for m in modes if pm[m]["signals"].get("planned_candidates") is not None
+               or pm[m]["signals"].get("purged_tasks") is not None]
+    if planned:
+        L.append("\n## The planner, per mode (async modes)\n")
+        L.append("Means over runs. Planned N: candidates per prompt of its plans (planner.jsonl); "
+                 "predicted and measured exploration seconds per iteration; purged: seed tasks "
+                 "removed unrun per run (passed iterations, prompts explored enough, budget "
+                 "spent); uniform: prompts whose explored rewards were all alike.\n")
+        L.append("| mode | planned N | planned S | predicted s | explored s | desired explorers "
+                 "| purged | uniform prompts |")
+        L.append("|---|---|---|---|---|---|---|---|")
+        for m in planned:
+            g = pm[m]["signals"]
+            L.append(f"| {m} | {fmt(g.get('planned_candidates'), '.1f')} "
+                     f"| {fmt(g.get('planned_steps'), '.1f')} | {fmt(g.get('predicted_seconds'), '.2f')} "
+                     f"| {fmt(g.get('explored_seconds'), '.2f')} | {fmt(g.get('desired_explorers'), '.1f')} "
+                     f"| {fmt(g.get('purged_tasks'), '.0f')} | {fmt(g.get('uniform_prompts'), '.1f')} |")
     L.append("\n## Where the CPU went (mean CPU seconds per run, from /proc via the launcher)\n")
     roles = sorted({role for m in modes for role in pm[m]["cpu_seconds_by_role"]})
     L.append("| mode | pinning held | " + " | ".join(roles) + " |")
@@ -646,7 +740,7 @@ def main():
     p.add_argument("--realtime", type=int, default=0, metavar="PRIORITY",
                    help="run every role under SCHED_FIFO at this priority (1-99; needs root or "
                         "CAP_SYS_NICE), so a busy machine does not disturb the timed interval; "
-                        "validation stays at normal priority")
+                        "validation runs at that priority too, outside the timed interval")
     p.add_argument("--keep-weights", action="store_true",
                    help="keep each run's validation weights and checkpoints")
     p.add_argument("--analyse-only", action="store_true",
@@ -680,7 +774,7 @@ def main():
     modes = a.modes.split(",")
     for m in modes:
         if m not in MODES:
-            raise SystemExit(f"benchmark: unknown mode {m} (known: {', '.join(ALL_MODES)})")
+            raise SystemExit(f"benchmark: unknown mode {m} (known: {', '.join(MODES)})")
     kind = "pilot" if a.pilot else "quick" if a.quick else "study"
     a.out = os.path.abspath(a.out or os.path.join(
         root, "runs", f"benchmark-{kind}-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S")))

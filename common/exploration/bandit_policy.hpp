@@ -82,6 +82,8 @@ class BanditExplorationPolicy final : public ExplorationPolicy {
   void observe_timing(double seconds_per_sample_step);
   // Both of the above from an outcome (group_variance as the reward).
   void observe(const IterationOutcome& outcome) override;
+  // The arm of most work (N * S).
+  std::optional<ExplorationDecision> widest() const override { return arms_.back(); }
 
   std::optional<double> seconds_per_sample_step() const { return seconds_per_sample_step_; }
   const std::optional<BanditChoice>& last_choice() const { return last_; }

@@ -16,8 +16,11 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 namespace spotlight::exploration {
+
+class FinishTimeModel;  // finish_time.hpp
 
 // What the planner knows when it plans one iteration.
 struct IterationContext {
@@ -33,6 +36,9 @@ struct IterationContext {
   // time, without waiting for seeds): what exploration of the next iteration runs beside.
   // nullopt: not measured yet (use time_budget).
   std::optional<std::chrono::milliseconds> training_time;
+  // The planner's model of the explorer pool (measured per-sample-step times, preemption rate);
+  // null: none. Valid during decide() only.
+  const FinishTimeModel* finish_model = nullptr;
 };
 
 struct ExplorationDecision {
@@ -49,6 +55,8 @@ struct IterationOutcome {
   std::optional<double> group_variance;
   // Mean measured seconds of one sample at one sampler step on one explorer; nullopt: no result.
   std::optional<double> seconds_per_sample_step;
+  // Each result's measured seconds per sampler step (the distribution behind the mean above).
+  std::vector<double> sample_step_seconds;
 };
 
 class ExplorationPolicy {
@@ -58,6 +66,9 @@ class ExplorationPolicy {
   // Learns from an outcome (default: nothing to learn). Called at most once per iteration by one
   // planner; a restarted planner starts without the earlier outcomes.
   virtual void observe(const IterationOutcome& outcome) {}
+  // The widest exploration this policy may ever decide (what an autoscaler should size the pool
+  // for); nullopt: unknown.
+  virtual std::optional<ExplorationDecision> widest() const { return std::nullopt; }
 };
 
 // The same N and steps for every iteration (exploration.candidates, exploration.steps).
@@ -66,6 +77,7 @@ class FixedExplorationPolicy final : public ExplorationPolicy {
   // Throws std::invalid_argument when decision.candidates < 1 or decision.steps < 2.
   explicit FixedExplorationPolicy(ExplorationDecision decision);
   ExplorationDecision decide(const IterationContext& context) override;
+  std::optional<ExplorationDecision> widest() const override { return decision_; }
 
  private:
   ExplorationDecision decision_;

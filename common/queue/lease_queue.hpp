@@ -22,11 +22,26 @@
 //                                        with the reason, and the task enqueued again (with the
 //                                        payload it was first enqueued with) unless it is still
 //                                        waiting or leased
+//   purge(tasks, reason)                 tasks nobody needs any more (an iteration the trainer has
+//                                        passed, a prompt already explored enough) leave the queue
+//                                        unrun if they are waiting or were given back; a task
+//                                        leased to a live holder is left to complete. A purged
+//                                        task is remembered (purged() is true, never enqueued
+//                                        again) and counted apart: purged is not lost
+//
+// Result notices: complete() that records a result also rings the queue's result bell (in the same
+// atomic step), and wait_result_notice(timeout) blocks until it rang since the last call. The
+// bell is one flag, not a count: many results between two waits wake one wait. A consumer of
+// results (the trainer) waits on it instead of polling, and still re-reads what it misses after
+// each timeout (a bell rung for results it already read, or one it took before a crash).
 //
 // Guarantees: a task is acknowledged at most once and only after its result is recorded;
 // nothing acknowledged is delivered again; nothing unacknowledged is lost (it stays leased until
 // completed, reclaimed or dead-lettered). A task may *run* more than once (a lease can expire
 // while its holder still works): complete() tells the later runs they were duplicates.
+// Accounting: every task enqueued (requeues included) ends acknowledged, dead-lettered or purged,
+// or is still in the queue: enqueued_total + requeued_total ==
+// acked_total + dead_lettered_total + purged_total + length.
 //
 // Errors: QueueUnavailable when the store cannot be reached, QueueError otherwise (see
 // common/queue/errors.hpp). Every operation is safe to retry after QueueUnavailable: enqueue and
@@ -53,8 +68,8 @@ inline constexpr int kDefaultMaxDeliveries = 5;
 
 // Key layout (Redis): <key_prefix>:<stream> (tasks), <key_prefix>:<dead_letter_stream>,
 // <key_prefix>:<results> (hash task id -> result), plus <key_prefix>:{index,errors,stats,
-// payloads,quarantine} (payloads: task id -> payload as enqueued; quarantine: a stream of
-// quarantined results and why).
+// payloads,quarantine,notices} (payloads: task id -> payload as enqueued; quarantine: a stream of
+// quarantined results and why; notices: the result bell, a list of at most one element).
 struct LeaseQueueOptions {
   std::string key_prefix =
       "spotlight";  // one per run (and per queue), e.g. "spotlight:run-42:explore"
@@ -142,6 +157,7 @@ struct QueueStats {
   std::int64_t duplicate_results_total = 0;
   std::int64_t quarantined_total = 0;  // results moved aside by quarantine()
   std::int64_t requeued_total = 0;     // tasks enqueued again by quarantine()
+  std::int64_t purged_total = 0;       // tasks removed unrun by purge()
 };
 
 class LeaseQueue {
@@ -186,6 +202,27 @@ class LeaseQueue {
 
   // The recorded result of a task, if any.
   virtual std::optional<std::string> result(std::string_view task_id) = 0;
+  // result() of each id, in order, in one round trip where the store allows (the default calls
+  // result() per id).
+  virtual std::vector<std::optional<std::string>> results(std::span<const std::string> task_ids);
+  // True when this queue rings a result bell (above); false: wait_result_notice() returns false
+  // at once and callers poll.
+  virtual bool has_result_notices() const { return false; }
+  // Waits up to `timeout` for the result bell and takes it. True: a result was recorded since
+  // the bell was last taken; false: none within `timeout` (or no bell, see has_result_notices).
+  virtual bool wait_result_notice(std::chrono::milliseconds timeout);
+
+  // Removes the tasks among `task_ids` that wait unrun (never delivered, or given back by fail()
+  // or release()) and marks them purged with `reason`, atomically; tasks that are leased to a
+  // holder, completed, dead-lettered or unknown are left as they are. Returns the ids it purged.
+  // Idempotent: a purged task is not purged (nor enqueued) again. A queue that cannot purge
+  // (the default) purges nothing, which only costs the work of running what was not needed.
+  virtual std::vector<std::string> purge(std::span<const std::string> task_ids,
+                                         std::string_view reason) {
+    return {};
+  }
+  // Whether purge() removed the task (its result will never come).
+  virtual bool purged(std::string_view task_id) { return false; }
   // Moves the recorded result of `task_id` aside with `reason` if it is still `result` (nothing
   // happens otherwise), then enqueues the task again unless it is still waiting or leased.
   // Atomic. For the consumer of results that found one invalid.

@@ -1,6 +1,7 @@
 #include "common/queue/redis_lease_queue.hpp"
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <utility>
 
@@ -88,10 +89,15 @@ if n > 0 then redis.call('HINCRBY', KEYS[2], 'leased', n) end
 return r[1][2]
 )lua";
 
-// KEYS: stream, results, counters. ARGV: group, entry id, task id, result.
-// The result is written (first writer wins) before the entry is acknowledged and deleted.
+// KEYS: stream, results, counters, notices. ARGV: group, entry id, task id, result.
+// The result is written (first writer wins) before the entry is acknowledged and deleted; a new
+// result rings the bell (a list kept at one element), in the same atomic step.
 constexpr const char* kCompleteLua = R"lua(
 local recorded = redis.call('HSETNX', KEYS[2], ARGV[3], ARGV[4])
+if recorded == 1 then
+  redis.call('LPUSH', KEYS[4], ARGV[3])
+  redis.call('LTRIM', KEYS[4], 0, 0)
+end
 local acked = redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
 if acked == 1 then
   redis.call('XDEL', KEYS[1], ARGV[2])
@@ -224,6 +230,30 @@ return {len, pending, oldest, redis.call('XLEN', KEYS[2]), redis.call('HLEN', KE
         redis.call('HGETALL', KEYS[4])}
 )lua";
 
+// KEYS: stream, index, purged, counters. ARGV: group, reason, task ids...
+// Returns the ids purged. A task is purged when its entry is still in the stream and is either
+// undelivered (not pending) or parked under "~released" (given back); a live holder's lease is
+// left to complete.
+constexpr const char* kPurgeLua = R"lua(
+local out = {}
+for i = 3, #ARGV do
+  local task = ARGV[i]
+  local id = redis.call('HGET', KEYS[2], task)
+  if id and redis.call('HEXISTS', KEYS[3], task) == 0 and
+     #redis.call('XRANGE', KEYS[1], id, id) > 0 then
+    local p = redis.call('XPENDING', KEYS[1], ARGV[1], id, id, 1)
+    if #p == 0 or p[1][2] == '~released' then
+      if #p > 0 then redis.call('XACK', KEYS[1], ARGV[1], id) end
+      redis.call('XDEL', KEYS[1], id)
+      redis.call('HSET', KEYS[3], task, ARGV[2])
+      out[#out + 1] = task
+    end
+  end
+end
+if #out > 0 then redis.call('HINCRBY', KEYS[4], 'purged', #out) end
+return out
+)lua";
+
 // The scripts, each loaded once per connection (see redis::Script).
 struct Scripts {
   Script enqueue{kEnqueueLua};
@@ -236,6 +266,7 @@ struct Scripts {
   Script reclaim_from{std::string(kPrelude) + kReclaimFromLua};
   Script stats{kStatsLua};
   Script quarantine{kQuarantineLua};
+  Script purge{kPurgeLua};
 };
 
 const Scripts& scripts() {
@@ -286,7 +317,7 @@ void LeaseQueueOptions::validate() const {
   for (const auto& [name, value] : names) {
     if (value->empty()) throw InvalidQueueOptions(name, "must not be empty");
     if (*value == "index" || *value == "errors" || *value == "stats" || *value == "payloads" ||
-        *value == "quarantine") {
+        *value == "quarantine" || *value == "notices" || *value == "purged") {
       throw InvalidQueueOptions(name, "'" + *value + "' is reserved");
     }
   }
@@ -312,7 +343,9 @@ RedisLeaseQueue::RedisLeaseQueue(redis::RedisClient client, LeaseQueueOptions op
                p + ":errors",
                p + ":stats",
                p + ":payloads",
-               p + ":quarantine"};
+               p + ":quarantine",
+               p + ":notices",
+               p + ":purged"};
 }
 
 RedisLeaseQueue::~RedisLeaseQueue() = default;
@@ -424,8 +457,9 @@ std::vector<Lease> RedisLeaseQueue::lease(std::string_view consumer, int max_cou
 
 Completion RedisLeaseQueue::complete(const Lease& lease, std::string_view result) {
   return call([&] {
-    const Reply r = client_.eval(scripts().complete, {keys_.stream, keys_.results, keys_.stats},
-                                 {options_.group, lease.entry_id, lease.task_id, result});
+    const Reply r =
+        client_.eval(scripts().complete, {keys_.stream, keys_.results, keys_.stats, keys_.notices},
+                     {options_.group, lease.entry_id, lease.task_id, result});
     const auto& a = r.as_array();
     return Completion{a.at(0).as_integer() == 1, a.at(1).as_integer() == 1};
   });
@@ -504,6 +538,61 @@ std::vector<Lease> RedisLeaseQueue::reclaim_from(std::string_view dead_consumer,
 std::optional<std::string> RedisLeaseQueue::result(std::string_view task_id) {
   return call([&] {
     return client_.command({"HGET", keys_.results, task_id}).as_optional_string();
+  });
+}
+
+std::vector<std::optional<std::string>> RedisLeaseQueue::results(
+    std::span<const std::string> task_ids) {
+  std::vector<std::optional<std::string>> out;
+  if (task_ids.empty()) return out;
+  return call([&] {
+    std::vector<std::string> argv{"HMGET", keys_.results};
+    argv.insert(argv.end(), task_ids.begin(), task_ids.end());
+    const Reply r = client_.command(argv);
+    out.clear();
+    for (const Reply& item : r.as_array())
+      out.push_back(item.as_optional_string());
+    if (out.size() != task_ids.size()) {
+      throw QueueError("lease queue " + keys_.results + ": HMGET answered " +
+                       std::to_string(out.size()) + " values for " +
+                       std::to_string(task_ids.size()) + " fields");
+    }
+    return out;
+  });
+}
+
+bool RedisLeaseQueue::wait_result_notice(std::chrono::milliseconds timeout) {
+  return call([&] {
+    // BLPOP takes seconds (fractions allowed); 0 would block forever.
+    const std::chrono::milliseconds block = std::max(timeout, std::chrono::milliseconds(1));
+    const std::string seconds = std::to_string(static_cast<double>(block.count()) / 1000.0);
+    const std::string_view argv[] = {"BLPOP", keys_.notices, seconds};
+    const Reply r = client_.command_with_timeout(argv, block + client_.options().command_timeout);
+    return !r.is_nil();
+  });
+}
+
+std::vector<std::string> RedisLeaseQueue::purge(std::span<const std::string> task_ids,
+                                                std::string_view reason) {
+  std::vector<std::string> out;
+  if (task_ids.empty()) return out;
+  return call([&] {
+    ensure_group();
+    const std::array<std::string_view, 4> keys{keys_.stream, keys_.index, keys_.purged,
+                                               keys_.stats};
+    std::vector<std::string_view> argv{options_.group, reason};
+    argv.insert(argv.end(), task_ids.begin(), task_ids.end());
+    const Reply r = client_.eval(scripts().purge, keys, argv);
+    out.clear();
+    for (const Reply& id : r.as_array())
+      out.push_back(id.as_string());
+    return out;
+  });
+}
+
+bool RedisLeaseQueue::purged(std::string_view task_id) {
+  return call([&] {
+    return client_.command({"HEXISTS", keys_.purged, task_id}).as_integer() == 1;
   });
 }
 
@@ -606,6 +695,7 @@ QueueStats RedisLeaseQueue::stats() {
       if (name == "duplicate_results") s.duplicate_results_total = value;
       if (name == "quarantined") s.quarantined_total = value;
       if (name == "requeued") s.requeued_total = value;
+      if (name == "purged") s.purged_total = value;
     }
     return s;
   });
@@ -613,8 +703,8 @@ QueueStats RedisLeaseQueue::stats() {
 
 void RedisLeaseQueue::destroy() {
   call([&] {
-    client_.command({"DEL", keys_.stream, keys_.dead, keys_.results, keys_.index, keys_.errors,
-                     keys_.stats, keys_.payloads, keys_.quarantine});
+    client_.command({"DEL", keys_.notices, keys_.stream, keys_.dead, keys_.results, keys_.index,
+                     keys_.errors, keys_.stats, keys_.payloads, keys_.quarantine, keys_.purged});
     group_ready_ = false;
   });
 }

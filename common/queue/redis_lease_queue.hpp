@@ -13,6 +13,8 @@
 //   reject         the fail script with no retry left
 //   quarantine     script: if HGET results == result: HDEL, XADD quarantine; XADD the payload
 //                  again unless the index's entry is still in the stream
+//   purge          script: per task, the index's entry if still in the stream and not pending
+//                  (or pending under "~released"): XACK, XDEL, HSET purged; counted
 //
 // Leases given back by fail() (retry) or release() are parked under the consumer "~released"
 // (consumer names starting with '~' are reserved) until a reclaim() re-delivers them.
@@ -48,6 +50,14 @@ class RedisLeaseQueue final : public LeaseQueue {
   std::vector<Lease> reclaim_from(std::string_view dead_consumer, std::string_view consumer,
                                   int max_count) override;
   std::optional<std::string> result(std::string_view task_id) override;
+  // One HMGET.
+  std::vector<std::optional<std::string>> results(std::span<const std::string> task_ids) override;
+  bool has_result_notices() const override { return true; }
+  // BLPOP on <key_prefix>:notices (the socket timeout outlasts the block).
+  bool wait_result_notice(std::chrono::milliseconds timeout) override;
+  std::vector<std::string> purge(std::span<const std::string> task_ids,
+                                 std::string_view reason) override;
+  bool purged(std::string_view task_id) override;
   QuarantineOutcome quarantine(std::string_view task_id, std::string_view result,
                                std::string_view reason) override;
   std::vector<QuarantinedResult> quarantined(int max_count) override;
@@ -73,7 +83,7 @@ class RedisLeaseQueue final : public LeaseQueue {
 
  private:
   struct Keys {
-    std::string stream, dead, results, index, errors, stats, payloads, quarantine;
+    std::string stream, dead, results, index, errors, stats, payloads, quarantine, notices, purged;
   };
   FailOutcome fail_with(const Lease& lease, std::string_view error, int max_deliveries);
   template <typename Fn>

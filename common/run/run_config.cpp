@@ -6,6 +6,7 @@
 #include "common/config/error.hpp"
 #include "common/metrics/server.hpp"
 #include "common/reward/remote_reward.hpp"
+#include "common/run/bus_subscription.hpp"
 #include "common/task/errors.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/prompt_file.hpp"
@@ -200,6 +201,10 @@ const config::Schema& run_schema() {
                      "bench: build this many joint blocks; 0: the preset's depth. The report adds "
                      "the preset's forward time at the measured FLOP rate.")
           .range(0, 1000),
+      Entry::integer("bench.image_size", 0,
+                     "bench: the latent's height and width (a multiple of the patch, so the image "
+                     "tokens); 0: the preset's.")
+          .range(0, 4096),
       Entry::integer("bench.matmul_size", 0,
                      "bench: n of the n x n x n peak matrix product; 0: 8192 on CUDA, 1024 on CPU.")
           .range(0, 65536),
@@ -226,6 +231,19 @@ const config::Schema& run_schema() {
           .range(1, 600000),
       Entry::string("bus.trainer_endpoint", "tcp://127.0.0.1:5560",
                     "ZeroMQ PUB endpoint the trainer binds (weights, iteration notices)."),
+      Entry::string("bus.subscribe_endpoint", "",
+                    "Where the planner and explorers connect to the trainer's bus (empty: "
+                    "bus.trainer_endpoint; set it when the trainer binds a wildcard address). "
+                    "Unreachable: they follow Redis alone."),
+      Entry::boolean("bus.subscribe", true,
+                     "Planner and explorers follow the trainer's notices (the planner plans on "
+                     "iteration events, explorers prefetch each new weights version) and the "
+                     "trainer waits on the result bell; false: all of them poll Redis."),
+      Entry::integer("bus.resync_ms", 1000,
+                     "Recovery period of every notice: a subscriber re-reads the state from Redis "
+                     "when it has heard nothing this long, and the trainer re-reads the results "
+                     "at least this often while it waits on the result bell.")
+          .range(10, 600000),
       Entry::integer("exploration.sample_images_every", 5,
                      "async: every this many iterations explorers keep the images of prompt 0's "
                      "candidates and the trainer draws what selection chose from them "
@@ -276,14 +294,44 @@ const config::Schema& run_schema() {
                      "(else they wait for exploration.lease_timeout_ms)."),
       Entry::string("planner.policy", "fixed",
                     "How much to explore per iteration: fixed (exploration.candidates and "
-                    "exploration.steps) or bandit (an arm of planner.candidates x planner.steps "
-                    "per iteration, within the predicted training time).")
-          .one_of({"fixed", "bandit"}),
+                    "exploration.steps), bandit (a UCB arm of planner.candidates x "
+                    "planner.steps per iteration, within the predicted training time) or "
+                    "deadline (the widest arm that finishes before the trainer needs it with "
+                    "probability planner.finish_probability).")
+          .one_of({"fixed", "bandit", "deadline"}),
+      Entry::boolean("planner.purge_passed", true,
+                     "Remove the waiting seed tasks of iterations the trainer has passed (counted "
+                     "as purged, not lost); false: they stay queued and run (the old behaviour)."),
+      Entry::real("planner.finish_probability", 0.9,
+                  "deadline: the probability the chosen exploration must finish in time; also "
+                  "what spotlight_planner_desired_explorers is sized for.")
+          .check("must be in (0, 1)",
+                 [](const config::Value& v) {
+                   const double p = std::get<double>(v);
+                   return p > 0 && p < 1;
+                 }),
+      Entry::real("planner.preemption_delay_seconds", 1.0,
+                  "Finish-time model: how long a preempted sample waits for a new explorer.")
+          .at_least(0),
+      Entry::string("exploration.allocation", "fixed",
+                    "How candidates are spread over an iteration's prompts: fixed (N each) or "
+                    "adaptive (ordered by each prompt's Beta posterior of success; a prompt "
+                    "whose best G rewards reach exploration.contrast_target stops being "
+                    "explored and the pool moves on to prompts still all alike).")
+          .one_of({"fixed", "adaptive"}),
+      Entry::integer("exploration.adaptive_cap", 3,
+                     "adaptive: a prompt may get up to this many times the N the policy "
+                     "decided; the iteration still explores P x N samples in all.")
+          .range(1, 64),
+      Entry::real("exploration.contrast_target", 0.02,
+                  "adaptive: the best-G reward variance at which a prompt is explored enough.")
+          .positive(),
       Entry::double_list("planner.candidates", {8, 16, 24, 32},
-                         "bandit: candidates-per-prompt (N) arms.")
+                         "bandit, deadline: candidates-per-prompt (N) arms.")
           .check("must be integers >= 1",
                  [](const config::Value& v) { return whole_numbers_at_least(v, 1); }),
-      Entry::double_list("planner.steps", {4, 6, 10}, "bandit: exploration sampler-step arms.")
+      Entry::double_list("planner.steps", {4, 6, 10},
+                         "bandit, deadline: exploration sampler-step arms.")
           .check("must be integers >= 2",
                  [](const config::Value& v) { return whole_numbers_at_least(v, 2); }),
       Entry::real("planner.time_margin", 0.9,
@@ -319,7 +367,13 @@ const config::Schema& run_schema() {
           .range(1, 600000),
       Entry::string("bus.curve.server_secret_file", "",
                     "zcert key pair file (spotlight-keygen): the trainer's bus is CURVE-encrypted; "
-                    "empty: plain text.")};
+                    "empty: plain text."),
+      Entry::string("bus.curve.server_public_file", "",
+                    "Planner, explorers: zcert file with the trainer bus's public key (set when "
+                    "the bus is CURVE-encrypted)."),
+      Entry::string("bus.curve.client_secret_file", "",
+                    "Planner, explorers: zcert key pair of this subscriber (empty: an "
+                    "ephemeral pair).")};
   // The reward service's client keys (reward.*), which a core-only build reads too (reward.input,
   // and reward.endpoint to refuse a prompt file it cannot score).
 #ifdef SPOTLIGHT_RUN_SERVICES
@@ -446,6 +500,19 @@ bus::PublisherOptions trainer_bus_options(const config::Config& c) {
   o.curve = zmqio::curve_server_options(c, "bus.curve.server_secret_file");
   o.handshake_timeout = std::chrono::milliseconds(c.get_int("bus.handshake_timeout_ms"));
   return o;
+}
+
+std::optional<BusSubscription> bus_subscription(const config::Config& c) {
+  if (!c.get_bool("bus.subscribe")) return std::nullopt;
+  BusSubscription s;
+  s.endpoint = c.get_string("bus.subscribe_endpoint");
+  if (s.endpoint.empty()) s.endpoint = c.get_string("bus.trainer_endpoint");
+  if (s.endpoint.empty()) return std::nullopt;
+  s.subscriber.max_message_size = c.get_int("bus.max_message_bytes");
+  s.subscriber.curve = zmqio::curve_client_options(c, "bus.curve.server_public_file",
+                                                   "bus.curve.client_secret_file");
+  s.follower.follower.resync_interval = std::chrono::milliseconds(c.get_int("bus.resync_ms"));
+  return s;
 }
 
 bool samples_explored_images(std::int64_t iteration, std::int64_t prompt, int every) {

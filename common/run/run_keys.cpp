@@ -18,6 +18,19 @@ std::string RunKeys::plan(std::int64_t iteration) {
   return "planner:plan:" + std::to_string(iteration);
 }
 
+std::string RunKeys::prompt_posterior(std::string_view prompt_text) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64
+  for (const unsigned char c : prompt_text) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "planner:prompt:";
+  for (int shift = 60; shift >= 0; shift -= 4)
+    out.push_back(kHex[(h >> shift) & 0xf]);
+  return out;
+}
+
 std::string RunKeys::explorer_heartbeat(std::string_view id) {
   return std::string(kHeartbeatHead).append(id).append(kHeartbeatTail);
 }

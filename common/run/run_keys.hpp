@@ -7,30 +7,34 @@
 // (run_state.hpp), which knows each key's record type.
 //
 // The key table (relative to prefix unless marked absolute):
+// clang-format off
 //
-//   key                          owner (writer)   readers            value (encoding, version)
-//   trainer:iteration            trainer          planner, explorers wire::TrainerProgress v1
-//   trainer:timing               trainer          planner            wire::TrainerTiming v1
-//   planner:enqueued             planner          planner (restart)  wire::PlannerProgress v1
-//   planner:plan:<iteration>     planner          trainer            wire::PlanRecord v1 (set once)
-//   explorer:<id>:heartbeat      explorer <id>    planner            wire::Heartbeat v1
-//   inflight:<task id>           explorers        explorers          wire::InflightCommit v1
-//   explored-image:<i>:<p>:<s>   explorers        trainer            PNG bytes (erased once drawn)
-//   security:task_key            planner (once)   explorers, trainer raw secret (only without
-//   $SPOTLIGHT_TASK_KEY) explorer:sample_steps        explorers        benchmarks, tests  Redis
-//   integer (INCRBY) explorer:resumed_steps       explorers        benchmarks, tests  Redis integer
-//   (INCRBY) cost:<class>:busy_ms         trainer, explorers trainer          Redis integer
-//   (INCRBY) cost:<class>:idle_ms         trainer, explorers trainer          Redis integer
-//   (INCRBY) <prefix>:weights:...         trainer          explorers store::RedisWeightStore's
-//   layout
-//                                                                    (absolute; chunks, manifests)
-//   <prefix>:trajectory:<task>   explorers        trainer            wire::SeedTrajectory v1
-//   (absolute,
-//                                                                    expiring; deleted once used)
-//   <prefix>:explore:...         planner, explorers trainer          queue::RedisLeaseQueue's
-//   layout
-//                                                                    (absolute; stream, results)
+//   key                          owner (writer)     readers            value (encoding, version)
+//   trainer:iteration            trainer            planner, explorers wire::TrainerProgress v1
+//   trainer:timing               trainer            planner            wire::TrainerTiming v1
+//   planner:enqueued             planner            planner (restart)  wire::PlannerProgress v1
+//   planner:plan:<iteration>     planner            trainer            wire::PlanRecord v1 (set once)
+//   planner:prompt:<hash>        planner            planner (restart)  wire::PromptPosterior v1
+//   explorer:<id>:heartbeat      explorer <id>      planner            wire::Heartbeat v1
+//   inflight:<task id>           explorers          explorers          wire::InflightCommit v1
+//   explored-image:<i>:<p>:<s>   explorers          trainer            PNG bytes (erased once drawn)
+//   security:task_key            planner (once)     explorers          raw secret (only without
+//                                                                      $SPOTLIGHT_TASK_KEY)
+//   explorer:sample_steps        explorers          benchmarks, tests  Redis integer (INCRBY)
+//   explorer:resumed_steps       explorers          benchmarks, tests  Redis integer (INCRBY)
+//   cost:<class>:busy_ms         trainer, explorers trainer            Redis integer (INCRBY)
+//   cost:<class>:idle_ms         trainer, explorers trainer            Redis integer (INCRBY)
+//   <prefix>:weights:...         trainer            explorers          store::RedisWeightStore's
+//                                                                      layout (absolute; chunks,
+//                                                                      manifests)
+//   <prefix>:trajectory:<task>   explorers          trainer            wire::SeedTrajectory v1
+//                                                                      (absolute, expiring;
+//                                                                      deleted once used)
+//   <prefix>:explore:...         planner, explorers trainer            queue::RedisLeaseQueue's
+//                                                                      layout (absolute; stream,
+//                                                                      results)
 //
+// clang-format on
 // Counters stay Redis integers: many processes add to them at once (INCRBY is atomic), which a
 // versioned record would turn into a read-modify-write.
 
@@ -62,7 +66,9 @@ struct RunKeys {
   static constexpr const char* kTaskKey = "security:task_key";
 
   // Relative keys with a part (the same for every run, hence static):
-  static std::string plan(std::int64_t iteration);             // planner:plan:<iteration>
+  static std::string plan(std::int64_t iteration);  // planner:plan:<iteration>
+  // planner:prompt:<16 hex digits of FNV-1a 64 of the prompt text>
+  static std::string prompt_posterior(std::string_view prompt_text);
   static std::string explorer_heartbeat(std::string_view id);  // explorer:<id>:heartbeat
   static std::string inflight(std::string_view task_id);       // inflight:<task id>
   // A PNG of an explored candidate kept for the trainer's exploration sample (written by the

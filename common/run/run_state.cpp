@@ -60,6 +60,16 @@ bool RunState::put_plan_if_absent(const wire::PlanRecord& record) {
   return kv_.put_if_absent(keys_.plan(record.iteration), record.encode());
 }
 
+std::optional<wire::PromptPosterior> RunState::prompt_posterior(const std::string& prompt_text) {
+  auto record = read<wire::PromptPosterior>(keys_.prompt_posterior(prompt_text));
+  if (record && record->prompt_text != prompt_text) return std::nullopt;
+  return record;
+}
+
+void RunState::put_prompt_posterior(const wire::PromptPosterior& posterior) {
+  kv_.put(keys_.prompt_posterior(posterior.prompt_text), posterior.encode());
+}
+
 std::optional<wire::Heartbeat> RunState::heartbeat(const std::string& explorer_id) {
   return read<wire::Heartbeat>(keys_.explorer_heartbeat(explorer_id));
 }

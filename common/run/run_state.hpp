@@ -53,6 +53,11 @@ class RunState {
   // Writes the plan of record.iteration unless one exists; true if this call wrote it.
   bool put_plan_if_absent(const wire::PlanRecord& record);
 
+  // The posterior of `prompt_text`; nullopt when absent or when the record under its hash names
+  // another prompt (a hash collision: the caller starts from its prior).
+  std::optional<wire::PromptPosterior> prompt_posterior(const std::string& prompt_text);
+  void put_prompt_posterior(const wire::PromptPosterior& posterior);  // under its prompt_text
+
   std::optional<wire::Heartbeat> heartbeat(const std::string& explorer_id);
   void put_heartbeat(const wire::Heartbeat& heartbeat);  // under heartbeat.explorer_id
 

@@ -1,6 +1,7 @@
 #include "common/wire/messages.hpp"
 
 #include <array>
+#include <cmath>
 #include <limits>
 
 #include "common/wire/dispatcher.hpp"
@@ -8,11 +9,11 @@
 namespace spotlight::wire {
 namespace {
 
-constexpr std::array<std::string_view, 13> kKnownTypes = {
+constexpr std::array<std::string_view, 14> kKnownTypes = {
     SeedTask::kType,        SeedResult::kType,      InflightCommit::kType, SeedTrajectory::kType,
     WeightsNotice::kType,   IterationEvent::kType,  RewardRequest::kType,  RewardReply::kType,
     Heartbeat::kType,       TrainerProgress::kType, TrainerTiming::kType,  PlanRecord::kType,
-    PlannerProgress::kType,
+    PlannerProgress::kType, PromptPosterior::kType,
 };
 
 template <class Message>
@@ -605,6 +606,39 @@ PlanRecord PlanRecord::decode_body(const Reader& r) {
 
 PlanRecord PlanRecord::decode(std::string_view bytes, const DecodeOptions& options) {
   return decode_as<PlanRecord>(bytes, options);
+}
+
+// --- PromptPosterior ----------------------------------------------------------------------------
+
+std::string PromptPosterior::encode() const {
+  return Writer(kType, kVersion)
+      .str("prompt_text", prompt_text)
+      .f64("a", a)
+      .f64("b", b)
+      .i64("updated_through", updated_through)
+      .i64("uniform_iterations", uniform_iterations)
+      .finish();
+}
+
+PromptPosterior PromptPosterior::decode_body(const Reader& r) {
+  expect<PromptPosterior>(r);
+  PromptPosterior m;
+  m.prompt_text = r.str("prompt_text");
+  m.a = r.f64("a");
+  m.b = r.f64("b");
+  m.updated_through = r.i64("updated_through");
+  m.uniform_iterations = r.i64("uniform_iterations");
+  if (!(m.a > 0) || !std::isfinite(m.a))
+    r.fail(WireErrorKind::kBadValue, "a", "must be finite and > 0");
+  if (!(m.b > 0) || !std::isfinite(m.b))
+    r.fail(WireErrorKind::kBadValue, "b", "must be finite and > 0");
+  if (m.updated_through < -1) r.fail(WireErrorKind::kBadValue, "updated_through", "must be >= -1");
+  non_negative(r, "uniform_iterations", m.uniform_iterations);
+  return m;
+}
+
+PromptPosterior PromptPosterior::decode(std::string_view bytes, const DecodeOptions& options) {
+  return decode_as<PromptPosterior>(bytes, options);
 }
 
 // --- Dispatcher ----------------------------------------------------------------------------------

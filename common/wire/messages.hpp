@@ -320,6 +320,25 @@ struct PlanRecord {
   bool operator==(const PlanRecord&) const = default;
 };
 
+// One prompt's Beta(a, b) posterior of success across iterations (planner -> a restarted planner,
+// through Redis; exploration.allocation=adaptive). A reward r in [0, 1] adds r to a and 1 - r to
+// b; an iteration's rewards are added once (updated_through guards against counting twice).
+struct PromptPosterior {
+  static constexpr std::string_view kType = "prompt_posterior";
+  static constexpr std::int64_t kVersion = 1;
+
+  std::string prompt_text{};            // the prompt (the key is a hash of it)
+  double a = 1.0;                       // > 0
+  double b = 1.0;                       // > 0
+  std::int64_t updated_through = -1;    // the last iteration whose rewards are in, >= -1
+  std::int64_t uniform_iterations = 0;  // iterations whose explored rewards were all alike
+
+  std::string encode() const;
+  static PromptPosterior decode(std::string_view bytes, const DecodeOptions& options = {});
+  static PromptPosterior decode_body(const Reader& reader);
+  bool operator==(const PromptPosterior&) const = default;
+};
+
 // How far the planner has enqueued (planner -> a restarted planner, through Redis).
 struct PlannerProgress {
   static constexpr std::string_view kType = "planner_progress";

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <exception>
 #include <future>
+#include <memory>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -20,6 +21,7 @@
 #include "common/policy/policy.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/reward/remote_reward.hpp"
+#include "common/run/bus_subscription.hpp"
 #include "common/run/run_config.hpp"
 #include "common/run/task_signature.hpp"
 #include "common/service/exit_codes.hpp"
@@ -31,6 +33,7 @@
 #include "services/explorer/explorer.hpp"
 #include "services/explorer/preemption_notice.hpp"
 #include "services/explorer/sp_sampler.hpp"
+#include "services/explorer/weights_prefetch.hpp"
 
 namespace spotlight::explorer {
 namespace {
@@ -108,6 +111,16 @@ int run_explorer(const config::Config& config) {
       sp = std::make_unique<SpSampler>(*sp_options, policy, *registry);
       explorer.set_chunk_sampler(std::ref(*sp));
     }
+    // Weights notices: new versions are fetched, verified and loaded before a task asks for them
+    // (on the prefetcher's thread and Redis connection; stopped before the explorer goes).
+    std::unique_ptr<store::RedisWeightStore> prefetch_store;
+    std::unique_ptr<WeightsPrefetcher> prefetcher;
+    if (const auto bus = run::bus_subscription(config)) {
+      prefetch_store = std::make_unique<store::RedisWeightStore>(redis, weight_options);
+      prefetcher =
+          std::make_unique<WeightsPrefetcher>(*bus, *prefetch_store, explorer.policy_weights());
+      log::info("following weights notices on {}", bus->endpoint);
+    }
     std::stop_source finished;  // requested when the explorer returns, whatever the reason
     std::stop_source wake;      // the loop finished or a notice came
     std::promise<void> done;
@@ -144,6 +157,7 @@ int run_explorer(const config::Config& config) {
       }
     }
     loop.join();
+    prefetcher.reset();
     if (failure) std::rethrow_exception(failure);
     const auto& m = explorer.metrics();
     log::info(

@@ -34,6 +34,9 @@ std::int64_t unix_ms() {
       .count();
 }
 
+// How often the leases are kept alive while a prefetched version is being loaded.
+constexpr std::chrono::milliseconds kPinPoll{100};
+
 std::int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -251,6 +254,13 @@ void Explorer::process(std::vector<queue::Lease> leases) {
     std::int64_t& count;
     ~InHand() { count = 0; }
   } in_hand{leases_in_hand_};
+  // The weights stay as loaded for the whole batch: a prefetched version waits for the next one.
+  // A load the prefetcher has begun finishes first; the leases stay alive meanwhile.
+  auto pinned = weights_.try_pin(kPinPoll);
+  while (!pinned.owns_lock()) {
+    keep_alive(held);
+    pinned = weights_.try_pin(kPinPoll);
+  }
   try {
     std::int64_t need = held.front().task.weights_version - staleness_bound(held.front().task);
     for (const auto& h : held)
@@ -277,6 +287,7 @@ void Explorer::process(std::vector<queue::Lease> leases) {
       }
       std::erase_if(held, [](const Held& h) { return h.settled; });
       if (held.empty()) {
+        pinned.unlock();  // a version the prefetcher brings meanwhile loads during the pause
         pause(options_.weights_retry_interval);
         return;
       }

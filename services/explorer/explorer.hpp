@@ -21,6 +21,8 @@
 //                                       other_key -> fail(lease) (another explorer may hold it)
 //       run::task_problem(task, options.limits)   out_of_limits -> fail(lease)
 //     (a failed lease is dead-lettered after max_deliveries)
+//     (the batch pins the loaded weights: a version the prefetcher offers meanwhile is loaded
+//      after the batch, weights_prefetch.hpp)
 //     weights.ensure(max over tasks of weights_version - bound)   (PolicyWeights; bound: the
 //         task's max_staleness when set and tighter, else max_staleness)
 //     tasks the loaded version cannot serve -> release(lease); wait weights_retry_interval
@@ -147,6 +149,8 @@ class Explorer {
   const ExplorerOptions& options() const { return options_; }
   const ExplorerMetrics& metrics() const { return metrics_; }
   std::optional<std::int64_t> weights_version() const { return weights_.loaded(); }
+  // For the weights prefetcher (weights_prefetch.hpp), which offers new versions from its thread.
+  PolicyWeights& policy_weights() { return weights_; }
 
  private:
   using Clock = std::chrono::steady_clock;

@@ -19,6 +19,9 @@ ExplorerMetrics::ExplorerMetrics(metrics::Registry& r)
           r.counter("spotlight_explorer_weights_loaded_total", "Weights versions loaded.")),
       weights_corrupt(r.counter("spotlight_explorer_weights_corrupt_total",
                                 "Fetched weights versions rejected as corrupt.")),
+      weights_prefetched(r.counter("spotlight_explorer_weights_prefetched_total",
+                                   "Weights versions loaded on a notice of the trainer's bus (or "
+                                   "its Redis resync) before a task asked for them.")),
       redis_errors(r.counter("spotlight_explorer_redis_errors_total",
                              "Operations that failed because Redis was unavailable.")),
       reward_errors(

@@ -22,8 +22,10 @@ struct ExplorerMetrics {
   metrics::Counter tasks_released;     // leases given back (weights missing, stop, reward down)
   metrics::Counter weights_loaded;     // weights versions loaded into the policy
   metrics::Counter weights_corrupt;    // fetched versions rejected (checksum, undecodable)
-  metrics::Counter redis_errors;       // operations that failed because Redis was unavailable
-  metrics::Counter reward_errors;      // scoring calls that threw
+  // Versions loaded by the prefetcher (a weights notice or its Redis resync) before a task asked.
+  metrics::Counter weights_prefetched;
+  metrics::Counter redis_errors;   // operations that failed because Redis was unavailable
+  metrics::Counter reward_errors;  // scoring calls that threw
   // Issue #13.5: tasks refused before running, by reason ("malformed", "unsigned", "other_key",
   // "bad_signature", "out_of_limits"); results not recorded because they did not check out
   // against their task (e.g. a reward that is not finite); samples whose pixels were not finite.

@@ -14,12 +14,22 @@
 // after retry_interval (a republished or repaired blob then loads). A load that fails halfway
 // leaves the policy's weights unknown: loaded() becomes std::nullopt until the next good load.
 //
+// Prefetch (weights_prefetch.hpp): another thread may offer(version, bytes) it fetched and
+// verified on a weights notice; the version is loaded at once unless the owner has pinned the
+// loaded version (a batch in progress), in which case the offer waits for the pin's release:
+//
+//   offer(v, bytes):  lock the pin; if loaded() < v (or none): load bytes, counted as prefetched
+//
 // Errors: store::StoreUnavailable propagates (the caller backs off and retries; the loaded
-// version is unchanged). Not thread-safe: one PolicyWeights per policy, used by one thread.
+// version is unchanged). Thread-safety: ensure(), load_exact() and loaded_checksum() belong to
+// one owner thread, which calls them while it holds pin(); offer() and loaded() may be called
+// from any thread.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -41,7 +51,20 @@ class PolicyWeights {
                 std::chrono::milliseconds retry_interval = kDefaultWeightsRetryInterval);
 
   // The version the policy holds; std::nullopt before the first load (or after a failed one).
-  std::optional<std::int64_t> loaded() const { return loaded_; }
+  std::optional<std::int64_t> loaded() const {
+    const std::int64_t v = loaded_version_.load();
+    return v < 0 ? std::nullopt : std::optional<std::int64_t>(v);
+  }
+  // Keeps the loaded version (and the policy's weights) unchanged by offer() until released.
+  // pin() waits for a load in progress; try_pin() waits at most `timeout` (owns_lock() says
+  // whether it got it), so the owner can keep its leases alive meanwhile.
+  std::unique_lock<std::timed_mutex> pin() { return std::unique_lock(mutex_); }
+  std::unique_lock<std::timed_mutex> try_pin(std::chrono::milliseconds timeout) {
+    return std::unique_lock(mutex_, timeout);
+  }
+  // Loads `bytes` (already verified against `version`'s manifest by the caller) if `version` is
+  // newer than the loaded one; waits while the version is pinned. True when it loaded them.
+  bool offer(std::int64_t version, const std::string& bytes);
   // XXH64 (hex) of the bytes of the loaded version: what the weight store's manifest of that
   // version says, as the trainer checks it for kept trajectories. Empty when nothing is loaded.
   const std::string& loaded_checksum() const { return loaded_checksum_; }
@@ -57,12 +80,19 @@ class PolicyWeights {
  private:
   using Clock = std::chrono::steady_clock;
   bool try_load(std::int64_t version);
+  // Loads verified `bytes` as `version`; false (counted, retried after retry_interval) when the
+  // policy cannot hold them. Called with mutex_ held or by the pinning owner.
+  bool load_bytes(std::int64_t version, const std::string& bytes, Clock::time_point started);
+  bool reject(std::int64_t version, const char* why, const std::string& what);
+  void set_loaded(std::optional<std::int64_t> version);
 
   store::WeightStore& store_;
   policy::Policy& policy_;
   ExplorerMetrics& metrics_;
   std::chrono::milliseconds retry_interval_;
+  std::timed_mutex mutex_;  // the pin
   std::optional<std::int64_t> loaded_;
+  std::atomic<std::int64_t> loaded_version_{-1};  // loaded_, readable from any thread
   std::string loaded_checksum_;
   std::map<std::int64_t, Clock::time_point> failed_until_;  // version -> next attempt
   std::set<std::int64_t> reported_;                         // rejected versions logged as errors

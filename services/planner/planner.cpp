@@ -1,8 +1,10 @@
 #include "services/planner/planner.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -10,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/exploration/bandit_policy.hpp"
+#include "common/exploration/deadline_policy.hpp"
 #include "common/log/log.hpp"
 #include "common/outage/failure.hpp"
 #include "common/queue/errors.hpp"
@@ -50,6 +53,15 @@ void PlannerOptions::validate() const {
   require(!offload || lookahead == 0, "lookahead",
           "must be 0 when offloading (an iteration is enqueued once its weights exist)");
   require(rollout_steps >= 1, "rollout_steps", "must be >= 1");
+  require(adaptive_cap >= 1, "adaptive_cap", "must be >= 1");
+  require(finish_probability > 0 && finish_probability < 1, "finish_probability",
+          "must be in (0, 1)");
+  try {
+    allocation.validate();
+    finish.validate();
+  } catch (const std::invalid_argument& e) {
+    throw PlannerError(std::string("PlannerOptions.") + e.what());
+  }
 }
 
 namespace {
@@ -72,6 +84,7 @@ Planner::Planner(PlannerOptions options, run::RunKeys keys, PlannerParts parts,
       queue_totals_(registry_),
       prompts_(options_.prompts ? options_.prompts
                                 : std::make_shared<const task::PromptGenerator>(options_.task)),
+      finish_model_((options_.validate(), options_.finish)),
       redis_("redis", registry_.get(),
              outage::BackoffOptions{options_.poll_interval, options_.max_backoff}) {
   options_.validate();
@@ -132,6 +145,8 @@ StepOutcome Planner::step() {
   maybe_reap();
   const TrainerTiming timing = read_timing();
   feed_back(timing);
+  purge_passed(*c);
+  track_open(*c);
   const auto planned = state_.planner_progress();
   const std::int64_t state = planned ? planned->enqueued_through : -1;
   status_.planned_through = state;
@@ -160,19 +175,24 @@ void Planner::feed_back(const TrainerTiming& timing) {
   outcome.group_variance = timing.group_variance;
   double seconds = 0;
   int samples = 0;
+  std::vector<std::string> ids;
   for (int i = 0; i < options_.prompts_per_iteration && record->steps > 0; ++i) {
-    for (int j = 0; j < record->candidates; ++j) {
-      const auto bytes = parts_.queue->result(run::seed_task_id(k, i, j));
-      if (!bytes) continue;
-      try {
-        const auto r = wire::SeedResult::decode(*bytes);
-        if (r.sample_seconds > 0) {
-          seconds += r.sample_seconds / record->steps;
-          ++samples;
-        }
-      } catch (const wire::WireError&) {
-        // The trainer counts malformed results; a timing sample less is all it costs here.
+    for (int j = 0; j < record->candidates; ++j)
+      ids.push_back(run::seed_task_id(k, i, j));
+  }
+  for (const auto& bytes : parts_.queue->results(ids)) {
+    if (!bytes) continue;
+    try {
+      const auto r = wire::SeedResult::decode(*bytes);
+      if (r.sample_seconds > 0) {
+        const double per_step = r.sample_seconds / static_cast<double>(record->steps);
+        seconds += per_step;
+        ++samples;
+        outcome.sample_step_seconds.push_back(per_step);
+        finish_model_.observe_sample_step(per_step);
       }
+    } catch (const wire::WireError&) {
+      // The trainer counts malformed results; a timing sample less is all it costs here.
     }
   }
   if (samples > 0) outcome.seconds_per_sample_step = seconds / samples;
@@ -193,7 +213,13 @@ exploration::ExplorationDecision Planner::decide(std::int64_t t,
   if (const auto record = state_.plan(t)) {
     return {static_cast<int>(record->candidates), static_cast<int>(record->steps)};
   }
-  const exploration::ExplorationDecision d = parts_.policy->decide(context);
+  exploration::ExplorationDecision d = parts_.policy->decide(context);
+  const int budget_candidates = d.candidates;
+  if (options_.adaptive && d.candidates > 0) {
+    // Room for the prompts that need more; the work stays P x N (track_open() stops there).
+    d.candidates = static_cast<int>(std::min<std::int64_t>(
+        std::int64_t{d.candidates} * options_.adaptive_cap, kMaxAdaptiveCandidates));
+  }
   if (d.candidates < 0 || (d.candidates > 0 && d.steps < 2)) {
     throw PlannerError("exploration policy decided candidates " + std::to_string(d.candidates) +
                        ", steps " + std::to_string(d.steps) + " for iteration " +
@@ -227,8 +253,37 @@ exploration::ExplorationDecision Planner::decide(std::int64_t t,
       if (a.score) arm["score"] = *a.score;
       arms.push_back(std::move(arm));
     }
+  } else if (const auto* deadline =
+                 dynamic_cast<const exploration::DeadlineExplorationPolicy*>(parts_.policy.get());
+             deadline && deadline->last_choice() && deadline->last_choice()->iteration == t) {
+    const exploration::DeadlineChoice& why = *deadline->last_choice();
+    record["policy"] = "deadline";
+    record["reason"] = why.reason;
+    record["budget_seconds"] = why.budget_seconds;
   } else {
     record["policy"] = "fixed";
+  }
+  // The finish-time model's view of this decision, whatever the policy.
+  if (const auto m = finish_model_.mean_sample_step()) {
+    record["seconds_per_sample_step"] = *m;
+    record["sd_seconds_per_sample_step"] = *finish_model_.sd_sample_step();
+  }
+  record["preemption_rate"] = finish_model_.preemption_rate();
+  if (d.candidates > 0 && context.live_explorers && *context.live_explorers > 0) {
+    const double budget = seconds(context.training_time.value_or(context.time_budget));
+    // The work is P x the policy's N (adaptive: the cap leaves room, the budget stops at P x N).
+    const exploration::ExplorationWork work{std::int64_t{context.prompts} * budget_candidates,
+                                            d.steps, context.queue_depth};
+    if (const auto p = finish_model_.predict(work, *context.live_explorers, budget)) {
+      record["predicted_seconds"] = p->mean_seconds;
+      record["predicted_sd_seconds"] = p->sd_seconds;
+      record["finish_probability"] = p->probability;
+    }
+  }
+  if (const auto k = desired_explorers(context)) record["desired_explorers"] = *k;
+  if (options_.adaptive) {
+    record["allocation"] = "adaptive";
+    record["budget_candidates"] = budget_candidates;
   }
   const std::string text = record.dump();
   const wire::PlanRecord plan{.iteration = t,
@@ -265,7 +320,13 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
     context.training_time =
         std::chrono::milliseconds(static_cast<std::int64_t>(*timing.training_seconds * 1000.0));
   }
+  context.finish_model = &finish_model_;
   const exploration::ExplorationDecision d = decide(t, context);
+  status_.desired_explorers = desired_explorers(context);
+  if (status_.desired_explorers) {
+    metrics_.desired_explorers.set(static_cast<double>(*status_.desired_explorers));
+  }
+  metrics_.planned_candidates.set(static_cast<double>(d.candidates));
 
   if (!parts_.task_key) {
     parts_.task_key = run::planner_task_key(*parts_.store);
@@ -278,9 +339,25 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
   const std::int64_t weights_version = options_.offload ? t : std::clamp<std::int64_t>(t - 1, 0, c);
   const bool keep = options_.keep_trajectories && d.steps == options_.rollout_steps &&
                     options_.trained.size() > 0;
+  // Which (prompt, candidate) pairs, in queue order: prompt by prompt, or (adaptive) by need.
+  std::vector<std::pair<int, int>> order;
+  std::vector<int> need;
+  if (options_.adaptive && d.candidates > 0) {
+    for (int i = 0; i < prompts; ++i) {
+      need.push_back(
+          exploration::candidates_needed(prior_of(prompt_list[static_cast<std::size_t>(i)].text()),
+                                         options_.allocation, d.candidates));
+    }
+    order = exploration::exploration_order(need, options_.allocation.group_size, d.candidates);
+  } else {
+    for (int i = 0; i < prompts; ++i) {
+      for (int j = 0; j < d.candidates; ++j)
+        order.emplace_back(i, j);
+    }
+  }
   std::vector<queue::Task> tasks;
-  tasks.reserve(static_cast<std::size_t>(prompts) * static_cast<std::size_t>(d.candidates));
-  for (int i = 0; i < prompts; ++i) {
+  tasks.reserve(order.size());
+  for (const auto& [i, j] : order) {
     wire::SeedTask task;
     task.run_id = options_.run_id;
     task.iteration = t;
@@ -293,13 +370,52 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
     task.max_staleness = options_.offload ? 0 : -1;
     task.trajectory_begin = keep ? options_.trained.begin : 0;
     task.trajectory_end = keep ? options_.trained.end : 0;
-    for (int j = 0; j < d.candidates; ++j) {
-      task.seed = run::candidate_seed(options_.run_seed, t, i, j);
-      run::sign(task, *parts_.task_key);
-      tasks.push_back(queue::Task{run::seed_task_id(t, i, j), task.encode()});
-    }
+    task.seed = run::candidate_seed(options_.run_seed, t, i, j);
+    run::sign(task, *parts_.task_key);
+    tasks.push_back(queue::Task{run::seed_task_id(t, i, j), task.encode()});
   }
   const std::int64_t added = tasks.empty() ? 0 : parts_.queue->enqueue_many(tasks);
+  if (d.candidates > 0) {
+    OpenIteration open;
+    open.candidates = d.candidates;
+    open.steps = d.steps;
+    for (const auto& prompt : prompt_list)
+      open.prompts.push_back(prompt.text());
+    open.rewards.assign(static_cast<std::size_t>(prompts),
+                        std::vector<std::optional<double>>(static_cast<std::size_t>(d.candidates)));
+    open.purged.assign(static_cast<std::size_t>(prompts),
+                       std::vector<bool>(static_cast<std::size_t>(d.candidates), false));
+    open.satisfied.assign(static_cast<std::size_t>(prompts), false);
+    open.enqueued_at = std::chrono::steady_clock::now();
+    open.budget_samples = std::int64_t{prompts} * d.candidates;
+    if (options_.adaptive) {
+      // P x the policy's N, from the plan record (which also holds it for a restarted planner).
+      if (const auto record = state_.plan(t)) {
+        if (const auto why = nlohmann::json::parse(record->reason, nullptr, false);
+            why.is_object() && why.contains("budget_candidates")) {
+          open.budget_samples =
+              std::int64_t{prompts} * why["budget_candidates"].get<std::int64_t>();
+        }
+      }
+    }
+    if (context.live_explorers && *context.live_explorers > 0) {
+      const exploration::ExplorationWork work{open.budget_samples, d.steps, context.queue_depth};
+      if (const auto p =
+              finish_model_.predict(work, *context.live_explorers,
+                                    seconds(context.training_time.value_or(context.time_budget)))) {
+        open.predicted_seconds = p->mean_seconds;
+        open.probability = p->probability;
+        metrics_.predicted_seconds.set(p->mean_seconds);
+      }
+    }
+    open_[t] = std::move(open);
+  }
+  if (!need.empty()) {
+    std::string needs;
+    for (int n : need)
+      needs += (needs.empty() ? "" : " ") + std::to_string(n);
+    log::info("iteration {}: adaptive allocation, candidates needed per prompt: {}", t, needs);
+  }
   state_.put_planner_progress({.enqueued_through = t, .unix_ms = now_unix_ms()});
 
   candidates_[t] = d.candidates;
@@ -344,12 +460,247 @@ std::int64_t Planner::count_results(std::int64_t iteration, int candidates) {
   return found;
 }
 
+void Planner::purge_passed(std::int64_t c) {
+  for (std::int64_t t = purged_through_ + 1; t < c; ++t) {
+    if (!options_.purge_passed) {  // the old behaviour: only the posteriors
+      if (const auto record = state_.plan(t); record && record->candidates > 0)
+        update_posteriors(t, *record);
+      purged_through_ = t;
+      continue;
+    }
+    std::optional<wire::PlanRecord> record;
+    try {
+      record = state_.plan(t);
+    } catch (const run::MalformedRunState& e) {
+      log::warn("{}: the tasks of passed iteration {} stay queued", e.what(), t);
+    }
+    if (record && record->candidates > 0) {
+      std::vector<std::string> ids;
+      for (int i = 0; i < options_.prompts_per_iteration; ++i) {
+        for (int j = 0; j < record->candidates; ++j)
+          ids.push_back(run::seed_task_id(t, i, j));
+      }
+      const auto purged =
+          parts_.queue->purge(ids, "iteration " + std::to_string(t) + " passed by the trainer");
+      const auto n = static_cast<std::int64_t>(purged.size());
+      status_.tasks_purged_passed += n;
+      metrics_.purged_passed.inc(static_cast<double>(n));
+      if (n > 0) {
+        log::info("iteration {}: purged {} waiting tasks (the trainer is at iteration {})", t, n,
+                  c);
+      }
+      update_posteriors(t, *record);
+    }
+    open_.erase(t);
+    purged_through_ = t;
+  }
+}
+
+exploration::BetaPosterior Planner::prior_of(const std::string& prompt_text) {
+  std::optional<wire::PromptPosterior> record;
+  try {
+    record = state_.prompt_posterior(prompt_text);
+  } catch (const run::MalformedRunState& e) {
+    log::warn("{}; prompt '{}' starts from the pooled prior", e.what(), prompt_text);
+  }
+  if (record) return {record->a, record->b};
+  // An unseen prompt: the mean of every prompt seen so far, with the weight of two rewards.
+  const double mean = pooled_.mean();
+  return {2.0 * mean, 2.0 * (1.0 - mean)};
+}
+
+void Planner::update_posteriors(std::int64_t t, const wire::PlanRecord& plan) {
+  const int prompts = options_.prompts_per_iteration;
+  const auto prompt_list = run::iteration_prompts(*prompts_, options_.run_seed, t, prompts);
+  std::vector<std::string> ids;
+  for (int i = 0; i < prompts; ++i) {
+    for (int j = 0; j < plan.candidates; ++j)
+      ids.push_back(run::seed_task_id(t, i, j));
+  }
+  const auto results = parts_.queue->results(ids);
+  for (int i = 0; i < prompts; ++i) {
+    std::vector<double> rewards;
+    for (int j = 0; j < plan.candidates; ++j) {
+      const auto& bytes = results[static_cast<std::size_t>(i * plan.candidates + j)];
+      if (!bytes) continue;
+      try {
+        const auto r = wire::SeedResult::decode(*bytes);
+        if (std::isfinite(r.reward)) rewards.push_back(r.reward);
+      } catch (const wire::WireError&) {
+        // Malformed results are the trainer's to count and quarantine; they teach nothing here.
+      }
+    }
+    const std::string& text = prompt_list[static_cast<std::size_t>(i)].text();
+    std::optional<wire::PromptPosterior> record;
+    try {
+      record = state_.prompt_posterior(text);
+    } catch (const run::MalformedRunState& e) {
+      log::warn("{}; prompt '{}' starts its posterior again", e.what(), text);
+    }
+    wire::PromptPosterior posterior = record.value_or(wire::PromptPosterior{.prompt_text = text});
+    if (posterior.updated_through >= t) continue;  // folded in before (a restarted planner)
+    exploration::BetaPosterior beta{posterior.a, posterior.b};
+    for (double r : rewards) {
+      beta.add(r);
+      pooled_.add(r);
+    }
+    const bool uniform = exploration::all_alike(rewards);
+    posterior.a = beta.a;
+    posterior.b = beta.b;
+    posterior.updated_through = t;
+    if (uniform) ++posterior.uniform_iterations;
+    state_.put_prompt_posterior(posterior);
+    if (uniform) {
+      ++status_.uniform_prompts;
+      metrics_.uniform_prompts.inc();
+      log::info(
+          "iteration {}: prompt {} '{}' stayed uniform after {} candidates (all rewards {}); "
+          "posterior mean {:.3f} over {} uniform iterations",
+          t, i, text, rewards.size(), rewards.front(), beta.mean(), posterior.uniform_iterations);
+    }
+  }
+}
+
+void Planner::track_open(std::int64_t c) {
+  for (auto it = open_.begin(); it != open_.end();) {
+    const std::int64_t t = it->first;
+    OpenIteration& open = it->second;
+    if (t < c) {  // passed: purge_passed() has dealt with it
+      it = open_.erase(it);
+      continue;
+    }
+    const int prompts = static_cast<int>(open.prompts.size());
+    std::vector<std::string> ids;
+    std::vector<std::pair<int, int>> where;
+    for (int i = 0; i < prompts; ++i) {
+      for (int j = 0; j < open.candidates; ++j) {
+        if (open.rewards[i][j] || open.purged[i][j]) continue;
+        ids.push_back(run::seed_task_id(t, i, j));
+        where.emplace_back(i, j);
+      }
+    }
+    const auto results = parts_.queue->results(ids);
+    for (std::size_t k = 0; k < results.size(); ++k) {
+      if (!results[k]) continue;
+      const auto [i, j] = where[k];
+      try {
+        open.rewards[i][j] = wire::SeedResult::decode(*results[k]).reward;
+      } catch (const wire::WireError&) {
+        open.rewards[i][j] = std::numeric_limits<double>::quiet_NaN();  // there, but not usable
+      }
+    }
+    if (options_.adaptive) {
+      for (int i = 0; i < prompts; ++i) {
+        if (open.satisfied[i]) continue;
+        std::vector<double> rewards;
+        std::vector<std::string> waiting;
+        for (int j = 0; j < open.candidates; ++j) {
+          const auto& r = open.rewards[i][j];
+          if (r && std::isfinite(*r)) rewards.push_back(*r);
+          if (!r && !open.purged[i][j]) waiting.push_back(run::seed_task_id(t, i, j));
+        }
+        if (!exploration::contrast_reached(rewards, options_.allocation)) continue;
+        open.satisfied[i] = true;
+        const auto purged =
+            parts_.queue->purge(waiting, "prompt " + std::to_string(i) + " of iteration " +
+                                             std::to_string(t) + " explored enough");
+        for (const std::string& id : purged) {
+          if (const auto parsed = run::parse_seed_task_id(id))
+            open.purged[i][parsed->candidate] = true;
+        }
+        const auto n = static_cast<std::int64_t>(purged.size());
+        status_.tasks_purged_satisfied += n;
+        metrics_.purged_satisfied.inc(static_cast<double>(n));
+        if (n > 0) {
+          log::info(
+              "iteration {}: prompt {} has its contrast after {} candidates; purged {} of "
+              "its waiting tasks",
+              t, i, rewards.size(), n);
+        }
+      }
+    }
+    if (options_.adaptive && !open.budget_spent) {
+      std::int64_t explored = 0;
+      std::vector<std::string> waiting;
+      for (int i = 0; i < prompts; ++i) {
+        for (int j = 0; j < open.candidates; ++j) {
+          if (open.rewards[i][j]) ++explored;
+          if (!open.rewards[i][j] && !open.purged[i][j])
+            waiting.push_back(run::seed_task_id(t, i, j));
+        }
+      }
+      if (explored >= open.budget_samples) {
+        open.budget_spent = true;
+        const auto purged = parts_.queue->purge(
+            waiting, "iteration " + std::to_string(t) + " explored its budget of " +
+                         std::to_string(open.budget_samples) + " samples");
+        for (const std::string& id : purged) {
+          if (const auto parsed = run::parse_seed_task_id(id))
+            open.purged[parsed->prompt][parsed->candidate] = true;
+        }
+        const auto n = static_cast<std::int64_t>(purged.size());
+        status_.tasks_purged_budget += n;
+        metrics_.purged_budget.inc(static_cast<double>(n));
+        log::info("iteration {}: {} samples explored (the budget); purged {} waiting tasks", t,
+                  explored, n);
+      }
+    }
+    // Explored: every task has a result or was purged (tasks still leased will complete).
+    bool done = true;
+    for (int i = 0; i < prompts && done; ++i) {
+      for (int j = 0; j < open.candidates && done; ++j) {
+        if (!open.rewards[i][j] && !open.purged[i][j]) done = false;
+      }
+    }
+    if (!done) {
+      ++it;
+      continue;
+    }
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - open.enqueued_at).count();
+    metrics_.explored_seconds.set(took);
+    log::info("iteration {}: explored in {:.3f} s (predicted {} s, finish probability {})", t, took,
+              open.predicted_seconds ? std::to_string(*open.predicted_seconds) : "unknown",
+              open.probability ? std::to_string(*open.probability) : "unknown");
+    if (!options_.decisions_file.empty()) {
+      nlohmann::json event{
+          {"iteration", t}, {"event", "explored"}, {"seconds", took}, {"unix_ms", now_unix_ms()}};
+      if (open.predicted_seconds) event["predicted_seconds"] = *open.predicted_seconds;
+      if (open.probability) event["finish_probability"] = *open.probability;
+      std::ofstream(options_.decisions_file, std::ios::app) << event.dump() << "\n";
+    }
+    it = open_.erase(it);
+  }
+}
+
+std::optional<int> Planner::desired_explorers(const exploration::IterationContext& context) {
+  const auto widest = parts_.policy->widest();
+  if (!widest || widest->candidates <= 0) return std::nullopt;
+  if (!finish_model_.has_timing()) {
+    // Nothing measured yet: keep the pool as it is (at least one explorer to measure with).
+    return std::max(context.live_explorers.value_or(1), 1);
+  }
+  const exploration::ExplorationWork work{std::int64_t{context.prompts} * widest->candidates,
+                                          widest->steps, context.queue_depth};
+  const double budget = seconds(context.training_time.value_or(context.time_budget));
+  return finish_model_.explorers_needed(work, budget, options_.finish_probability)
+      .value_or(options_.finish.max_explorers);
+}
+
 void Planner::maybe_reap() {
   const auto now = std::chrono::steady_clock::now();
   if (now < next_reap_) return;
   if (reaper_) {
     try {
       const exploration::ReapReport report = reaper_->reap(now_unix_ms());
+      if (last_reap_ && status_.live_explorers) {
+        // Departures (explorers found dead) over the live explorer-time since the last reap.
+        const double elapsed = std::chrono::duration<double>(now - *last_reap_).count();
+        finish_model_.observe_departures(
+            static_cast<double>(report.reaped.size()), elapsed * *status_.live_explorers,
+            std::chrono::duration<double>(now.time_since_epoch()).count());
+      }
+      last_reap_ = now;
       status_.live_explorers = report.live_explorers;
       status_.leases_released += report.released;
       metrics_.live_explorers.set(report.live_explorers);
@@ -417,8 +768,12 @@ int Planner::run(std::stop_token stop) {
                    failures_in_a_row, seconds(wait), e.what());
       }
     }
-    std::unique_lock lock(mutex);
-    wake.wait_for(lock, stop, wait, [] { return false; });  // ends early on a stop request
+    if (parts_.wait_for_event) {
+      parts_.wait_for_event(wait, stop);  // ends early on an iteration event or a stop request
+    } else {
+      std::unique_lock lock(mutex);
+      wake.wait_for(lock, stop, wait, [] { return false; });  // ends early on a stop request
+    }
     if (stop.stop_requested()) {
       log_summary("stop requested");
       return 0;
@@ -432,16 +787,18 @@ void Planner::log_summary(const char* why) {
     const queue::QueueStats s = parts_.queue->stats();
     queue = "depth " + std::to_string(s.length) + ", results " + std::to_string(s.results) +
             ", dead letters " + std::to_string(s.dead_letters) + ", enqueued in all " +
-            std::to_string(s.enqueued_total);
+            std::to_string(s.enqueued_total) + ", purged in all " + std::to_string(s.purged_total);
   } catch (const std::exception&) {
   }
   log::info(
       "planner done ({}): trainer iteration {}, planned through iteration {}; this planner "
-      "enqueued {} tasks over {} iterations, handed back {} leases of dead explorers, {} failed "
-      "passes; queue: {}",
+      "enqueued {} tasks over {} iterations, purged {} waiting tasks of passed iterations, {} "
+      "of prompts explored enough and {} past an iteration's budget, saw {} uniform prompts, "
+      "handed back {} leases of dead explorers, {} failed passes; queue: {}",
       why, status_.trainer_iteration ? std::to_string(*status_.trainer_iteration) : "unknown",
       status_.planned_through, status_.tasks_enqueued, status_.iterations_planned,
-      status_.leases_released, status_.failed_passes, queue);
+      status_.tasks_purged_passed, status_.tasks_purged_satisfied, status_.tasks_purged_budget,
+      status_.uniform_prompts, status_.leases_released, status_.failed_passes, queue);
 }
 
 }  // namespace spotlight::planner

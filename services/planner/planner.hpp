@@ -5,16 +5,34 @@
 //     c = trainer_iteration (wire::TrainerProgress)      absent: kWaitingForTrainer
 //     if finished or c >= iterations: kFinished
 //     every heartbeat period: reap dead explorers (explorer_reaper.hpp; an error other than
-//                             unavailability is only logged), refresh gauges
+//                             unavailability is only logged), refresh gauges; the explorers
+//                             reaped over the live explorer-seconds since the last reap feed the
+//                             preemption rate of the finish-time model
 //     if trainer_timing names an iteration k not fed back yet:
 //       policy.observe({k, plan record k, trainer's group variance, explorers' mean
-//                       sample_seconds / S over k's results})
+//                       sample_seconds / S over k's results}); each result's sample_seconds / S
+//       feeds the finish-time model (common/exploration/finish_time.hpp)
+//     for t in [purged_through + 1, c - 1]:              (iterations the trainer has passed)
+//       purge t's tasks still waiting (LeaseQueue::purge, reason "iteration passed"; a task
+//       leased to a live explorer completes); fold t's rewards into its prompts' posteriors
+//       (wire::PromptPosterior, once per iteration) and report prompts whose explored rewards
+//       were all alike (uniform)
+//     for each iteration t >= c this planner enqueued and that is not explored yet:
+//       read the results still missing; adaptive allocation: a prompt whose best G results
+//       reach the contrast target has its waiting tasks purged (reason "prompt satisfied"), and
+//       once P x N results are in (the policy's work) every waiting task is ("budget spent");
+//       once every task has a result or was purged: log and record the measured exploration
+//       time against the predicted one
 //     for t in [max(c, planner_state + 1), min(c + lookahead, iterations - 1)]:
 //       d = plan record t if present (a restarted planner keeps what the trainer may have read),
-//           else policy.decide({t, c, P, time budget, training time, live explorers, queue depth})
+//           else policy.decide({t, c, P, time budget, training time, live explorers, queue depth,
+//                                the finish-time model})
+//       desired explorers = the fewest explorers that would finish the policy's widest
+//           exploration within the training time with probability finish_probability
 //       put_if_absent(plan record t = wire::PlanRecord{t, d.candidates, d.steps, reason as
 //           JSON}); append the JSON to decisions_file    (before any task of t is enqueued)
-//       enqueue_many(P x d.candidates seed tasks: id seed_task_id(t, i, j), wire::SeedTask{
+//       enqueue_many(P x d.candidates seed tasks (adaptive allocation: in exploration_order() of
+//           the prompts' needs, else prompt by prompt): id seed_task_id(t, i, j), wire::SeedTask{
 //           prompt iteration_prompts(..)[i], seed candidate_seed(run_seed, t, i, j),
 //           weights_version clamp(t - 1, 0, c) (offload: t, max_staleness 0),
 //           sampler_steps d.steps, deadline now + time budget, attempt 0,
@@ -28,7 +46,9 @@
 // were it to re-enqueue an iteration (it died between enqueue and planner_state), the queue
 // ignores task ids it has seen, so nothing is enqueued twice.
 //
-// run(stop) loops step() every poll_interval until kFinished (returns 0) or a stop request
+// run(stop) loops step() every poll_interval, and at once when parts.wait_for_event reports an
+// iteration event of the trainer's bus (planner_config.cpp wires it when bus.subscribe is on),
+// until kFinished (returns 0) or a stop request
 // (returns 0 after the current pass). A failed pass (Redis unavailable, or any queue/store error)
 // is counted, and the next one waits an exponential back-off from poll_interval up to
 // max_backoff; it never ends the loop, except when Redis refuses the credentials or permissions
@@ -40,16 +60,20 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "common/exploration/exploration_policy.hpp"
 #include "common/exploration/explorer_directory.hpp"
 #include "common/exploration/explorer_reaper.hpp"
+#include "common/exploration/finish_time.hpp"
+#include "common/exploration/prompt_allocation.hpp"
 #include "common/metrics/metrics.hpp"
 #include "common/outage/outage_tracker.hpp"
 #include "common/queue/lease_queue.hpp"
@@ -71,6 +95,7 @@ inline constexpr std::chrono::milliseconds kDefaultMaxBackoff{5000};
 inline constexpr std::chrono::milliseconds kDefaultMaxWait{60000};
 inline constexpr std::chrono::milliseconds kDefaultHeartbeatPeriod{1000};
 inline constexpr int kDefaultDeadHeartbeats = 3;
+inline constexpr std::int64_t kMaxAdaptiveCandidates = 4096;
 
 // Something the planner cannot work with (e.g. a malformed integer key); names the key.
 class PlannerError : public std::runtime_error {
@@ -105,6 +130,19 @@ struct PlannerOptions {
   bool keep_trajectories = false;
   int rollout_steps = 10;             // sampler.steps
   rollout::StepWindow trained{0, 9};  // trainer.train_step_begin / end against rollout_steps
+  // exploration.allocation=adaptive: per-prompt exploration (prompt_allocation.hpp) with
+  // allocation.{group_size, contrast_target, probability}; fixed: every prompt gets N candidates.
+  // The plan asks for adaptive_cap x N candidates per prompt (room for the prompts that need
+  // more) and the iteration stops once P x N have results (exploration.adaptive_cap).
+  bool adaptive = false;
+  int adaptive_cap = 3;
+  exploration::AllocationOptions allocation;
+  // planner.purge_passed: purge the waiting tasks of iterations the trainer has passed (false:
+  // they stay queued and are run, as before).
+  bool purge_passed = true;
+  // planner.finish_probability: the probability spotlight_planner_desired_explorers is sized for.
+  double finish_probability = 0.9;
+  exploration::FinishTimeOptions finish;  // the finish-time model of the explorer pool
 
   // Throws PlannerError naming the first bad field.
   void validate() const;
@@ -119,6 +157,11 @@ struct PlannerParts {
   // The key every task is signed with (common/run/task_signature.hpp); std::nullopt:
   // run::planner_task_key(*store) ($SPOTLIGHT_TASK_KEY, else the run-local key), on first use.
   std::optional<run::TaskKey> task_key;
+  // Waits up to `timeout` between passes and returns early when the trainer announces an
+  // iteration (or stop is requested): the planner plans on iteration events. Empty: it sleeps
+  // poll_interval between passes. Either way every pass reads the trainer's progress from Redis,
+  // so a lost event costs at most one poll_interval.
+  std::function<void(std::chrono::milliseconds timeout, std::stop_token stop)> wait_for_event;
 };
 
 enum class StepOutcome {
@@ -135,6 +178,11 @@ struct PlannerStatus {
   std::int64_t iterations_planned = 0;            // iterations enqueued by this object
   std::int64_t failed_passes = 0;                 // passes that threw
   std::int64_t leases_released = 0;               // handed back from dead explorers
+  std::int64_t tasks_purged_passed = 0;           // purged: their iteration was passed
+  std::int64_t tasks_purged_satisfied = 0;        // purged: their prompt was explored enough
+  std::int64_t tasks_purged_budget = 0;           // purged: their iteration spent its budget
+  std::int64_t uniform_prompts = 0;               // prompts whose explored rewards were all alike
+  std::optional<int> desired_explorers;           // at the last plan
   std::optional<int> live_explorers;              // at the last reap
 };
 
@@ -156,8 +204,23 @@ class Planner {
 
   const PlannerStatus& status() const { return status_; }
   const PlannerOptions& options() const { return options_; }
+  const exploration::FinishTimeModel& finish_model() const { return finish_model_; }
 
  private:
+  // An iteration this object enqueued, until it is explored (or passed).
+  struct OpenIteration {
+    int candidates = 0;
+    int steps = 0;
+    std::vector<std::string> prompts;                         // texts, by prompt index
+    std::vector<std::vector<std::optional<double>>> rewards;  // [prompt][candidate], as read
+    std::vector<bool> satisfied;                              // prompt's waiting tasks purged
+    std::vector<std::vector<bool>> purged;                    // [prompt][candidate]
+    std::chrono::steady_clock::time_point enqueued_at;
+    std::optional<double> predicted_seconds;
+    std::optional<double> probability;
+    std::int64_t budget_samples = 0;  // adaptive: P x the policy's N
+    bool budget_spent = false;
+  };
   struct TrainerTiming {
     std::optional<std::int64_t> iteration;
     std::optional<double> iteration_seconds;
@@ -171,6 +234,11 @@ class Planner {
                                           const exploration::IterationContext& context);
   void plan(std::int64_t iteration, std::int64_t trainer_iteration, const TrainerTiming& timing);
   std::int64_t count_results(std::int64_t iteration, int candidates);
+  void purge_passed(std::int64_t trainer_iteration);
+  void update_posteriors(std::int64_t iteration, const wire::PlanRecord& plan);
+  void track_open(std::int64_t trainer_iteration);
+  exploration::BetaPosterior prior_of(const std::string& prompt_text);
+  std::optional<int> desired_explorers(const exploration::IterationContext& context);
   void maybe_reap();
   void refresh_gauges(const queue::QueueStats& stats);
   void log_summary(const char* why);
@@ -187,6 +255,11 @@ class Planner {
   std::chrono::steady_clock::time_point next_reap_{};
   std::map<std::int64_t, int> candidates_;  // iteration -> N enqueued by this object
   std::int64_t fed_back_through_ = -1;      // last iteration whose outcome the policy saw
+  std::int64_t purged_through_ = -1;        // last passed iteration purged
+  std::map<std::int64_t, OpenIteration> open_;
+  exploration::FinishTimeModel finish_model_;
+  exploration::BetaPosterior pooled_;  // every reward folded into posteriors by this object
+  std::optional<std::chrono::steady_clock::time_point> last_reap_;
   PlannerStatus status_;
   outage::OutageTracker redis_;
   bool said_waiting_ = false;

@@ -2,10 +2,16 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
+#include "common/bus/follower_thread.hpp"
 #include "common/config/error.hpp"
 #include "common/queue/redis_lease_queue.hpp"
+#include "common/run/bus_subscription.hpp"
 #include "common/run/run_config.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "services/planner/redis_explorer_directory.hpp"
@@ -32,21 +38,37 @@ PlannerOptions planner_options(const config::Config& c) {
   o.heartbeat_period = std::chrono::milliseconds(c.get_int("explorer.heartbeat_ms"));
   o.task = run::task_options(c);
   o.prompts = run::prompt_source(c);
+  o.adaptive = c.get_string("exploration.allocation") == "adaptive" && !o.offload;
+  o.adaptive_cap = c.get<int>("exploration.adaptive_cap");
+  o.purge_passed = c.get_bool("planner.purge_passed");
+  o.allocation.group_size = c.get<int>("trainer.group_size");
+  o.allocation.contrast_target = c.get_double("exploration.contrast_target");
+  o.finish_probability = c.get_double("planner.finish_probability");
+  o.allocation.probability = o.finish_probability;
+  o.finish.preemption_delay_seconds = c.get_double("planner.preemption_delay_seconds");
   o.decisions_file = c.get_string("planner.decisions_file");
-  if (o.decisions_file.empty() && c.get_string("planner.policy") == "bandit") {
+  if (o.decisions_file.empty()) {
     o.decisions_file = (std::filesystem::path(c.get_string("run.dir")) / "planner.jsonl").string();
   }
   return o;
 }
 
+namespace {
+
+// The arms' axes (planner.candidates, planner.steps), which both arm policies read.
+std::vector<int> int_list(const config::Config& c, const std::string& key) {
+  std::vector<int> out;
+  for (double x : c.get_double_list(key))
+    out.push_back(static_cast<int>(x));
+  return out;
+}
+
+}  // namespace
+
 exploration::BanditOptions bandit_options(const config::Config& c) {
   exploration::BanditOptions o;
-  o.candidates.clear();
-  for (double n : c.get_double_list("planner.candidates"))
-    o.candidates.push_back(static_cast<int>(n));
-  o.steps.clear();
-  for (double s : c.get_double_list("planner.steps"))
-    o.steps.push_back(static_cast<int>(s));
+  o.candidates = int_list(c, "planner.candidates");
+  o.steps = int_list(c, "planner.steps");
   o.group_size = c.get<int>("trainer.group_size");
   o.time_margin = c.get_double("planner.time_margin");
   o.exploration = c.get_double("planner.ucb_exploration");
@@ -54,6 +76,15 @@ exploration::BanditOptions bandit_options(const config::Config& c) {
   if (const double prior = c.get_double("planner.prior_sample_step_seconds"); prior > 0) {
     o.prior_seconds_per_sample_step = prior;
   }
+  return o;
+}
+
+exploration::DeadlineOptions deadline_options(const config::Config& c) {
+  exploration::DeadlineOptions o;
+  o.candidates = int_list(c, "planner.candidates");
+  o.steps = int_list(c, "planner.steps");
+  o.group_size = c.get<int>("trainer.group_size");
+  o.probability = c.get_double("planner.finish_probability");
   return o;
 }
 
@@ -68,6 +99,9 @@ std::unique_ptr<exploration::ExplorationPolicy> exploration_policy(const config:
   }
   if (c.get_string("planner.policy") == "bandit") {
     return std::make_unique<exploration::BanditExplorationPolicy>(bandit_options(c));
+  }
+  if (c.get_string("planner.policy") == "deadline") {
+    return std::make_unique<exploration::DeadlineExplorationPolicy>(deadline_options(c));
   }
   return std::make_unique<exploration::FixedExplorationPolicy>(fixed_exploration(c));
 }
@@ -100,6 +134,18 @@ std::unique_ptr<Planner> make_planner(const config::Config& c,
         options.heartbeat_period * options.dead_heartbeats);
   }
   parts.policy = exploration_policy(c);
+  if (auto bus = run::bus_subscription(c)) {
+    // Iteration events wake the loop; the pass itself reads the trainer's progress from Redis, so
+    // the follower needs no snapshot of its own (a lost event costs one planner.poll_ms).
+    auto events = std::make_shared<bus::FollowerThread>(
+        bus->subscriber, bus->endpoint, std::vector<std::string>{"iteration"},
+        [](const std::string&) { return std::optional<bus::Notice>(); }, [](const bus::Notice&) {},
+        bus->follower);
+    auto seen = std::make_shared<std::uint64_t>(0);
+    parts.wait_for_event = [events, seen](std::chrono::milliseconds timeout, std::stop_token stop) {
+      *seen = events->wait_newer(*seen, timeout, std::move(stop));
+    };
+  }
   return std::make_unique<Planner>(options, keys, std::move(parts), std::move(registry));
 }
 

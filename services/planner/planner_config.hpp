@@ -6,7 +6,11 @@
 //   exploration.candidates, exploration.steps (0: sampler.steps)   -> FixedExplorationPolicy
 //   planner.policy=bandit: planner.{candidates,steps,time_margin,ucb_exploration,ucb_discount,
 //     prior_sample_step_seconds}, trainer.group_size             -> BanditExplorationPolicy
-//   planner.decisions_file (bandit default: <run.dir>/planner.jsonl)
+//   planner.policy=deadline: planner.{candidates,steps,finish_probability}, trainer.group_size
+//                                                                 -> DeadlineExplorationPolicy
+//   exploration.allocation=adaptive, exploration.contrast_target, planner.finish_probability,
+//     planner.preemption_delay_seconds                            -> PlannerOptions
+//   planner.decisions_file (default: <run.dir>/planner.jsonl)
 //   exploration.mode=offload: lookahead 0, G = trainer.group_size seeds per prompt at
 //     sampler.steps, exactly the current weights (planner.policy must be fixed)
 //   exploration.reuse=off_policy (or offload): tasks at sampler.steps keep the trained steps
@@ -17,6 +21,7 @@
 
 #include "common/config/config.hpp"
 #include "common/exploration/bandit_policy.hpp"
+#include "common/exploration/deadline_policy.hpp"
 #include "common/exploration/exploration_policy.hpp"
 #include "common/metrics/metrics.hpp"
 #include "services/planner/planner.hpp"
@@ -28,6 +33,7 @@ PlannerOptions planner_options(const config::Config& config);
 // (offload: trainer.group_size at sampler.steps).
 exploration::ExplorationDecision fixed_exploration(const config::Config& config);
 exploration::BanditOptions bandit_options(const config::Config& config);
+exploration::DeadlineOptions deadline_options(const config::Config& config);
 // The policy planner.policy names.
 std::unique_ptr<exploration::ExplorationPolicy> exploration_policy(const config::Config& config);
 // A planner on the run's Redis (connects on first use). `registry` may be null.

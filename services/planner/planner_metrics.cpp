@@ -28,6 +28,30 @@ PlannerMetrics PlannerMetrics::create(const std::shared_ptr<metrics::Registry>& 
                                 "Leases of dead explorers handed back for re-delivery.");
   m.redis_errors =
       r.counter("spotlight_planner_redis_errors_total", "Failed planner passes (Redis errors).");
+  const std::string purged_help =
+      "Seed tasks removed from the queue unrun (not lost): their iteration was passed by the "
+      "trainer, their prompt had been explored enough, or their iteration had spent its budget.";
+  m.purged_passed = r.counter("spotlight_planner_purged_tasks_total", purged_help,
+                              {{"reason", "iteration_passed"}});
+  m.purged_satisfied = r.counter("spotlight_planner_purged_tasks_total", purged_help,
+                                 {{"reason", "prompt_satisfied"}});
+  m.purged_budget =
+      r.counter("spotlight_planner_purged_tasks_total", purged_help, {{"reason", "budget_spent"}});
+  m.uniform_prompts =
+      r.counter("spotlight_planner_uniform_prompts_total",
+                "Prompts whose explored rewards were all alike when the trainer passed them.");
+  m.desired_explorers = r.gauge(
+      "spotlight_planner_desired_explorers",
+      "Explorers at which the widest exploration of the next iteration would just finish before "
+      "the trainer needs it (with planner.finish_probability); for an autoscaler.");
+  m.planned_candidates = r.gauge("spotlight_planner_planned_candidates",
+                                 "Candidates per prompt (N) of the last iteration planned.");
+  m.predicted_seconds =
+      r.gauge("spotlight_planner_predicted_exploration_seconds",
+              "Predicted mean time to explore the last iteration planned (finish-time model).");
+  m.explored_seconds =
+      r.gauge("spotlight_planner_exploration_seconds",
+              "Measured time from enqueueing to the last result of the last explored iteration.");
   return m;
 }
 

@@ -19,6 +19,16 @@ struct PlannerMetrics {
   metrics::Gauge previous_results;          // spotlight_planner_previous_iteration_results
   metrics::Counter leases_released;         // spotlight_planner_released_leases_total (reaper)
   metrics::Counter redis_errors;            // spotlight_planner_redis_errors_total
+  // spotlight_planner_purged_tasks_total{reason="iteration_passed" | "prompt_satisfied" |
+  //                                             "budget_spent"}
+  metrics::Counter purged_passed;
+  metrics::Counter purged_satisfied;
+  metrics::Counter purged_budget;     // reason="budget_spent"
+  metrics::Counter uniform_prompts;   // spotlight_planner_uniform_prompts_total
+  metrics::Gauge desired_explorers;   // spotlight_planner_desired_explorers
+  metrics::Gauge planned_candidates;  // spotlight_planner_planned_candidates (last plan's N)
+  metrics::Gauge predicted_seconds;   // spotlight_planner_predicted_exploration_seconds
+  metrics::Gauge explored_seconds;    // spotlight_planner_exploration_seconds (measured)
 
   // Detached handles when `registry` is null.
   static PlannerMetrics create(const std::shared_ptr<metrics::Registry>& registry);

@@ -108,6 +108,8 @@ class ServicesHooks final : public TrainHooks {
     async.candidates = options.candidates;
     async.run_seed = options.seed;
     async.max_wait = std::chrono::duration<double>(c_.get_double("exploration.max_wait_seconds"));
+    async.notices = c_.get_bool("bus.subscribe");  // wait on the result bell
+    async.resync = std::chrono::milliseconds(c_.get_int("bus.resync_ms"));
     async.offload = options.mode == "offload";
     async.trajectories = async.offload || exploration.reuse == run::Reuse::kOffPolicy;
     async.rollout_sampler = options.sampler;

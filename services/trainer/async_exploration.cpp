@@ -1,5 +1,6 @@
 #include "services/trainer/async_exploration.hpp"
 
+#include <algorithm>
 #include <iterator>
 #include <stdexcept>
 #include <utility>
@@ -79,44 +80,76 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   std::vector<std::vector<int>> quarantines(n, std::vector<int>(static_cast<size_t>(candidates)));
   std::vector<std::vector<bool>> lost(n, std::vector<bool>(static_cast<size_t>(candidates)));
   size_t missing = n * static_cast<size_t>(candidates);
-  int quarantined = 0, lost_tasks = 0;
-  // Poll the results until all are in (or lost) or the deadline passes. Each poll reads only the
-  // missing ones.
+  int quarantined = 0, lost_tasks = 0, purged = 0;
+  // Read the missing results (one batch per round) until all are in (or lost) or the deadline
+  // passes; between rounds sleep on the result bell, or poll without one.
+  const bool bell = o_.notices && queue_.has_result_notices();
+  std::vector<std::string> ids;
+  std::vector<std::pair<size_t, int>> where;  // (prompt, candidate) of ids[k]
   while (missing > 0) {
+    ids.clear();
+    where.clear();
     for (size_t i = 0; i < n; ++i) {
       for (int j = 0; j < candidates; ++j) {
         if (found[i][j] || lost[i][j]) continue;
-        const std::string id = run::seed_task_id(iteration, static_cast<int>(i), j);
-        const auto bytes = call(retry_, [&] { return queue_.result(id); });
-        if (!bytes) continue;
-        const run::ExpectedResult expected{
-            id, o_.run_id, iteration, static_cast<int64_t>(i),
-            run::candidate_seed(o_.run_seed, iteration, static_cast<int>(i), j)};
-        const run::CheckedResult checked = run::check_result(*bytes, expected);
-        if (checked.result) {
-          found[i][j] = *checked.result;
-          --missing;
-          continue;
-        }
-        // A poisoned entry: move it aside with its reason and run the task again.
-        const auto q = call(retry_, [&] { return queue_.quarantine(id, *bytes, checked.problem); });
-        if (q.quarantined) ++quarantined;
-        const bool can_come = q.requeued || q.still_queued || !q.quarantined;
-        if (q.quarantined && (!can_come || ++quarantines[i][j] >= o_.max_quarantines_per_task)) {
-          lost[i][j] = true;
-          ++lost_tasks;
-          --missing;
-        }
-        SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": result of '" << id
-                            << "' quarantined (" << checked.problem << "); "
-                            << (lost[i][j]   ? "the task is lost for this iteration"
-                                : q.requeued ? "the task runs again"
-                                             : "its holder completes it");
+        ids.push_back(run::seed_task_id(iteration, static_cast<int>(i), j));
+        where.emplace_back(i, j);
       }
     }
-    if (missing == 0 || Clock::now() >= deadline) break;
-    // polling interval of a condition wait with a deadline
-    if (outage::wait_or_stop(o_.stop, o_.poll)) break;
+    const auto values = call(retry_, [&] { return queue_.results(ids); });
+    // The planner purges a prompt's waiting tasks together (its contrast is reached): one look per
+    // prompt and round at its first missing task, then at the others only if that one was purged.
+    std::vector<std::optional<bool>> prompt_purged(n);
+    for (size_t k = 0; k < ids.size() && k < values.size(); ++k) {
+      const auto& bytes = values[k];
+      const auto [i, j] = where[k];
+      if (!bytes) {
+        if (prompt_purged[i].value_or(true) &&
+            call(retry_, [&] { return queue_.purged(ids[k]); })) {
+          lost[i][j] = true;  // it will never come
+          ++purged;
+          --missing;
+          prompt_purged[i] = true;
+        } else if (!prompt_purged[i]) {
+          prompt_purged[i] = false;
+        }
+        continue;
+      }
+      const std::string& id = ids[k];
+      const run::ExpectedResult expected{
+          id, o_.run_id, iteration, static_cast<int64_t>(i),
+          run::candidate_seed(o_.run_seed, iteration, static_cast<int>(i), j)};
+      const run::CheckedResult checked = run::check_result(*bytes, expected);
+      if (checked.result) {
+        found[i][j] = *checked.result;
+        --missing;
+        continue;
+      }
+      // A poisoned entry: move it aside with its reason and run the task again.
+      const auto q = call(retry_, [&] { return queue_.quarantine(id, *bytes, checked.problem); });
+      if (q.quarantined) ++quarantined;
+      const bool can_come = q.requeued || q.still_queued || !q.quarantined;
+      if (q.quarantined && (!can_come || ++quarantines[i][j] >= o_.max_quarantines_per_task)) {
+        lost[i][j] = true;
+        ++lost_tasks;
+        --missing;
+      }
+      SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": result of '" << id << "' quarantined ("
+                          << checked.problem << "); "
+                          << (lost[i][j]   ? "the task is lost for this iteration"
+                              : q.requeued ? "the task runs again"
+                                           : "its holder completes it");
+    }
+    const auto now = Clock::now();
+    if (missing == 0 || now >= deadline || o_.stop.stop_requested()) break;
+    if (bell) {
+      // A condition wait: returns when a result is recorded, else after `resync` (re-read anyway).
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
+      const auto wait = std::min(o_.resync, left);
+      call(retry_, [&] { return queue_.wait_result_notice(wait); });
+    } else if (outage::wait_or_stop(o_.stop, o_.poll)) {  // polling interval of a condition wait
+      break;
+    }
   }
 
   SeedSelection out;
@@ -173,6 +206,11 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
                         << (o_.offload ? " offloaded rollouts" : " explored seeds")
                         << " missing at the deadline; " << out.fallback_prompts
                         << " prompts fell back to the trainer's own seeds";
+  }
+  if (purged > 0) {
+    SPOTLIGHT_LOG(info) << "iteration " << iteration << ": " << purged
+                        << " candidates not explored (the planner purged them: their prompts "
+                           "had their contrast)";
   }
   if (quarantined > 0) {
     SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": " << quarantined

@@ -2,9 +2,14 @@
 // The trainer's side of exploration.mode=async and offload (docs/iteration.md, docs/reuse.md):
 //  - AsyncSeedSource reads what the explorers found for an iteration from the lease queue's
 //    results, waiting up to a deadline, and selects the G of maximum variance per prompt;
-//    prompts with fewer than G explored seeds fall back to random seeds (counted). offload
+//    prompts with fewer than G explored seeds fall back to random seeds (counted). Tasks the
+//    planner purged (exploration.allocation=adaptive: their prompt had its contrast) are not
+//    waited for. offload
 //    selects nothing: the G seeds of a prompt are its candidates 0..G-1 (none's seeds), which
 //    the explorers sampled with the current weights.
+//    The wait sleeps on the queue's result bell (rung by complete() in the script that records a
+//    result) and reads the missing results in one batch when it rings; it re-reads them every
+//    `resync` anyway, so a lost wake-up costs at most that long.
 //    Every result is checked against its task first (run::check_result); one that does not check
 //    out (poisoned: garbage, another task's, a reward that is not finite) is quarantined with its
 //    reason and the task runs again (LeaseQueue::quarantine), so the wait goes on for the real
@@ -49,7 +54,13 @@ struct AsyncSeedOptions {
   int candidates = 24;
   uint64_t run_seed = 0;
   std::chrono::duration<double> max_wait{60.0};
-  std::chrono::milliseconds poll{50};  // how often results are re-read while waiting
+  // How results are waited for. With `notices` and a queue that rings a result bell
+  // (LeaseQueue::has_result_notices), the wait sleeps on the bell and re-reads the missing results
+  // (one LeaseQueue::results batch) when it rings, and at the latest every `resync` (the recovery
+  // of a bell taken but not acted on). Otherwise the missing results are re-read every `poll`.
+  bool notices = true;
+  std::chrono::milliseconds resync{1000};
+  std::chrono::milliseconds poll{50};
   // Quarantines of one task's results per iteration before it is given up as lost (a writer
   // that keeps poisoning it).
   int max_quarantines_per_task = 3;

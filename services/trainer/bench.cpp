@@ -115,14 +115,23 @@ BenchReport run_benchmark(const BenchOptions& o) {
     }
     m.hidden(o.hidden).heads(o.hidden / head_size);
   }
+  if (o.image_size > 0 && o.image_size != m.image_size()) {
+    if (o.image_size % m.patch() != 0) {
+      throw std::invalid_argument("bench: bench.image_size " + std::to_string(o.image_size) +
+                                  " is not a multiple of the preset's patch " +
+                                  std::to_string(m.patch()));
+    }
+    m.image_size(o.image_size);
+  }
   r.preset_macs_per_sample = m.macs_per_sample();
   if (o.depth > 0 && o.depth != m.depth()) m.depth(o.depth);
-  const bool reshaped =
-      m.hidden() != model::mmdit_preset(o.policy.preset).hidden() || m.depth() != r.preset_depth;
+  const bool reshaped = m.hidden() != model::mmdit_preset(o.policy.preset).hidden() ||
+                        m.depth() != r.preset_depth ||
+                        m.image_size() != model::mmdit_preset(o.policy.preset).image_size();
   if (reshaped && !o.base.empty()) {
     throw std::invalid_argument(
         "bench: model.base cannot load into a model resized by "
-        "bench.hidden or bench.depth");
+        "bench.hidden, bench.depth or bench.image_size");
   }
   r.hidden = m.hidden();
   r.heads = m.heads();
@@ -172,7 +181,7 @@ BenchReport run_benchmark(const BenchOptions& o) {
     if (reshaped) {
       throw std::invalid_argument(
           "bench: bench.grpo times the preset as it is, without "
-          "bench.hidden or bench.depth");
+          "bench.hidden, bench.depth or bench.image_size");
     }
     no_grad.reset();  // the update needs gradients
     policy::Policy policy(o.policy);

@@ -15,7 +15,8 @@
 //
 // A model narrower (bench.hidden) or shallower (bench.depth) than its preset is measured as built;
 // the report adds the full preset's forward time at the measured FLOP rate (its FLOPs divided by
-// that rate): wide presets such as qwen-image-like need not be built whole.
+// that rate): wide presets such as qwen-image-like need not be built whole. bench.image_size
+// changes the latent size (so the image tokens) of the model measured and of that full preset.
 
 #include <cstdint>
 #include <filesystem>
@@ -32,6 +33,7 @@ struct BenchOptions {
   std::filesystem::path base;    // weights to load (the preset's shape only); empty: fresh
   int64_t hidden = 0;            // 0: the preset's width; else this width, same head size
   int64_t depth = 0;             // 0: the preset's joint blocks; else this many
+  int64_t image_size = 0;        // 0: the preset's latent size; else this (a multiple of its patch)
   int64_t batch = 64;            // samples per forward and per sampler batch
   double seconds = 2.0;          // at least this long (and 3 repetitions) per measurement
   int64_t matmul_size = 0;       // 0: 8192 on CUDA, 1024 on the CPU

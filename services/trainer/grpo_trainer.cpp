@@ -1,5 +1,6 @@
 #include "services/trainer/grpo_trainer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -97,6 +98,11 @@ Json to_json(const IterationReport& r) {
     j["reward_components"][name] = mean;
   if (r.kendall_tau) j["kendall_tau"] = *r.kendall_tau;
   if (r.validation) j["validation"] = to_json(*r.validation);
+  if (!r.group_rewards.empty()) j["group_rewards"] = r.group_rewards;
+  if (!r.candidate_rewards.empty()) {
+    j["candidate_rewards"] = r.candidate_rewards;
+    j["selected"] = r.selected;
+  }
   return j;
 }
 
@@ -292,6 +298,18 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   }
   // No exploration: report the rollout groups' variance.
   if (selection.candidate_rewards.empty()) report.selected_variance = report.group_variance;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    report.group_rewards.emplace_back(rewards.begin() + i * g, rewards.begin() + (i + 1) * g);
+    if (selection.candidate_rewards.empty()) continue;
+    const auto& candidates = selection.candidate_seeds[i];
+    std::vector<int> indices;
+    for (uint64_t s : selection.seeds[i]) {
+      const auto at = std::find(candidates.begin(), candidates.end(), s);
+      indices.push_back(at == candidates.end() ? -1 : static_cast<int>(at - candidates.begin()));
+    }
+    report.candidate_rewards.push_back(selection.candidate_rewards[i]);
+    report.selected.push_back(std::move(indices));
+  }
   report.reward_seconds = seconds_since(reward_start);
 
   // The staleness audit of stale exploration compares the v_{k-1} rewards with v_k, now.

@@ -125,6 +125,12 @@ struct IterationReport {
   int fallback_prompts = 0;
   std::optional<double> kendall_tau;  // staleness audit, when run
   std::optional<ValidationReport> validation;
+  // Per prompt, for fitting the simulator's learning model offline (tools/simulator): the rewards
+  // of the G rollouts trained on; in exploring modes the explored candidates' rewards and, per
+  // trained seed, its index among them (-1: a fallback seed that was not explored).
+  std::vector<std::vector<double>> group_rewards;
+  std::vector<std::vector<double>> candidate_rewards;
+  std::vector<std::vector<int>> selected;
 };
 
 // Sees the trainer's progress; the async mode publishes weights and the iteration through it.

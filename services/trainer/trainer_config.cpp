@@ -72,6 +72,7 @@ BenchOptions bench_options(const config::Config& c) {
   o.base = c.get_string("model.base");
   o.hidden = c.get_int("bench.hidden");
   o.depth = c.get_int("bench.depth");
+  o.image_size = c.get_int("bench.image_size");
   o.batch = c.get_int("bench.batch");
   o.seconds = c.get_double("bench.seconds");
   o.matmul_size = c.get_int("bench.matmul_size");

@@ -53,7 +53,12 @@ for b in r["presets"]:
 q = r.get("qwen_image_like") or {}
 check(q.get("model", {}).get("image_tokens") == 4096 and q["model"]["preset_depth"] == 60,
       "the Qwen-Image-like forward: 4096 image tokens, priced at 60 blocks")
-check(r.get("simulator", {}).get("seconds_per_sample_step", 0) > 0, "the simulator's t")
+q512 = r.get("qwen_image_like_512") or {}
+check(q512.get("model", {}).get("image_tokens") == 1024 and q512["model"]["preset_depth"] == 60,
+      "the Qwen-Image-like forward at 512x512: 1024 image tokens, priced at 60 blocks")
+sim = r.get("simulator", {})
+check(sim.get("seconds_per_sample_step", 0) > 0 and sim.get("image_tokens") == 1024,
+      f"the simulator's t, at its 1024 image tokens: {sim}")
 g = r.get("grpo_iteration") or {}
 check(g.get("rollout_seconds", 0) > 0 and g.get("train_seconds", 0) > 0 and
       g.get("optimizer_steps", 0) > 0, f"a GRPO iteration's time split, trained: {g}")

@@ -280,12 +280,59 @@ TEST(K8sManifests, RunConfigIsAnAsyncRecipe) {
   FAIL() << "no ConfigMap spotlight-run";
 }
 
+// The autoscaling overlay: the base plus a KEDA ScaledObject that keeps the explorer Deployment at
+// the planner's spotlight_planner_desired_explorers (exported by services/planner).
+TEST(K8sManifests, AutoscaleOverlayScalesExplorersOnTheDesiredCount) {
+  const fs::path dir = k8s_dir().parent_path() / "k8s-autoscale";
+  const YAML::Node kustomization = YAML::LoadFile((dir / "kustomization.yaml").string());
+  EXPECT_EQ(kustomization["namespace"].as<std::string>(""), "spotlight");
+  bool base = false;
+  std::vector<YAML::Node> scaled;
+  for (const auto& resource : kustomization["resources"]) {
+    const auto file = resource.as<std::string>();
+    if (file == "../k8s") {
+      base = true;
+      continue;
+    }
+    for (const auto& doc : YAML::LoadAllFromFile((dir / file).string())) {
+      if (!doc.IsNull()) scaled.push_back(doc);
+    }
+  }
+  EXPECT_TRUE(base) << "the overlay must include the base";
+  ASSERT_EQ(scaled.size(), 1u);
+  const YAML::Node& so = scaled[0];
+  EXPECT_EQ(so["apiVersion"].as<std::string>(""), "keda.sh/v1alpha1");
+  EXPECT_EQ(so["kind"].as<std::string>(""), "ScaledObject");
+  const YAML::Node target = so["spec"]["scaleTargetRef"];
+  EXPECT_EQ(target["kind"].as<std::string>(""), "Deployment");
+  bool found = false;
+  for (const auto& o : load_objects()) {
+    if (o.kind() == "Deployment" && o.name() == target["name"].as<std::string>("")) found = true;
+  }
+  EXPECT_TRUE(found) << "scaleTargetRef names no Deployment of the base";
+  EXPECT_EQ(target["name"].as<std::string>(""), "explorer");
+  const int min = so["spec"]["minReplicaCount"].as<int>(-1);
+  const int max = so["spec"]["maxReplicaCount"].as<int>(-1);
+  EXPECT_GE(min, 1) << "at least one explorer keeps measuring the sample time";
+  EXPECT_GE(max, min);
+  ASSERT_EQ(so["spec"]["triggers"].size(), 1u);
+  const YAML::Node trigger = so["spec"]["triggers"][0];
+  EXPECT_EQ(trigger["type"].as<std::string>(""), "prometheus");
+  EXPECT_EQ(trigger["metricType"].as<std::string>(""), "AverageValue");
+  EXPECT_EQ(trigger["metadata"]["threshold"].as<std::string>(""), "1");
+  const std::string query = trigger["metadata"]["query"].as<std::string>("");
+  EXPECT_NE(query.find("spotlight_planner_desired_explorers"), std::string::npos) << query;
+  EXPECT_FALSE(trigger["metadata"]["serverAddress"].as<std::string>("").empty());
+}
+
 TEST(K8sManifests, KustomizeRenders) {
   if (std::system("command -v kubectl >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "kubectl not installed: `kubectl kustomize` not run (the checks above ran)";
   }
-  const std::string cmd = "kubectl kustomize '" + k8s_dir().string() + "' >/dev/null";
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  for (const fs::path& dir : {k8s_dir(), k8s_dir().parent_path() / "k8s-autoscale"}) {
+    const std::string cmd = "kubectl kustomize '" + dir.string() + "' >/dev/null";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  }
 }
 
 }  // namespace

@@ -122,7 +122,6 @@ TEST_F(RedisAclTest, EveryRoleDoesItsWorkAndExplorersCannotWriteWhatIsNotTheirs)
   EXPECT_EQ(explorer_weights.fetch(0).value_or("").size(), 1000u);
   EXPECT_EQ(explorer_weights.latest_version(), 0);
   explorer_kv.put(kKeys.explorer_heartbeat("e1"), "1");
-  explorer_kv.put_if_absent("explorer:e1:seen", "1");
   explorer_kv.add("explorer:sample_steps", 8);
   explorer_kv.add("cost:spot:busy_ms", 5);
   explorer_kv.put("inflight:i0/p0/c0", "commit");
@@ -150,6 +149,7 @@ TEST_F(RedisAclTest, EveryRoleDoesItsWorkAndExplorersCannotWriteWhatIsNotTheirs)
       {"SET", p + kKeys.trainer_timing, "{}"},
       {"SET", p + "planner:plan:1", "{}"},
       {"SET", p + "planner:enqueued", "5"},
+      {"SET", p + "explorer:e1:seen", "1"},  // no such key any more
       {"SET", p + run::RunKeys::kTaskKey, "attacker's key"},
       {"DEL", p + "weights:latest"},
       {"SET", p + "weights:latest", "7"},
@@ -158,6 +158,14 @@ TEST_F(RedisAclTest, EveryRoleDoesItsWorkAndExplorersCannotWriteWhatIsNotTheirs)
       {"DEL", p + "explore:results"},
       {"XADD", p + "explore:tasks", "*", "task", "forged", "payload", "x"},  // forge a task
       {"HSET", p + "explore:payloads", "i0/p0/c0", "x"},
+      // The result bell: rung only by complete() (LPUSH + LTRIM in its script), never taken,
+      // read or deleted by an explorer, and no other list is writable.
+      {"BLPOP", p + "explore:notices", "0.01"},
+      {"LPOP", p + "explore:notices"},
+      {"LRANGE", p + "explore:notices", "0", "-1"},
+      {"DEL", p + "explore:notices"},
+      {"LPUSH", p + "explore:results", "x"},
+      {"LPUSH", p + kKeys.trainer_iteration, "x"},
       {"INCRBY", p + "cost:reserved:busy_ms", "1"},
       {"FLUSHALL"},
       {"CONFIG", "SET", "appendonly", "no"},
@@ -193,8 +201,17 @@ TEST_F(RedisAclTest, EveryRoleDoesItsWorkAndExplorersCannotWriteWhatIsNotTheirs)
               planner.command({"XGROUP", "DELCONSUMER", p + "explore:tasks", "explorers", "e1"});
             }),
             "");
-  // The trainer may quarantine a result (its role).
+  // The trainer reads results in one HMGET and takes the bell the explorers' completions rang.
   queue::RedisLeaseQueue trainer_queue(as("trainer"), queue_options());
+  const std::vector<std::string> ids = {"i0/p0/c0", "i0/p0/c1", "i0/p0/c2"};
+  const auto found = trainer_queue.results(ids);
+  ASSERT_EQ(found.size(), 3u);
+  EXPECT_EQ(found[0], "result");
+  EXPECT_EQ(found[1], "result-2");    // failed once, then reclaimed and completed
+  EXPECT_EQ(found[2], std::nullopt);  // rejected
+  EXPECT_TRUE(trainer_queue.wait_result_notice(std::chrono::milliseconds(10)));
+  EXPECT_FALSE(trainer_queue.wait_result_notice(std::chrono::milliseconds(10)));  // one flag
+  // The trainer may quarantine a result (its role).
   EXPECT_TRUE(trainer_queue.quarantine("i0/p0/c0", "result", "test").quarantined);
   // Without credentials nothing works at all.
   auto anonymous = server_->client_options();

@@ -115,23 +115,27 @@ std::vector<std::string> sample_messages() {
   const wire::PlanRecord plan{
       .iteration = 8, .candidates = 16, .steps = 6, .reason = R"({"policy":"bandit"})"};
   const wire::PlannerProgress planned{.enqueued_through = 8, .unix_ms = 2};
-  return {task.encode(),
-          result.encode(),
-          commit.encode(),
-          trajectory.encode(),
-          notice.encode(),
-          event.encode(),
-          request.encode(),
-          reply.encode(),
-          failed.encode(),
-          heartbeat.encode(),
-          progress.encode(),
-          timing.encode(),
-          plan.encode(),
-          planned.encode(),
-          latents.encode(),
-          parts.encode(),
-          wire::Writer("unknown_type", 1).str("x", "y").finish()};
+  const wire::PromptPosterior posterior{
+      .prompt_text = "a blue disc", .a = 2.5, .b = 3.5, .updated_through = 4};
+  std::vector<std::string> out{task.encode(),
+                               result.encode(),
+                               commit.encode(),
+                               trajectory.encode(),
+                               notice.encode(),
+                               event.encode(),
+                               request.encode(),
+                               reply.encode(),
+                               failed.encode(),
+                               heartbeat.encode(),
+                               progress.encode(),
+                               timing.encode(),
+                               plan.encode(),
+                               planned.encode(),
+                               latents.encode(),
+                               parts.encode(),
+                               wire::Writer("unknown_type", 1).str("x", "y").finish()};
+  out.push_back(posterior.encode());
+  return out;
 }
 
 std::vector<std::string> wire_seeds() {
@@ -184,6 +188,7 @@ void fuzz_wire_dispatch(std::string_view input) {
     d.on<wire::TrainerTiming>([](wire::TrainerTiming) {});
     d.on<wire::PlanRecord>([](wire::PlanRecord) {});
     d.on<wire::PlannerProgress>([](wire::PlannerProgress) {});
+    d.on<wire::PromptPosterior>([](wire::PromptPosterior) {});
     return d;
   }();
   std::optional<wire::MessageHeader> peeked;
@@ -351,6 +356,7 @@ const FuzzTarget kTargets[] = {
     {"wire_trainer_timing", fuzz_message<wire::TrainerTiming>, wire_seeds},
     {"wire_plan_record", fuzz_message<wire::PlanRecord>, wire_seeds},
     {"wire_planner_progress", fuzz_message<wire::PlannerProgress>, wire_seeds},
+    {"wire_prompt_posterior", fuzz_message<wire::PromptPosterior>, wire_seeds},
     {"wire_dispatch", fuzz_wire_dispatch, wire_seeds},
     {"rpc_request", fuzz_rpc_request, rpc_request_seeds},
     {"rpc_reply", fuzz_rpc_reply, rpc_reply_seeds},

@@ -7,15 +7,9 @@
 #include <sstream>
 #include <stdexcept>
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "common/log/log.hpp"
-
-extern char** environ;
 
 namespace spotlight::chaos {
 namespace {
@@ -70,14 +64,6 @@ Driver::Driver(ChaosSchedule schedule, DriverOptions options)
   if (!options_.log_dir.empty()) std::filesystem::create_directories(options_.log_dir);
 }
 
-Driver::~Driver() {
-  for (auto& [serial, child] : children_) {
-    ::kill(child.pid, SIGKILL);
-    int status = 0;
-    ::waitpid(child.pid, &status, 0);
-  }
-}
-
 std::vector<std::int64_t> Driver::running() const {
   std::vector<std::int64_t> out;
   for (const auto& [serial, child] : children_) {
@@ -99,31 +85,18 @@ void Driver::event(const std::string& kind, std::size_t tick, const Child& child
 void Driver::start(std::size_t tick) {
   Child child;
   child.serial = next_serial_++;
-  std::vector<std::string> words;
+  process::ProcessOptions po;
   for (const auto& w : options_.command)
-    words.push_back(replace_all(w, "{n}", std::to_string(child.serial)));
-  std::vector<char*> argv;
-  for (auto& w : words)
-    argv.push_back(w.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  std::string log;
+    po.argv.push_back(replace_all(w, "{n}", std::to_string(child.serial)));
   if (!options_.log_dir.empty()) {
-    log = (options_.log_dir / ("proc-" + std::to_string(child.serial) + ".log")).string();
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
-                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    po.log = options_.log_dir / ("proc-" + std::to_string(child.serial) + ".log");
   }
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  const int rc = ::posix_spawnp(&child.pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    throw std::runtime_error("cannot start " + words[0] + ": error " + std::to_string(rc));
-  }
+  child.process.emplace(std::move(po));  // process::ProcessError when it cannot start
+  child.pid = child.process->pid();
   ++summary_.starts;
-  children_[child.serial] = child;
+  const std::int64_t serial = child.serial;
   event("start", tick, child);
+  children_.emplace(serial, std::move(child));
 }
 
 void Driver::preempt(const Action& action, std::size_t tick, std::int64_t burst) {
@@ -133,12 +106,12 @@ void Driver::preempt(const Action& action, std::size_t tick, std::int64_t burst)
   child.signalled = true;
   const std::string extra = ",\"burst\":" + std::to_string(burst);
   if (action.kind == ActionKind::kKill) {
-    ::kill(child.pid, SIGKILL);
+    child.process->signal(SIGKILL);
     child.terminating = true;
     ++summary_.kills;
     event("kill", tick, child, extra);
   } else {
-    ::kill(child.pid, SIGTERM);
+    child.process->signal(SIGTERM);
     child.terminating = true;
     child.term_at = Clock::now();
     ++summary_.terms;
@@ -150,10 +123,8 @@ bool Driver::reap(std::size_t tick) {
   bool clean_exit = false;
   for (auto it = children_.begin(); it != children_.end();) {
     Child& child = it->second;
-    int status = 0;
-    const pid_t r = ::waitpid(child.pid, &status, WNOHANG);
-    if (r == child.pid) {
-      const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (const auto status = child.process->wait_for(std::chrono::milliseconds(0))) {
+      const int code = status->shell_code();
       if (!child.signalled) {
         if (code == 0) {
           ++summary_.clean_exits;
@@ -171,7 +142,7 @@ bool Driver::reap(std::size_t tick) {
     }
     if (child.term_at != Clock::time_point{} &&
         Clock::now() - child.term_at > options_.grace + options_.escalation_slack) {
-      ::kill(child.pid, SIGKILL);
+      child.process->signal(SIGKILL);
       child.term_at = Clock::time_point{};  // escalated once
       ++summary_.escalated;
       ++summary_.term_exit_nonzero;
@@ -185,7 +156,7 @@ bool Driver::reap(std::size_t tick) {
 void Driver::shutdown(std::size_t tick) {
   for (auto& [serial, child] : children_) {
     if (!child.terminating) {
-      ::kill(child.pid, SIGTERM);
+      child.process->signal(SIGTERM);
       child.terminating = true;
       child.signalled = true;
       child.term_at = Clock::now();

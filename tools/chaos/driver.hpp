@@ -8,7 +8,8 @@
 //                                             signalled means the job is over: the drive ends
 //                                             when stop_on_clean_exit)
 //       for each action of schedule.plan(tick, running):
-//         start: spawn command ("{n}" -> the process serial), output to log_dir/proc-<n>.log
+//         start: spawn command ("{n}" -> the process serial; common/process: it dies with the
+//                driver's thread), output to log_dir/proc-<n>.log
 //         term:  SIGTERM; counted as gone at once; SIGKILL ("escalate") if still alive after
 //                grace + escalation_slack
 //         kill:  SIGKILL
@@ -31,6 +32,7 @@
 
 #include <sys/types.h>
 
+#include "common/process/process.hpp"
 #include "tools/chaos/chaos_schedule.hpp"
 
 namespace spotlight::chaos {
@@ -73,7 +75,7 @@ struct DriverSummary {
 class Driver {
  public:
   Driver(ChaosSchedule schedule, DriverOptions options);
-  ~Driver();  // kills and reaps any child left (only if run() threw)
+  ~Driver() = default;  // a child left (only if run() threw) is killed and reaped
   Driver(const Driver&) = delete;
   Driver& operator=(const Driver&) = delete;
 
@@ -84,6 +86,7 @@ class Driver {
   struct Child {
     std::int64_t serial = 0;
     pid_t pid = -1;
+    std::optional<process::Process> process;
     bool terminating = false;  // SIGTERM'd (not counted as running)
     bool signalled = false;    // the driver signalled it (term, kill or escalate)
     Clock::time_point term_at{};

@@ -148,42 +148,47 @@ void Cluster::start_redis() {
   constexpr int kPortAttempts = 8;
   for (int attempt = 1;; ++attempt) {
     redis_port_ = free_loopback_port();
-    Member& m = launch(
-        "redis", "redis",
-        {o_.redis_server, "--port", std::to_string(redis_port_), "--bind", "127.0.0.1", "--dir",
-         dir.string(), "--appendonly", "yes", "--save", "", "--protected-mode", "yes"},
-        o_.spot);
-    redis::RedisOptions probe;
-    probe.port = redis_port_;
-    probe.connect_timeout = milliseconds(250);
-    probe.command_timeout = milliseconds(1000);
-    const auto deadline = Clock::now() + o_.redis_start_timeout;
-    auto backoff = milliseconds(1);
-    for (;;) {
-      if (const auto s = m.process->wait_for(milliseconds(0))) {
-        m.record.ended_unix_ms = unix_ms();
-        m.record.exit = *s;
-        m.record.stopped_by = "exited";
-        const std::string log = tail_of(m.record.log);
-        if (log.find("Address already in use") != std::string::npos && attempt < kPortAttempts) {
-          members_.pop_back();  // the port was taken meanwhile: try another
-          break;
-        }
-        throw ClusterError("redis-server exited at start (" + s->describe() + "):\n" + log);
+    Member& m = launch("redis", "redis",
+                       {o_.redis_server, "--port", std::to_string(redis_port_), "--bind",
+                        "127.0.0.1", "--dir", dir.string(), "--appendonly", "yes", "--appendfsync",
+                        o_.redis_appendfsync, "--save", "", "--protected-mode", "yes"},
+                       o_.spot);
+    if (const auto s = await_redis(m)) {
+      m.record.ended_unix_ms = unix_ms();
+      m.record.exit = *s;
+      m.record.stopped_by = "exited";
+      const std::string log = tail_of(m.record.log);
+      if (log.find("Address already in use") != std::string::npos && attempt < kPortAttempts) {
+        members_.pop_back();  // the port was taken meanwhile: try another
+        continue;
       }
-      try {
-        redis::RedisClient(probe).ping();  // -LOADING while an AOF replays: not ready yet
-        return;
-      } catch (const redis::RedisError&) {
-      }
-      if (Clock::now() >= deadline) {
-        throw ClusterError(
-            "redis-server on port " + std::to_string(redis_port_) + " did not answer PING within " +
-            std::to_string(o_.redis_start_timeout.count()) + " ms:\n" + tail_of(m.record.log));
-      }
-      std::this_thread::sleep_for(backoff);  // back-off between readiness probes
-      backoff = std::min(backoff * 2, milliseconds(50));
+      throw ClusterError("redis-server exited at start (" + s->describe() + "):\n" + log);
     }
+    return;
+  }
+}
+
+std::optional<process::ExitStatus> Cluster::await_redis(Member& m) {
+  redis::RedisOptions probe;
+  probe.port = redis_port_;
+  probe.connect_timeout = milliseconds(250);
+  probe.command_timeout = milliseconds(1000);
+  const auto deadline = Clock::now() + o_.redis_start_timeout;
+  auto backoff = milliseconds(1);
+  for (;;) {
+    if (const auto s = m.process->wait_for(milliseconds(0))) return s;
+    try {
+      redis::RedisClient(probe).ping();  // -LOADING while an AOF replays: not ready yet
+      return std::nullopt;
+    } catch (const redis::RedisError&) {
+    }
+    if (Clock::now() >= deadline) {
+      throw ClusterError(
+          "redis-server on port " + std::to_string(redis_port_) + " did not answer PING within " +
+          std::to_string(o_.redis_start_timeout.count()) + " ms:\n" + tail_of(m.record.log));
+    }
+    std::this_thread::sleep_for(backoff);  // back-off between readiness probes
+    backoff = std::min(backoff * 2, milliseconds(50));
   }
 }
 
@@ -316,6 +321,53 @@ process::Process* Cluster::process(const std::string& name) {
     if (m->record.name == name) return &*m->process;
   }
   return nullptr;
+}
+
+std::string Cluster::log_tail(const std::string& name, std::size_t bytes) const {
+  for (const auto& m : members_) {
+    if (m->record.name == name) return tail_of(m->record.log, bytes);
+  }
+  return "";
+}
+
+process::Process& Cluster::add(const std::string& name, const std::string& role,
+                               std::vector<std::string> argv) {
+  if (process(name) != nullptr) throw ClusterError("add: a process called " + name + " exists");
+  Placement spot = o_.spot;
+  spot.threads = 0;
+  return *launch(name, role, std::move(argv), spot).process;
+}
+
+process::Process& Cluster::restart(const std::string& name,
+                                   const std::map<std::string, std::string>& env) {
+  Member* member = nullptr;
+  for (auto& m : members_) {
+    if (m->record.name == name) member = m.get();
+  }
+  if (member == nullptr) throw ClusterError("restart: no process called " + name);
+  if (member->process->running()) throw ClusterError("restart: " + name + " is still running");
+  ProcessRecord& r = member->record;
+  process::ProcessOptions po;
+  po.argv = r.argv;
+  po.env = o_.env;
+  for (const auto& [key, value] : env)
+    po.env[key] = value;
+  po.cpus = r.cpus;
+  po.log = r.log;
+  member->process.emplace(std::move(po));
+  r.pid = member->process->pid();
+  r.started_unix_ms = unix_ms();
+  r.ended_unix_ms = 0;
+  r.exit.reset();
+  r.stopped_by = "running";
+  ++r.restarts;
+  if (r.role == "redis") {
+    if (const auto s = await_redis(*member)) {
+      throw ClusterError("redis-server exited at restart (" + s->describe() + "):\n" +
+                         tail_of(r.log));
+    }
+  }
+  return *member->process;
 }
 
 Manifest Cluster::manifest() const {

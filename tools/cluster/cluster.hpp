@@ -26,8 +26,9 @@
 //   redis flushes its AOF) and SIGKILLs what outlives `grace`. The destructor stops too.
 // - Not thread-safe: one thread drives a Cluster (and must outlive its processes: they die with
 //   it, PR_SET_PDEATHSIG).
-// - The library is for the launcher binary (spotlight-cluster) and for end-to-end tests, which
-//   can reach each process by name to signal or restart it.
+// - The library is for the launcher binary (spotlight-cluster) and for end-to-end tests and
+//   harnesses (the soak), which reach each process by name to signal it, restart() it after a
+//   kill, or add() one more (a preemption driver with the explorer command: service_args()).
 
 #include <chrono>
 #include <filesystem>
@@ -72,6 +73,9 @@ struct ClusterOptions {
   int explorer_threads = 1;  // run.threads of each explorer
   std::string trainer_command = "train";
   std::string redis_server = "redis-server";
+  // Redis's appendfsync: "always" when a test counts on every acknowledged write surviving a
+  // kill of the machine, not only of redis-server (which everysec already survives).
+  std::string redis_appendfsync = "everysec";
   std::map<std::string, std::string> env = {{"OMP_WAIT_POLICY", "passive"}};  // every process
   std::chrono::milliseconds redis_start_timeout = kDefaultRedisStartTimeout;
   std::chrono::milliseconds drain_timeout = kDefaultDrainTimeout;
@@ -103,8 +107,24 @@ class Cluster {
   // Stops every process left (see the contract). Idempotent.
   void stop();
 
-  // The process called `name` (trainer, planner, reward, redis, explorer-<i>); null if none.
+  // The process called `name` (trainer, planner, reward, redis, explorer-<i>, or one added);
+  // null if none.
   process::Process* process(const std::string& name);
+  // Starts one more process called `name` (a new name) on the spot CPU set, output to
+  // <run.dir>/logs/<name>.log, stopped by stop() before the others. Throws as start().
+  process::Process& add(const std::string& name, const std::string& role,
+                        std::vector<std::string> argv);
+  // Starts the process called `name` again after it ended (a harness killed it): the same
+  // command, CPU set and log (appended), `env` set over ClusterOptions::env. Redis comes back
+  // on its port and directory (its AOF replayed) and this returns once it answers PING. Throws
+  // ClusterError when there is no such process or it still runs, else as start().
+  process::Process& restart(const std::string& name,
+                            const std::map<std::string, std::string>& env = {});
+  // The last `bytes` of the log of the process called `name` ("" when none).
+  std::string log_tail(const std::string& name, std::size_t bytes = 4000) const;
+  // The --config/--set words the run's services get (the run's sources, and with the services
+  // the Redis, bus and reward endpoints): the command line of an explorer started elsewhere.
+  std::vector<std::string> service_args() const { return run_args(); }
   const std::filesystem::path& run_dir() const { return run_dir_; }
   const std::string& mode() const { return mode_; }
   bool has_services() const { return services_; }
@@ -120,6 +140,9 @@ class Cluster {
   Member& launch(const std::string& name, const std::string& role, std::vector<std::string> argv,
                  const Placement& placement);
   void start_redis();
+  // Waits until redis `m` answers PING; its exit status if it exited first. Throws ClusterError
+  // after redis_start_timeout.
+  std::optional<process::ExitStatus> await_redis(Member& m);
   std::vector<std::string> run_args() const;
   void note(const std::string& line) const;
 

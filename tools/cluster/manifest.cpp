@@ -19,6 +19,7 @@ std::string Manifest::to_json() const {
            {"started_unix_ms", p.started_unix_ms},
            {"ended_unix_ms", p.ended_unix_ms},
            {"stopped_by", p.stopped_by},
+           {"restarts", p.restarts},
            {"cpu_user_seconds", p.cpu.user_seconds},
            {"cpu_system_seconds", p.cpu.system_seconds},
            {"cpu_seconds", p.cpu.total()}};

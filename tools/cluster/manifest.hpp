@@ -8,7 +8,7 @@
 //    "processes": [{"name": "trainer", "role": "trainer", "pid": 4242, "argv": [...],
 //                   "cpus": "0", "cpus_allowed": "0", "threads": 1, "log": "logs/trainer.log",
 //                   "started_unix_ms": ..., "ended_unix_ms": ..., "exit": "exit 0",
-//                   "exit_code": 0, "signal": 0, "stopped_by": "exited",
+//                   "exit_code": 0, "signal": 0, "stopped_by": "exited", "restarts": 0,
 //                   "cpu_user_seconds": 51.2, "cpu_system_seconds": 0.8, "cpu_seconds": 52.0},
 //                  ...]}
 //
@@ -41,6 +41,7 @@ struct ProcessRecord {
   std::int64_t ended_unix_ms = 0;  // 0 while running
   std::optional<process::ExitStatus> exit;
   std::string stopped_by = "running";
+  int restarts = 0;  // Cluster::restart() calls: pid, times, exit and cpu are the last run's
   process::CpuTimes cpu;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -61,6 +62,12 @@ MeasuredStepTime read_measured_step_time(const std::filesystem::path& results,
                            ": 'simulator.seconds_per_sample_step' must be a positive number");
   }
   m.seconds_per_sample_step = t.get<double>();
+  const Json& tokens = field(sim, "image_tokens", "simulator.image_tokens");
+  if (!tokens.is_number_integer() || tokens.get<int64_t>() != kStepCostImageTokens) {
+    throw MeasurementError(where + ": 'simulator.image_tokens' is " + tokens.dump() +
+                           ", the simulator's t is for " + std::to_string(kStepCostImageTokens) +
+                           " image tokens (512x512)");
+  }
   m.basis = text(sim, "basis", "simulator.basis");
   return m;
 }
@@ -74,6 +81,24 @@ std::optional<std::filesystem::path> measured_results_for(const std::string& har
   const auto path = source_dir / "deploy" / "gpu" / measured_file_name(hardware);
   if (std::filesystem::exists(path)) return path;
   return std::nullopt;
+}
+
+StepCosts step_costs_for(const std::string& hardware, const StepTimeChoice& choice) {
+  if (choice.results && choice.estimate) {
+    throw std::invalid_argument(
+        "step costs: a measured results file and the estimate exclude "
+        "each other");
+  }
+  StepCosts costs = estimated_step_costs(hardware);
+  std::optional<std::filesystem::path> results = choice.results;
+  if (!results && !choice.estimate) results = measured_results_for(hardware, choice.source_dir);
+  if (!results) return costs;
+  const MeasuredStepTime m = read_measured_step_time(*results, hardware);
+  std::ostringstream source;
+  source << "measured on " << m.device << " by scripts/gpu-check at " << m.when << " ("
+         << m.source.filename().string() << "): " << m.basis << "; in place of the estimate, "
+         << costs.seconds_per_sample_step << " s";
+  return with_measured_step_time(std::move(costs), m.seconds_per_sample_step, source.str());
 }
 
 }  // namespace spotlight::simulator

@@ -69,11 +69,16 @@ class Run {
         queue_(queue_options(o), [this] { return static_cast<std::int64_t>(now_ * 1000.0); }),
         directory_(explorers_, now_),
         reaper_(queue_, directory_, reaper_options(o)),
-        bandit_(bandit_options(o)) {
+        bandit_(bandit_options(o)),
+        model_(o.learning, o.seed) {
+    if (mode != Mode::kNone && mode != Mode::kSync && mode != Mode::kAsync) {
+      throw std::invalid_argument(std::string("simulate: no task-level mode ") + to_string(mode));
+    }
     result_.mode = mode;
     result_.spot_gpus = spot_gpus_;
-    score_ = o.base_score;
-    if (trace_) {  // each seed starts at its own place in the trace
+    if (trace_ && o.trace_offset_seconds) {
+      trace_offset_ = *o.trace_offset_seconds;
+    } else if (trace_) {  // each seed starts at its own place in the trace
       trace_offset_ =
           std::floor(u01(key(o.seed, 7, 0, 0, 0)) * trace_->data.size()) * trace_->gap_seconds;
     }
@@ -132,8 +137,9 @@ class Run {
     }
     result_.seconds = now_;
     result_.iterations = iteration_;
-    result_.reserved_cost = o_.reserved_gpus * now_ * o_.reserved_price_per_hour / 3600.0;
-    result_.spot_cost = spot_seconds_ * o_.reserved_price_per_hour * o_.spot_ratio / 3600.0;
+    result_.reserved_cost = o_.reserved_gpus * now_ * o_.costs.reserved_price_per_hour / 3600.0;
+    result_.spot_cost =
+        spot_seconds_ * o_.costs.reserved_price_per_hour * o_.costs.spot_price_ratio / 3600.0;
     result_.mean_iteration_seconds = iteration_ > 0 ? now_ / iteration_ : 0;
     result_.mean_wait_seconds = iteration_ > 0 ? wait_total_ / iteration_ : 0;
     result_.mean_live_explorers = live_samples > 0 ? live_sum / live_samples : 0;
@@ -165,40 +171,11 @@ class Run {
     return b;
   }
 
-  double gpu_seconds_per_sample_step() const { return o_.seconds_per_sample_step; }
+  double gpu_seconds_per_sample_step() const { return o_.costs.seconds_per_sample_step; }
   double training_seconds() const {
-    const double t = o_.seconds_per_sample_step / o_.reserved_gpus;
+    const double t = o_.costs.seconds_per_sample_step / o_.reserved_gpus;
     return o_.prompts * o_.group_size * t *
-           (o_.rollout_steps + o_.train_cost_factor * o_.trained_steps);
-  }
-
-  // p_i of (iteration, prompt): drawn once, from the score when first needed.
-  double success_probability(std::int64_t k, int i) {
-    const auto it = p_.find({k, i});
-    if (it != p_.end()) return it->second;
-    std::mt19937_64 g(
-        key(o_.seed, 11, static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(i), 0));
-    const double s = std::clamp(score_, 0.01, 0.99);
-    std::gamma_distribution<double> a(o_.kappa * s, 1.0), b(o_.kappa * (1 - s), 1.0);
-    const double x = a(g), y = b(g);
-    const double p = x + y > 0 ? x / (x + y) : s;
-    p_[{k, i}] = p;
-    return p;
-  }
-  double true_reward(std::int64_t k, int i, int j) {
-    const double p = success_probability(k, i);
-    return u01(key(o_.seed, 1, static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(i),
-                   static_cast<std::uint64_t>(j))) < p
-               ? 1.0
-               : 0.0;
-  }
-  double explored_reward(std::int64_t k, int i, int j, int steps, bool stale) {
-    const double r = true_reward(k, i, j);
-    const double flip = 0.5 * std::exp(-steps / o_.steps_scale) + (stale ? o_.stale_flip : 0.0);
-    const bool flipped =
-        u01(key(o_.seed, 2, static_cast<std::uint64_t>(k), static_cast<std::uint64_t>(i),
-                static_cast<std::uint64_t>(j))) < flip;
-    return flipped ? 1.0 - r : r;
+           (o_.rollout_steps + o_.costs.train_cost_factor * o_.trained_steps);
   }
 
   void advance(double to) {
@@ -229,7 +206,7 @@ class Run {
       SimExplorer e;
       e.id = "spot-" + std::to_string(next_explorer_++);
       e.joined_at = now_;
-      e.ready_at = now_ + o_.explorer_startup_seconds;
+      e.ready_at = now_ + o_.costs.explorer_startup_seconds;
       explorers_.push_back(std::move(e));
       ++alive;
     }
@@ -254,8 +231,11 @@ class Run {
         r.iteration = task.iteration;
         r.prompt_index = task.prompt_index;
         r.seed = task.seed;
-        r.reward = explored_reward(id->iteration, id->prompt, id->candidate,
-                                   static_cast<int>(task.sampler_steps), /*stale=*/true);
+        // Explored with the weights of the iteration before the one it is for (the base for
+        // iteration 0).
+        r.reward = model_.observed_reward(id->iteration, id->prompt, id->candidate,
+                                          static_cast<int>(task.sampler_steps), o_.rollout_steps,
+                                          id->iteration > 0 ? 1 : 0);
         r.explorer_id = e.id;
         r.sample_seconds = now_ - e.task_started;
         if (queue_.complete(*e.lease, r.encode()).recorded) ++results_of_[id->iteration];
@@ -315,8 +295,6 @@ class Run {
   }
 
   void start_iteration() {
-    for (int i = 0; i < o_.prompts; ++i)
-      success_probability(iteration_, i);  // the policy the iteration's seeds are drawn under
     if (mode_ == Mode::kAsync) {
       phase_ = Phase::kWait;
       wait_start_ = now_;
@@ -329,14 +307,15 @@ class Run {
   // Selection, then the trainer's compute.
   void train() {
     wait_total_ += now_ - wait_start_;
-    double std_sum = 0;
+    groups_.clear();
     for (int i = 0; i < o_.prompts; ++i) {
       std::vector<int> candidates;
       std::vector<double> seen;
       if (mode_ == Mode::kSync) {
         for (int j = 0; j < o_.sync_candidates; ++j) {
           candidates.push_back(j);
-          seen.push_back(explored_reward(iteration_, i, j, o_.sync_steps, /*stale=*/false));
+          seen.push_back(model_.observed_reward(iteration_, i, j, o_.sync_steps, o_.rollout_steps,
+                                                /*staleness=*/0));
         }
       } else if (mode_ == Mode::kAsync) {
         const int n = plans_.count(iteration_) ? plans_[iteration_].candidates : 0;
@@ -351,21 +330,19 @@ class Run {
       if (static_cast<int>(seen.size()) >= o_.group_size) {
         for (std::size_t index :
              rl::select_max_variance(seen, static_cast<std::size_t>(o_.group_size)))
-          trained.push_back(true_reward(iteration_, i, candidates[index]));
+          trained.push_back(model_.reward(iteration_, i, candidates[index]));
       } else {
         if (mode_ == Mode::kAsync) ++result_.fallback_prompts;
         for (int j = 0; j < o_.group_size; ++j)
-          trained.push_back(true_reward(iteration_, i, j));  // candidates 0..G-1: mode none's seeds
+          trained.push_back(model_.reward(iteration_, i, j));  // candidates 0..G-1: none's seeds
       }
-      const double v = rl::variance(trained);
-      std_sum += o_.signal == "informative" ? (v > 0 ? 0.5 : 0.0) : std::sqrt(v);
       variance_sum_ += rl::variance(trained);
+      groups_.push_back(std::move(trained));
     }
-    mean_std_ = std_sum / o_.prompts;
     double compute = training_seconds();
     if (mode_ == Mode::kSync) {
       compute += static_cast<double>(o_.prompts) * o_.sync_candidates * o_.sync_steps *
-                 o_.seconds_per_sample_step / o_.reserved_gpus;
+                 o_.costs.seconds_per_sample_step / o_.reserved_gpus;
     }
     last_training_ = training_seconds();
     phase_ = Phase::kCompute;
@@ -374,7 +351,7 @@ class Run {
 
   // True when the run is over.
   bool finish_iteration() {
-    score_ += o_.eta * mean_std_ * (o_.max_score - score_);
+    model_.train(groups_);
     const std::int64_t done = iteration_;
     ++iteration_;
     if (mode_ == Mode::kAsync) {
@@ -397,7 +374,7 @@ class Run {
       bandit_.observe(outcome);
     }
     variance_sum_ = 0;
-    if (score_ >= o_.target_score) {
+    if (model_.score() >= o_.target_score) {
       result_.reached = true;
       return true;
     }
@@ -415,7 +392,8 @@ class Run {
   exploration::ExplorerReaper reaper_;
   exploration::BanditExplorationPolicy bandit_;
   std::map<std::int64_t, exploration::ExplorationDecision> plans_;
-  std::map<std::pair<std::int64_t, int>, double> p_;
+  LearningModel model_;
+  std::vector<std::vector<double>> groups_;
   std::map<std::int64_t, std::int64_t> results_of_;  // iteration -> results recorded
   std::int64_t iteration_ = 0;
   Phase phase_ = Phase::kWait;
@@ -423,7 +401,7 @@ class Run {
   double last_training_ = 0, wait_total_ = 0;
   double next_tick_ = kInf, next_reap_ = kInf;
   double spot_seconds_ = 0, spot_busy_ = 0;
-  double score_ = 0, mean_std_ = 0, variance_sum_ = 0;
+  double variance_sum_ = 0;
   double trace_offset_ = 0;
   int live_ = 0;
   std::uint64_t next_explorer_ = 0, next_task_ = 0;
@@ -431,18 +409,6 @@ class Run {
 };
 
 }  // namespace
-
-const char* to_string(Mode mode) {
-  switch (mode) {
-    case Mode::kNone:
-      return "none";
-    case Mode::kSync:
-      return "sync";
-    case Mode::kAsync:
-      return "async";
-  }
-  return "?";
-}
 
 SimResult simulate(Mode mode, const SimOptions& options, const Trace* trace, int spot_gpus) {
   if (mode == Mode::kAsync && trace == nullptr) {

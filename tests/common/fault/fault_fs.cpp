@@ -42,8 +42,21 @@ bool under_prefix(const char* path) {
   return !g_prefix.empty() && std::strncmp(path, g_prefix.c_str(), g_prefix.size()) == 0;
 }
 
+// A descriptor opened under the prefix and still naming a path there. The second check matters:
+// a descriptor closed where this shim does not see it (fclose, closedir and other libc-internal
+// closes) stays marked, and its number may be reused by another thread's socket or eventfd
+// (libzmq's), whose writes must not fail.
 bool tracked(int fd) {
-  return g_armed.load() && fd >= 0 && fd < kMaxFds && g_tracked[fd].load();
+  if (!g_armed.load() || fd < 0 || fd >= kMaxFds || !g_tracked[fd].load()) return false;
+  char link[64];
+  char target[4096];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  const ssize_t n = readlink(link, target, sizeof target - 1);
+  if (n <= 0) return true;  // no /proc: trust the mark
+  target[n] = '\0';
+  if (under_prefix(target)) return true;
+  g_tracked[fd].store(false);
+  return false;
 }
 
 void track(int fd, bool on) {

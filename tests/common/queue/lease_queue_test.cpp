@@ -2,10 +2,13 @@
 // docs/preemption.md, idempotent results, durability across a Redis restart, typed errors.
 
 #include <chrono>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -105,6 +108,46 @@ TEST_F(LeaseQueueTest, LeaseCompleteAndNothingAcknowledgedComesBack) {
     EXPECT_EQ(result.substr(0, 10), "result-of-");
   });
   EXPECT_EQ(walked, seen);
+}
+
+// results(ids) is one HMGET in the ids' order; complete() rings the bell that a consumer on another
+// connection waits on (a duplicate result does not), and many results between two waits are one
+// ring.
+TEST_F(LeaseQueueTest, ResultsInOneBatchAndTheBellWakesAWaiter) {
+  auto q = make_queue();
+  auto consumer = make_queue();  // the trainer's own connection
+  EXPECT_TRUE(consumer.has_result_notices());
+  EXPECT_TRUE(consumer.results({}).empty());
+  for (int i = 0; i < 3; ++i)
+    q.enqueue("t" + std::to_string(i), "p");
+  const std::vector<std::string> ids = {"t2", "none", "t0"};
+  EXPECT_EQ(consumer.results(ids), (std::vector<std::optional<std::string>>(3)));
+  EXPECT_FALSE(consumer.wait_result_notice(milliseconds(20)));  // nothing recorded yet
+
+  auto leases = q.lease("a", 3, milliseconds(0));
+  ASSERT_EQ(leases.size(), 3u);
+  bool woken = false;
+  std::thread waiter([&] { woken = consumer.wait_result_notice(kPatience); });
+  const auto before = std::chrono::steady_clock::now();
+  q.complete(leases[0], "r-" + leases[0].task_id);
+  waiter.join();
+  EXPECT_TRUE(woken);
+  EXPECT_LT(std::chrono::steady_clock::now() - before, kPatience);
+  for (std::size_t i = 1; i < leases.size(); ++i)
+    q.complete(leases[i], "r-" + leases[i].task_id);
+  EXPECT_TRUE(consumer.wait_result_notice(milliseconds(20)));   // two results, one ring
+  EXPECT_FALSE(consumer.wait_result_notice(milliseconds(20)));  // taken
+  EXPECT_EQ(consumer.results(ids),
+            (std::vector<std::optional<std::string>>{"r-t2", std::nullopt, "r-t0"}));
+  // A duplicate result records nothing and rings nothing.
+  q.enqueue("t3", "p");
+  auto again = q.lease("b", 1, milliseconds(0));
+  ASSERT_EQ(again.size(), 1u);
+  Lease stale = again[0];
+  stale.task_id = "t0";  // a late duplicate of a recorded task
+  EXPECT_FALSE(q.complete(stale, "other").recorded);
+  EXPECT_FALSE(consumer.wait_result_notice(milliseconds(20)));
+  EXPECT_EQ(consumer.result("t0"), "r-t0");
 }
 
 TEST_F(LeaseQueueTest, EnqueueIsIdempotentPerTaskId) {
@@ -438,6 +481,60 @@ TEST_F(LeaseQueueTest, QuarantineMovesAPoisonedResultAsideAndRequeuesTheTask) {
   EXPECT_TRUE(ghost.quarantined);
   EXPECT_FALSE(ghost.requeued);
   EXPECT_FALSE(ghost.still_queued);
+}
+
+TEST_F(LeaseQueueTest, PurgeRemovesOnlyUnrunTasksAndKeepsTheAccountingExact) {
+  auto q = make_queue();
+  for (const char* id : {"waiting", "leased", "released", "done", "dead"})
+    q.enqueue(id, std::string("payload-") + id);
+  // Lease in FIFO order: waiting is enqueued first, so take the first four and give one back.
+  std::map<std::string, Lease> held;
+  for (const Lease& l : q.lease("w", 5, milliseconds(0)))
+    held[l.task_id] = l;
+  ASSERT_EQ(held.size(), 5u);
+  // Hand "waiting" back too (a preemption before it ran): it waits again, parked.
+  ASSERT_TRUE(q.release(held["waiting"]));
+  ASSERT_TRUE(q.release(held["released"]));
+  ASSERT_TRUE(q.complete(held["done"], "r").acked);
+  ASSERT_EQ(q.reject(held["dead"], "forged"), FailOutcome::kDeadLettered);
+  q.enqueue("fresh", "payload-fresh");  // never delivered
+
+  const std::vector<std::string> ids{"waiting", "leased", "released", "done",
+                                     "dead",    "fresh",  "unknown"};
+  const auto purged = q.purge(ids, "iteration passed");
+  EXPECT_EQ(std::set<std::string>(purged.begin(), purged.end()),
+            (std::set<std::string>{"waiting", "released", "fresh"}));
+  EXPECT_TRUE(q.purge(ids, "again").empty()) << "purging is idempotent";
+  EXPECT_TRUE(q.purged("fresh"));
+  EXPECT_FALSE(q.purged("leased"));
+  EXPECT_FALSE(q.purged("done"));
+
+  // The live holder still completes its lease; nothing purged is ever delivered or re-enqueued.
+  EXPECT_TRUE(q.complete(held["leased"], "r2").acked);
+  EXPECT_FALSE(q.enqueue("fresh", "payload-fresh").enqueued);
+  EXPECT_TRUE(q.lease("w2", 10, milliseconds(0)).empty());
+  EXPECT_TRUE(q.reclaim("w3", milliseconds(0), 10).empty());
+  EXPECT_EQ(q.result("done"), "r");
+
+  const QueueStats s = q.stats();
+  EXPECT_EQ(s.purged_total, 3);
+  EXPECT_EQ(s.length, 0);
+  EXPECT_EQ(s.enqueued_total + s.requeued_total,
+            s.acked_total + s.dead_lettered_total + s.purged_total + s.length);
+}
+
+TEST_F(LeaseQueueTest, ResultsReadsManyInOrder) {
+  auto q = make_queue();
+  q.enqueue("a", "p");
+  q.enqueue("b", "p");
+  for (const Lease& l : q.lease("w", 2, milliseconds(0)))
+    q.complete(l, "result-" + l.task_id);
+  const std::vector<std::string> ids{"b", "missing", "a"};
+  const auto r = q.results(ids);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0], "result-b");
+  EXPECT_EQ(r[1], std::nullopt);
+  EXPECT_EQ(r[2], "result-a");
 }
 
 TEST_F(LeaseQueueTest, InvalidOptionsNameTheField) {

@@ -275,6 +275,12 @@ TEST(WireRunState, NegativeCountsAreRejectedWithTheFieldName) {
   const WireError trainer =
       expect_wire_error([] { TrainerProgress::decode(TrainerProgress{.iteration = -1}.encode()); });
   EXPECT_NE(std::string(trainer.what()).find("iteration"), std::string::npos);
+  const WireError beta =
+      expect_wire_error([] { PromptPosterior::decode(PromptPosterior{.a = 0}.encode()); });
+  EXPECT_NE(std::string(beta.what()).find("a"), std::string::npos) << beta.what();
+  EXPECT_THROW(PromptPosterior::decode(PromptPosterior{.b = -1}.encode()), WireError);
+  EXPECT_THROW(PromptPosterior::decode(PromptPosterior{.updated_through = -2}.encode()), WireError);
+  EXPECT_NO_THROW(PromptPosterior::decode(PromptPosterior{}.encode()));
   // The encodings that were used before these records had a version are refused, not misread.
   EXPECT_THROW(TrainerProgress::decode("3"), WireError);
   EXPECT_THROW(TrainerTiming::decode(R"({"iteration":0,"iteration_seconds":1.5})"), WireError);
@@ -304,6 +310,11 @@ TEST(WireRoundTrip, EveryMessage) {
       PlanRecord{.iteration = 4, .candidates = 16, .steps = 6, .reason = R"({"policy":"bandit"})"});
   expect_round_trip(PlanRecord{.iteration = 5, .candidates = 0, .steps = 0});
   expect_round_trip(PlannerProgress{.enqueued_through = 7, .unix_ms = 9});
+  expect_round_trip(PromptPosterior{.prompt_text = "two red squares",
+                                    .a = 1.75,
+                                    .b = 6.25,
+                                    .updated_through = 11,
+                                    .uniform_iterations = 2});
   RewardReply failed{.request_id = "rq-2", .error = "reward model not loaded"};
   expect_round_trip(failed);
   EXPECT_FALSE(RewardReply::decode(failed.encode()).ok());

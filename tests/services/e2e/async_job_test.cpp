@@ -1,24 +1,25 @@
-// The whole system as processes: redis-server, spotlight-reward, spotlight-planner, two
-// spotlight-explorer and spotlight-trainer in exploration.mode=async, on the micro model. The job
-// must finish with every seed task of every iteration accounted for exactly once.
+// The whole system as processes, started by the local-cluster launcher (tools/cluster):
+// redis-server, spotlight-reward, spotlight-planner, two spotlight-explorer and spotlight-trainer
+// in exploration.mode=async, on the micro model. The job must finish with every seed task of every
+// iteration accounted for exactly once.
 #include <fstream>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <signal.h>
 
 #include "common/queue/redis_lease_queue.hpp"
+#include "common/redis/client.hpp"
 #include "common/run/run_config.hpp"
 #include "common/run/schedule.hpp"
 #include "common/wire/messages.hpp"
 #include "tests/common/process/process.hpp"
 #include "tests/common/redis/redis_server.hpp"
+#include "tools/cluster/cluster.hpp"
 
 namespace spotlight {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::Process;
 
 constexpr int kIterations = 3;
 constexpr int kPrompts = 2;
@@ -26,70 +27,57 @@ constexpr int kCandidates = 6;
 
 TEST(AsyncJob, FinishesWithEveryTaskAccountedForExactlyOnce) {
   SPOTLIGHT_REQUIRE_REDIS_SERVER();
-  testing::RedisServer redis;
   const auto dir = testing::make_temp_dir("spotlight-e2e");
   const std::string run_id = "e2e";
-  const int reward_port = testing::free_port();
-  const int bus_port = testing::free_port();
-  const std::vector<std::string> run_args{
-      "--set", "run.id=" + run_id,
-      "--set", "run.dir=" + (dir / "run").string(),
-      "--set", "redis.port=" + std::to_string(redis.port()),
-      "--set", "reward.endpoint=tcp://127.0.0.1:" + std::to_string(reward_port),
-      "--set", "bus.trainer_endpoint=tcp://127.0.0.1:" + std::to_string(bus_port),
-      "--set", "model.preset=micro",
-      "--set", "exploration.mode=async",
-      "--set", "exploration.candidates=" + std::to_string(kCandidates),
-      "--set", "exploration.max_wait_seconds=120",
-      "--set", "trainer.iterations=" + std::to_string(kIterations),
-      "--set", "trainer.prompts_per_iteration=" + std::to_string(kPrompts),
-      "--set", "trainer.group_size=4",
-      "--set", "trainer.micro_batch=4",
-      "--set", "sampler.steps=4",
-      "--set", "validation.prompts=5",
-      "--set", "validation.steps=3",
-      "--set", "validation.every=2",
-      "--set", "audit.every=1",
-      "--set", "audit.prompts=1",
-      "--set", "run.threads=1",
-      "--set", "explorer.batch=4",
-      "--set", "explorer.heartbeat_ms=200",
-      "--set", "planner.poll_ms=50",
+  // The local cluster: redis-server, reward, planner, two explorers and the trainer.
+  cluster::ClusterOptions o;
+  o.bin_dir = testing::binary_path("services");
+  o.explorers = 2;
+  o.run.overrides = {
+      "run.id=" + run_id,
+      "run.dir=" + (dir / "run").string(),
+      "model.preset=micro",
+      "exploration.mode=async",
+      "exploration.candidates=" + std::to_string(kCandidates),
+      "exploration.max_wait_seconds=120",
+      "trainer.iterations=" + std::to_string(kIterations),
+      "trainer.prompts_per_iteration=" + std::to_string(kPrompts),
+      "trainer.group_size=4",
+      "trainer.micro_batch=4",
+      "sampler.steps=4",
+      "validation.prompts=5",
+      "validation.steps=3",
+      "validation.every=2",
+      "audit.every=1",
+      "audit.prompts=1",
+      "run.threads=1",
+      "explorer.batch=4",
+      "explorer.heartbeat_ms=200",
+      "planner.poll_ms=50",
   };
-  auto with = [&](std::vector<std::string> extra) {
-    auto args = run_args;
-    args.insert(args.end(), extra.begin(), extra.end());
-    return args;
-  };
-  Process reward(testing::binary_path("services/reward/spotlight-reward"),
-                 {"--set", "reward.bind=tcp://127.0.0.1:" + std::to_string(reward_port)},
-                 dir / "reward.log");
-  Process planner(testing::binary_path("services/planner/spotlight-planner"), run_args,
-                  dir / "planner.log");
-  Process explorer1(testing::binary_path("services/explorer/spotlight-explorer"),
-                    with({"--set", "explorer.id=e1"}), dir / "explorer-1.log");
-  Process explorer2(testing::binary_path("services/explorer/spotlight-explorer"),
-                    with({"--set", "explorer.id=e2"}), dir / "explorer-2.log");
-  Process trainer(testing::binary_path("services/trainer/spotlight-trainer"), with({"train"}),
-                  dir / "trainer.log");
+  cluster::Cluster cluster(o);
+  cluster.start();
 
-  const auto trainer_status = trainer.wait(600s);
-  ASSERT_TRUE(trainer_status.has_value()) << "trainer did not finish\n" << trainer.log_tail();
-  ASSERT_EQ(*trainer_status, 0) << trainer.log_tail();
+  const auto trainer_status = cluster.process("trainer")->wait_for(600s);
+  ASSERT_TRUE(trainer_status.has_value()) << "trainer did not finish\n"
+                                          << cluster.log_tail("trainer");
+  ASSERT_TRUE(trainer_status->success()) << cluster.log_tail("trainer");
   // Planner and explorers stop by themselves once the trainer is done.
-  for (auto* p : {&planner, &explorer1, &explorer2}) {
-    const auto status = p->wait(60s);
-    ASSERT_TRUE(status.has_value()) << "still running after the trainer finished\n"
-                                    << p->log_tail();
-    EXPECT_EQ(*status, 0) << p->log_tail();
+  for (const char* name : {"planner", "explorer-1", "explorer-2"}) {
+    const auto status = cluster.process(name)->wait_for(60s);
+    ASSERT_TRUE(status.has_value()) << name << " still running after the trainer finished\n"
+                                    << cluster.log_tail(name);
+    EXPECT_TRUE(status->success()) << status->describe() << "\n" << cluster.log_tail(name);
   }
-  reward.signal(SIGTERM);
-  EXPECT_EQ(reward.wait(30s), std::optional<int>(0)) << reward.log_tail();
+  const auto reward = cluster.process("reward")->terminate(30s);
+  EXPECT_TRUE(reward.status.success() && !reward.escalated) << cluster.log_tail("reward");
 
   // Every task of every iteration has exactly one result, nothing is waiting, leased or dead.
   queue::LeaseQueueOptions queue_options;
   queue_options.key_prefix = run::RunKeys(run_id).explore_queue;
-  queue::RedisLeaseQueue queue(redis.client_options(), queue_options);
+  redis::RedisOptions redis_options;
+  redis_options.port = cluster.redis_port();
+  queue::RedisLeaseQueue queue(redis_options, queue_options);
   const auto stats = queue.stats();
   EXPECT_EQ(stats.leased, 0);
   EXPECT_EQ(stats.dead_letters, 0);
@@ -134,7 +122,8 @@ TEST(AsyncJob, FinishesWithEveryTaskAccountedForExactlyOnce) {
   EXPECT_EQ(fallbacks, 0) << "with a 120 s deadline every prompt should have explored seeds";
   const auto summary = nlohmann::json::parse(std::ifstream(dir / "run" / "summary.json"));
   EXPECT_TRUE(summary.contains("final_geneval_score"));
-  std::filesystem::remove_all(dir);
+  cluster.stop();
+  if (!HasFailure()) std::filesystem::remove_all(dir);
 }
 
 }  // namespace

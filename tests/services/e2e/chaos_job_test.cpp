@@ -1,9 +1,9 @@
-// Issue #4, the chaos test: the whole system as processes (redis-server with AOF, reward, planner,
-// trainer in exploration.mode=async) while spotlight-chaos replays a real spot availability trace
-// (time-scaled) by starting explorers and preempting them with SIGTERM (+ grace: in-flight
-// commits) and SIGKILL (leases come back through the planner's reaper or expiry). On top, the
-// trainer and the planner are SIGKILLed once each mid-run and restarted, and Redis is SIGKILLed
-// and restarted from its AOF once. The job must finish with:
+// Issue #4, the chaos test: the whole system as processes, started by the local-cluster launcher
+// (redis-server with AOF, reward, planner, trainer in exploration.mode=async) while spotlight-chaos
+// replays a real spot availability trace (time-scaled) by starting explorers and preempting them
+// with SIGTERM (+ grace: in-flight commits) and SIGKILL (leases come back through the planner's
+// reaper or expiry). On top, the trainer and the planner are SIGKILLed once each mid-run and
+// restarted, and Redis is SIGKILLed and restarted from its AOF once. The job must finish with:
 //   - every task of every iteration with exactly one result, each acknowledged exactly once;
 //   - every result acknowledged before the Redis kill still there, byte for byte, after it;
 //   - the trainer's iterations an unbroken sequence (-1 = base validation, 0..K-1, each once);
@@ -27,6 +27,7 @@
 #include <signal.h>
 
 #include "common/queue/redis_lease_queue.hpp"
+#include "common/redis/client.hpp"
 #include "common/run/run_config.hpp"
 #include "common/run/schedule.hpp"
 #include "common/store/redis_key_value_store.hpp"
@@ -34,6 +35,7 @@
 #include "tests/common/process/process.hpp"
 #include "tests/common/redis/redis_server.hpp"
 #include "tests/common/redis/wait_for.hpp"
+#include "tools/cluster/cluster.hpp"
 
 namespace spotlight {
 namespace {
@@ -69,76 +71,73 @@ TEST(ChaosJob, PreemptionsAndCrashesLoseNothingAndCountNothingTwice) {
   if (source == nullptr) GTEST_SKIP() << "SPOTLIGHT_SOURCE_DIR is not set (run through ctest)";
   const auto trace = std::filesystem::path(source) / "deploy/traces" /
                      "availability_16-node_aws-08-27-2023_us-west-2a_v100_1.json";
-  testing::RedisServer redis;  // appendonly yes, appendfsync always
   const auto dir = testing::make_temp_dir("spotlight-chaos");
   const std::string run_id = "chaos";
-  const int reward_port = testing::free_port();
-  const int bus_port = testing::free_port();
   // The base: `mini` pretrained on single objects (the only category of this run), deterministic
   // for a given machine (fixed data and init seeds, one thread).
   const auto base = dir / "base.safetensors";
   const std::vector<std::string> model_args{
-      "--set", "model.preset=mini",      "--set", "task.category_weights=[1,0,0,0,0]",
-      "--set", "validation.prompts=256", "--set", "validation.steps=8",
-      "--set", "run.threads=1",
+      "model.preset=mini",      "task.category_weights=[1,0,0,0,0]",
+      "validation.prompts=256", "validation.steps=8",
+      "run.threads=1",
   };
   {
-    auto args = model_args;
+    std::vector<std::string> args{"pretrain"};
+    for (const auto& a : model_args)
+      args.insert(args.end(), {"--set", a});
     for (const std::string a :
          {"pretrain.category_weights=[1,0,0,0,0]", "pretrain.steps=600", "pretrain.batch=32",
           "pretrain.lr=3e-3", "pretrain.warmup=20", "pretrain.seed=1"}) {
       args.insert(args.end(), {"--set", a});
     }
-    args.insert(args.begin(), "pretrain");
     args.insert(args.end(), {"--set", "run.dir=" + (dir / "pretrain").string(), "--set",
                              "pretrain.output=" + base.string()});
     Process pretrain(testing::binary_path("services/trainer/spotlight-trainer"), args,
                      dir / "pretrain.log");
     ASSERT_EQ(pretrain.wait(kPretrainTimeout), std::optional<int>(0)) << pretrain.log_tail();
   }
-  std::vector<std::string> run_args{
-      "--set", "run.id=" + run_id,
-      "--set", "run.dir=" + (dir / "run").string(),
-      "--set", "redis.port=" + std::to_string(redis.port()),
-      "--set", "reward.endpoint=tcp://127.0.0.1:" + std::to_string(reward_port),
-      "--set", "bus.trainer_endpoint=tcp://127.0.0.1:" + std::to_string(bus_port),
-      "--set", "model.base=" + base.string(),
-      "--set", "trainer.lr=1e-4",
-      "--set", "exploration.mode=async",
-      "--set", "exploration.candidates=" + std::to_string(kCandidates),
-      "--set", "exploration.max_wait_seconds=300",
-      "--set", "exploration.lease_timeout_ms=5000",
-      "--set", "exploration.max_deliveries=50",
-      "--set", "trainer.iterations=" + std::to_string(kIterations),
-      "--set", "trainer.prompts_per_iteration=" + std::to_string(kPrompts),
-      "--set", "trainer.group_size=4",
-      "--set", "trainer.micro_batch=4",
-      "--set", "sampler.steps=8",
-      "--set", "validation.every=5",
-      "--set", "audit.every=5",
-      "--set", "audit.prompts=1",
-      "--set", "explorer.batch=4",
-      "--set", "explorer.heartbeat_ms=200",
-      "--set", "explorer.grace_seconds=5",
-      "--set", "planner.poll_ms=50",
+  // The local cluster: redis-server (AOF, appendfsync always), reward, planner and the trainer;
+  // the explorers come from the preemption driver added below.
+  cluster::ClusterOptions o;
+  o.bin_dir = testing::binary_path("services");
+  o.explorers = 0;
+  o.redis_appendfsync = "always";  // what was acknowledged survives the kill
+  o.run.overrides = {
+      "run.id=" + run_id,
+      "run.dir=" + (dir / "run").string(),
+      "model.base=" + base.string(),
+      "trainer.lr=1e-4",
+      "exploration.mode=async",
+      "exploration.candidates=" + std::to_string(kCandidates),
+      "exploration.max_wait_seconds=300",
+      "exploration.lease_timeout_ms=5000",
+      "exploration.max_deliveries=50",
+      "trainer.iterations=" + std::to_string(kIterations),
+      "trainer.prompts_per_iteration=" + std::to_string(kPrompts),
+      "trainer.group_size=4",
+      "trainer.micro_batch=4",
+      "sampler.steps=8",
+      "validation.every=5",
+      "audit.every=5",
+      "audit.prompts=1",
+      "explorer.batch=4",
+      "explorer.heartbeat_ms=200",
+      "explorer.grace_seconds=5",
+      "planner.poll_ms=50",
   };
-  run_args.insert(run_args.end(), model_args.begin(), model_args.end());
-  auto with = [&](std::vector<std::string> extra) {
-    auto args = run_args;
-    args.insert(args.end(), extra.begin(), extra.end());
-    return args;
+  o.run.overrides.insert(o.run.overrides.end(), model_args.begin(), model_args.end());
+  cluster::Cluster cluster(o);
+  cluster.start();
+  const auto kill = [&](const std::string& name) {
+    cluster.process(name)->signal(SIGKILL);
+    const auto s = cluster.process(name)->wait_for(30s);
+    return s ? s->shell_code() : -1;
   };
-  const auto trainer_binary = testing::binary_path("services/trainer/spotlight-trainer");
-  const auto planner_binary = testing::binary_path("services/planner/spotlight-planner");
-  Process reward(testing::binary_path("services/reward/spotlight-reward"),
-                 {"--set", "reward.bind=tcp://127.0.0.1:" + std::to_string(reward_port)},
-                 dir / "reward.log");
-  auto planner = std::make_unique<Process>(planner_binary, run_args, dir / "planner.log");
-  auto trainer = std::make_unique<Process>(trainer_binary, with({"train"}), dir / "trainer.log");
 
   // Explorers come and go with the trace: 4 at its peak, at least 1, a tick every 0.5 s, from a
   // stretch of the trace with bursts of 3 (seed 1: the first burst has both SIGTERM and SIGKILL).
   std::vector<std::string> chaos_args{
+      testing::binary_path("tools/chaos/spotlight-chaos").string(),
       "--trace",
       trace.string(),
       "--time-scale",
@@ -164,61 +163,65 @@ TEST(ChaosJob, PreemptionsAndCrashesLoseNothingAndCountNothingTwice) {
       (dir / "explorers").string(),
       "--",
       testing::binary_path("services/explorer/spotlight-explorer").string()};
-  for (const auto& a : with({"--set", "explorer.id=chaos-{n}"}))
+  for (const auto& a : cluster.service_args())
     chaos_args.push_back(a);
-  Process chaos(testing::binary_path("tools/chaos/spotlight-chaos"), chaos_args, dir / "chaos.log");
+  chaos_args.insert(chaos_args.end(), {"--set", "explorer.id=chaos-{n}"});
+  process::Process& chaos = cluster.add("chaos", "chaos", chaos_args);
 
   const auto metrics = dir / "run" / "metrics.jsonl";
   const auto progressed = [&](std::size_t lines) {
-    return wait_for([&] { return lines_of(metrics) >= lines || !trainer->running(); }, kJobTimeout);
+    return wait_for(
+        [&] { return lines_of(metrics) >= lines || !cluster.process("trainer")->running(); },
+        kJobTimeout);
   };
   // 1. The trainer, SIGKILLed after two iterations (mid-way through the third), restarted.
   ASSERT_TRUE(progressed(3));
-  ASSERT_TRUE(trainer->running()) << trainer->log_tail();
-  trainer->signal(SIGKILL);
-  ASSERT_EQ(trainer->wait(30s), std::optional<int>(128 + SIGKILL));
-  trainer = std::make_unique<Process>(trainer_binary, with({"train"}), dir / "trainer.log");
+  ASSERT_TRUE(cluster.process("trainer")->running()) << cluster.log_tail("trainer");
+  ASSERT_EQ(kill("trainer"), 128 + SIGKILL);
+  cluster.restart("trainer");
   // 2. The planner, SIGKILLed and restarted.
-  planner->signal(SIGKILL);
-  ASSERT_EQ(planner->wait(30s), std::optional<int>(128 + SIGKILL));
-  planner = std::make_unique<Process>(planner_binary, run_args, dir / "planner.log");
+  ASSERT_EQ(kill("planner"), 128 + SIGKILL);
+  cluster.restart("planner");
 
   // 3. Redis, SIGKILLed and restarted from its AOF, with the results acknowledged so far noted.
   ASSERT_TRUE(progressed(6));
+  redis::RedisOptions redis_options;
+  redis_options.port = cluster.redis_port();
   queue::LeaseQueueOptions queue_options;
   queue_options.key_prefix = run::RunKeys(run_id).explore_queue;
   std::map<std::string, std::string> acknowledged;
   {
-    queue::RedisLeaseQueue queue(redis.client_options(), queue_options);
+    queue::RedisLeaseQueue queue(redis_options, queue_options);
     queue.for_each_result([&](std::string_view id, std::string_view r) {
       acknowledged.emplace(std::string(id), std::string(r));
     });
   }
   ASSERT_FALSE(acknowledged.empty());
-  redis.kill();
-  redis.start();
-  // The trainer does not ride out a Redis outage: a supervisor (here the test) restarts it and it
-  // resumes from its checkpoint. Everything else backs off and reconnects.
+  ASSERT_EQ(kill("redis"), 128 + SIGKILL);
+  cluster.restart("redis");  // on its port, from its AOF; returns once it answers PING
+  // The services ride out the outage (they back off and reconnect); should the trainer exit, a
+  // supervisor (here the test) restarts it and it resumes from its checkpoint.
   int trainer_restarts = 0;
-  std::optional<int> trainer_status;
+  std::optional<process::ExitStatus> trainer_status;
   for (;;) {
-    trainer_status = trainer->wait(kJobTimeout);
-    ASSERT_TRUE(trainer_status.has_value()) << "trainer did not finish\n" << trainer->log_tail();
-    if (*trainer_status == 0 || trainer_restarts >= 3) break;
+    trainer_status = cluster.process("trainer")->wait_for(kJobTimeout);
+    ASSERT_TRUE(trainer_status.has_value()) << "trainer did not finish\n"
+                                            << cluster.log_tail("trainer");
+    if (trainer_status->success() || trainer_restarts >= 3) break;
     ++trainer_restarts;
-    trainer = std::make_unique<Process>(trainer_binary, with({"train"}), dir / "trainer.log");
+    cluster.restart("trainer");
   }
-  ASSERT_EQ(*trainer_status, 0) << trainer->log_tail();
+  ASSERT_TRUE(trainer_status->success()) << cluster.log_tail("trainer");
 
   // The planner stops by itself; the driver stops when an explorer finishes by itself.
-  const auto planner_status = planner->wait(60s);
-  ASSERT_TRUE(planner_status.has_value()) << planner->log_tail();
-  EXPECT_EQ(*planner_status, 0) << planner->log_tail();
-  const auto chaos_status = chaos.wait(60s);
-  if (!chaos_status) chaos.signal(SIGTERM);
-  ASSERT_EQ(chaos_status.value_or(chaos.wait(60s).value_or(-1)), 0) << chaos.log_tail();
-  reward.signal(SIGTERM);
-  EXPECT_EQ(reward.wait(30s), std::optional<int>(0)) << reward.log_tail();
+  const auto planner_status = cluster.process("planner")->wait_for(60s);
+  ASSERT_TRUE(planner_status.has_value()) << cluster.log_tail("planner");
+  EXPECT_TRUE(planner_status->success()) << cluster.log_tail("planner");
+  auto chaos_status = chaos.wait_for(60s);
+  if (!chaos_status) chaos_status = chaos.terminate(60s).status;
+  ASSERT_TRUE(chaos_status->success()) << cluster.log_tail("chaos");
+  const auto reward = cluster.process("reward")->terminate(30s);
+  EXPECT_TRUE(reward.status.success() && !reward.escalated) << cluster.log_tail("reward");
 
   // Preemptions of both kinds happened; every SIGTERM'd explorer exited 0 within its grace.
   const auto summary = nlohmann::json::parse(std::ifstream(dir / "chaos-summary.json"));
@@ -230,7 +233,7 @@ TEST(ChaosJob, PreemptionsAndCrashesLoseNothingAndCountNothingTwice) {
   EXPECT_EQ(summary.at("failed_exits").get<int>(), 0);
 
   // Exactly one result per scheduled task, each acknowledged once; nothing leased or dead.
-  queue::RedisLeaseQueue queue(redis.client_options(), queue_options);
+  queue::RedisLeaseQueue queue(redis_options, queue_options);
   const auto stats = queue.stats();
   EXPECT_EQ(stats.leased, 0);
   EXPECT_EQ(stats.dead_letters, 0);
@@ -283,12 +286,13 @@ TEST(ChaosJob, PreemptionsAndCrashesLoseNothingAndCountNothingTwice) {
   EXPECT_GT(after, before) << "post-training under chaos did not raise the validation score";
 
   // Work accounting of the explorers (informational: how much the commits saved).
-  store::RedisKeyValueStore kv(redis.client_options(), run::RunKeys(run_id).prefix);
+  store::RedisKeyValueStore kv(redis_options, run::RunKeys(run_id).prefix);
   std::cout << "[ info     ] sampler steps computed "
             << kv.counter(run::RunKeys(run_id).sample_steps) << " for "
             << kIterations * kPrompts * kCandidates * 8 << " needed; resumed "
             << kv.counter(run::RunKeys(run_id).resumed_steps) << " committed steps; duplicate runs "
             << stats.duplicate_results_total << "\n";
+  cluster.stop();
   if (!::testing::Test::HasFailure() && std::getenv("SPOTLIGHT_KEEP_TEST_DIR") == nullptr) {
     std::filesystem::remove_all(dir);
   }

@@ -171,11 +171,13 @@ TEST_F(PlannerTest, OffloadEnqueuesTheRolloutsOfAnIterationOnceItsWeightsExist) 
     set_trainer_iteration(k);
     EXPECT_EQ(planner->step(), StepOutcome::kRunning);
     EXPECT_EQ(planner->step(), StepOutcome::kRunning);  // nothing more until the trainer moves
+    // Iteration k only: the rollouts of k - 1, passed by the trainer, are purged if still there.
     const auto tasks = stream_tasks();
-    EXPECT_EQ(tasks.size(), static_cast<std::size_t>(3 * 4 * (k + 1)));
+    EXPECT_EQ(tasks.size(), static_cast<std::size_t>(3 * 4));
+    EXPECT_EQ(make_queue(c).stats().purged_total, 3 * 4 * k);
     for (const auto& [id, task] : tasks) {
       SCOPED_TRACE(id);
-      EXPECT_LE(task.iteration, k);
+      EXPECT_EQ(task.iteration, k);
       EXPECT_EQ(task.weights_version, task.iteration) << "exactly v_k";
       EXPECT_EQ(task.max_staleness, 0);
       EXPECT_EQ(task.sampler_steps, 6);
@@ -223,7 +225,10 @@ TEST_F(PlannerTest, NeverEnqueuesBeyondTheLastIteration) {
   EXPECT_EQ(planner->step(), StepOutcome::kRunning);
   set_trainer_iteration(3);  // what the trainer writes when it is done
   EXPECT_EQ(planner->step(), StepOutcome::kFinished);
-  EXPECT_EQ(stream_tasks().size(), 2u * 3u * 5u);
+  // Iteration 1's tasks, never run, were purged once the trainer passed it.
+  EXPECT_EQ(stream_tasks().size(), 3u * 5u);
+  EXPECT_EQ(make_queue(c).stats().purged_total, 15);
+  EXPECT_EQ(planner->status().tasks_purged_passed, 15);
   EXPECT_EQ(planner_state(), 2);
 }
 
@@ -240,7 +245,10 @@ TEST_F(PlannerTest, FollowsTheTrainerOneIterationAtATime) {
   const std::int64_t end = now_ms();
   EXPECT_EQ(planner->status().tasks_enqueued, 45);  // + iteration 2 only
   const auto tasks = stream_tasks();
-  EXPECT_EQ(tasks.size(), 45u);
+  EXPECT_EQ(tasks.size(), 30u);  // iteration 0's waiting tasks are purged: the trainer passed it
+  for (const auto& [id, task] : tasks)
+    EXPECT_NE(task.iteration, 0) << id;
+  EXPECT_EQ(planner->status().tasks_purged_passed, 15);
   expect_iteration(tasks, c, 2, 1, begin, end);
   EXPECT_EQ(planner_state(), 2);
 }
@@ -332,13 +340,17 @@ TEST_F(PlannerTest, BacksOffWhileRedisIsDownAndRecoversWhenItReturns) {
   loop.join();
   EXPECT_EQ(status, 0);
 
+  // Iterations 1 and 2 queued, iteration 0 (passed) purged: none lost, none twice.
   const auto tasks = stream_tasks();
-  EXPECT_EQ(tasks.size(), 45u);  // iterations 0, 1, 2: none lost, none twice
+  EXPECT_EQ(tasks.size(), 30u);
   for (std::int64_t t = 0; t <= 2; ++t) {
     EXPECT_EQ(std::count_if(tasks.begin(), tasks.end(),
                             [&](const auto& kv) { return kv.second.iteration == t; }),
-              15);
+              t == 0 ? 0 : 15);
   }
+  const queue::QueueStats totals = make_queue(c).stats();
+  EXPECT_EQ(totals.enqueued_total, 45);
+  EXPECT_EQ(totals.purged_total, 15);
   EXPECT_GE(planner->status().failed_passes, 3);
   // Back-off: 10, 20, 40, ... 200 ms between failed passes, not one failure per 10 ms poll.
   EXPECT_LE(errors_after, static_cast<double>(outage_ms) / 200.0 + 8) << outage_ms << " ms down";

@@ -45,6 +45,37 @@ TEST(GrpoTrainer, SyncSelectionHasAtLeastTheVarianceOfRandomSeeds) {
             none.trainer->run_iteration(0).selected_variance);
 }
 
+// The per-prompt record the simulator's learning model is fitted from (tools/simulator).
+TEST(GrpoTrainer, ReportsPerPromptRewardsAndWhichCandidatesWereTrained) {
+  const auto o = small_options("sync");
+  Fixture sync(o);
+  const auto report = sync.trainer->run_iteration(0);
+  ASSERT_EQ(report.group_rewards.size(), static_cast<size_t>(o.prompts_per_iteration));
+  ASSERT_EQ(report.candidate_rewards.size(), report.group_rewards.size());
+  ASSERT_EQ(report.selected.size(), report.group_rewards.size());
+  double sum = 0;
+  for (size_t i = 0; i < report.group_rewards.size(); ++i) {
+    ASSERT_EQ(report.group_rewards[i].size(), static_cast<size_t>(o.group_size));
+    ASSERT_EQ(report.candidate_rewards[i].size(), static_cast<size_t>(o.candidates));
+    ASSERT_EQ(report.selected[i].size(), static_cast<size_t>(o.group_size));
+    for (size_t j = 0; j < report.selected[i].size(); ++j) {
+      const int c = report.selected[i][j];
+      ASSERT_GE(c, 0);
+      ASSERT_LT(c, o.candidates);
+      // Same seed, same weights, same steps: the rollout is the explored sample (up to float
+      // rounding: exploration and rollout batch the sampler differently).
+      EXPECT_NEAR(report.group_rewards[i][j], report.candidate_rewards[i][static_cast<size_t>(c)],
+                  1e-4);
+      sum += report.group_rewards[i][j];
+    }
+  }
+  EXPECT_NEAR(sum / (o.prompts_per_iteration * o.group_size), report.reward_mean, 1e-9);
+  Fixture none(small_options("none"));
+  const auto plain = none.trainer->run_iteration(0);
+  EXPECT_EQ(plain.group_rewards.size(), static_cast<size_t>(o.prompts_per_iteration));
+  EXPECT_TRUE(plain.candidate_rewards.empty());
+}
+
 TEST(GrpoTrainer, ResumingFromACheckpointGivesTheSameWeightsAsAnUnbrokenRun) {
   // sync-stale keeps the previous iteration's weights in the checkpoint: resumed at iteration 2,
   // it explores with v_1 as the unbroken run does.

@@ -1,5 +1,5 @@
 // The simulator's per-sample-step time from scripts/gpu-check's results (fixtures under
-// fixtures/: invented numbers), and the report saying which t it used.
+// fixtures/: invented numbers), and the cost table saying which t it used.
 #include "tools/simulator/measured_step_time.hpp"
 
 #include <filesystem>
@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "tools/simulator/simulation.hpp"
+#include "tools/simulator/step_costs.hpp"
 
 namespace spotlight::simulator {
 namespace {
@@ -74,24 +74,60 @@ TEST(MeasuredStepTime, FoundUnderDeployGpuByHardwareName) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(MeasuredStepTime, TheReportSaysWhichTimeItUsed) {
-  SimOptions estimated;
-  estimated.hardware = "H200";
-  estimated.seconds_per_sample_step = 0.74;
-  std::ostringstream a;
-  write_assumptions(a, estimated);
-  EXPECT_NE(a.str().find("Estimated, not measured"), std::string::npos);
+TEST(MeasuredStepTime, RefusesAnotherResolution) {
+  const auto dir = temp_dir();
+  std::ofstream(dir / "h200.json") << R"({"mode": "device", "when": "x", "device": {"name":
+      "NVIDIA H200"}, "simulator": {"seconds_per_sample_step": 0.4, "image_tokens": 4096,
+      "basis": "1024x1024"}})";
+  EXPECT_NE(error_of(dir / "h200.json", "H200").find("image_tokens"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
 
-  SimOptions measured = estimated;
-  measured.measured_step_time = read_measured_step_time(fixture("gpu-check-h200.json"), "H200");
-  measured.seconds_per_sample_step = measured.measured_step_time->seconds_per_sample_step;
+TEST(MeasuredStepTime, TheCostTableSaysWhichTimeItUsed) {
+  const auto dir = temp_dir();
+  StepTimeChoice choice;
+  choice.source_dir = dir;  // no deploy/gpu/ there: the estimate
+  const StepCosts estimated = step_costs_for("H200", choice);
+  EXPECT_FALSE(estimated.measured);
+  EXPECT_EQ(estimated.seconds_per_sample_step,
+            estimated_step_costs("H200").seconds_per_sample_step);
+  std::ostringstream a;
+  write_cost_table(a, estimated);
+  EXPECT_NE(a.str().find("| assumed | estimate"), std::string::npos) << a.str();
+
+  // A results file under deploy/gpu/ replaces t; the table names the device, file and basis.
+  std::filesystem::create_directories(dir / "deploy" / "gpu");
+  std::filesystem::copy_file(fixture("gpu-check-h200.json"), dir / "deploy" / "gpu" / "h200.json");
+  const StepCosts measured = step_costs_for("H200", choice);
+  EXPECT_TRUE(measured.measured);
+  EXPECT_EQ(measured.seconds_per_sample_step, 0.5);
   std::ostringstream b;
-  write_assumptions(b, measured);
-  EXPECT_NE(b.str().find("t = 0.5 s"), std::string::npos) << b.str();
-  EXPECT_NE(b.str().find("measured on NVIDIA H200 by scripts/gpu-check"), std::string::npos);
-  EXPECT_NE(b.str().find("gpu-check-h200.json"), std::string::npos);
-  EXPECT_NE(b.str().find("fixture basis text"), std::string::npos);
-  EXPECT_EQ(b.str().find("Estimated, not measured"), std::string::npos);
+  write_cost_table(b, measured);
+  EXPECT_NE(b.str().find("| 0.5 s | measured | measured on NVIDIA H200 by scripts/gpu-check"),
+            std::string::npos)
+      << b.str();
+  EXPECT_NE(b.str().find("(h200.json): fixture basis text"), std::string::npos) << b.str();
+
+  // --estimate keeps the estimate; the H100 has no file; an explicit file wins; both at once is
+  // refused.
+  choice.estimate = true;
+  EXPECT_FALSE(step_costs_for("H200", choice).measured);
+  choice.estimate = false;
+  EXPECT_FALSE(step_costs_for("H100", choice).measured);
+  StepTimeChoice given;
+  given.results = fixture("gpu-check-h200.json");
+  given.source_dir = dir / "nowhere";
+  EXPECT_EQ(step_costs_for("H200", given).seconds_per_sample_step, 0.5);
+  EXPECT_THROW(step_costs_for("H100", given), MeasurementError);
+  given.estimate = true;
+  EXPECT_THROW(step_costs_for("H200", given), std::invalid_argument);
+
+  // A dry run left under deploy/gpu/ is an error, not silently the estimate.
+  std::filesystem::copy_file(fixture("gpu-check-cpu-dry-run.json"),
+                             dir / "deploy" / "gpu" / "h200.json",
+                             std::filesystem::copy_options::overwrite_existing);
+  EXPECT_THROW(step_costs_for("H200", choice), MeasurementError);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

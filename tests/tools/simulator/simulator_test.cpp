@@ -4,13 +4,10 @@
 
 #include <cmath>
 #include <filesystem>
-#include <sstream>
 
 #include <gtest/gtest.h>
 
-#include "common/report/html.hpp"
 #include "tools/simulator/memory_lease_queue.hpp"
-#include "tools/simulator/report.hpp"
 #include "tools/simulator/simulation.hpp"
 #include "tools/simulator/trace.hpp"
 
@@ -85,14 +82,20 @@ TEST(Simulation, RunsOnAShippedTraceWithConsistentAccounting) {
   o.reserved_gpus = 8;
   o.bandit.candidates = {8, 16, 32};
   o.bandit.steps = {4, 10};
+  o.learning.z0 = 0.0;
+  o.learning.sigma_d = 1.5;
+  o.learning.eta = 0.05;
+  o.learning.noise = 60.0;  // the noisy regime our runs are in: selection helps
+  o.learning.stale_flip = 0.1;
+  o.target_score = 0.6;
   o.max_iterations = 400;
   const SimResult none = simulate(Mode::kNone, o, nullptr, 0);
   const SimResult async = simulate(Mode::kAsync, o, &trace, 32);
   for (const auto* r : {&none, &async}) {
     EXPECT_TRUE(r->reached) << to_string(r->mode);
     EXPECT_GT(r->iterations, 0);
-    EXPECT_NEAR(r->reserved_cost, o.reserved_gpus * r->seconds * o.reserved_price_per_hour / 3600,
-                1e-6);
+    EXPECT_NEAR(r->reserved_cost,
+                o.reserved_gpus * r->seconds * o.costs.reserved_price_per_hour / 3600, 1e-6);
     int planned = 0;
     for (const auto& [arm, n] : r->arms)
       planned += n;
@@ -107,35 +110,7 @@ TEST(Simulation, RunsOnAShippedTraceWithConsistentAccounting) {
   EXPECT_LE(async.spot_busy_share, 1);
   // Selection makes every iteration count for more: fewer iterations to the same target.
   EXPECT_LT(async.iterations, none.iterations);
-}
-
-TEST(Study, WritesTheSameResultsAsMarkdownAndAsAReportPage) {
-  StudyOptions o;
-  o.sim.prompts = 8;
-  o.sim.group_size = 8;
-  o.sim.reserved_gpus = 8;
-  o.sim.bandit.candidates = {8, 16};
-  o.sim.bandit.steps = {4};
-  o.sim.max_iterations = 200;
-  o.traces = {Trace::load(shipped_trace())};
-  o.spot_sizes = {16, 32};
-  o.seeds = 1;
-  std::ostringstream markdown;
-  report::Page page;
-  run_study(o, markdown, &page);
-  ASSERT_EQ(page.sections.size(), 3u);
-  const auto& spotlight = page.sections[1];
-  ASSERT_EQ(spotlight.blocks.size(), 3u);
-  const auto& speedup = std::get<report::LineChart>(spotlight.blocks[0]);
-  ASSERT_EQ(speedup.series.size(), 1u);
-  EXPECT_EQ(speedup.series[0].points.size(), 2u);
-  const auto& table = std::get<report::Table>(spotlight.blocks[2]);
-  ASSERT_EQ(table.rows.size(), 2u);
-  // Every cell of the page's table is in the markdown row of the same run.
-  for (const auto& cell : table.rows[1])
-    EXPECT_NE(markdown.str().find("| " + cell + " |"), std::string::npos) << cell;
-  const std::string html = report::render_html(page);
-  EXPECT_NE(html.find("<section id=\"assumptions\">"), std::string::npos);
+  EXPECT_THROW(simulate(Mode::kOffload, o, &trace, 32), std::invalid_argument);
 }
 
 }  // namespace

@@ -1,0 +1,91 @@
+// The calibration check: the committed fit (deploy/sim/calibration/fitted.json) replayed in the
+// embedded benchmark's configuration reproduces every measured configuration with at least
+// kMinRunsToCheck runs (deploy/sim/calibration/measured.json, made from our runs by
+// scripts/sim-calibrate): its iterations-to-target within the bootstrap 95% interval and its
+// progress at the end of the run within two standard errors, so the selection effect (sync and
+// async against none) as measured. A mis-fitted model, and one in which selection buys nothing,
+// fail the same check.
+#include "tools/simulator/calibration.hpp"
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace spotlight::simulator {
+namespace {
+
+std::filesystem::path calibration_dir() {
+  const char* src = std::getenv("SPOTLIGHT_SOURCE_DIR");
+  return std::filesystem::path(src ? src : ".") / "deploy" / "sim" / "calibration";
+}
+
+TEST(Calibration, TheFitReproducesTheMeasuredRuns) {
+  const Measured measured = load_measured(calibration_dir() / "measured.json");
+  const LearningParams fitted = load_fitted(calibration_dir() / "fitted.json");
+  ASSERT_FALSE(measured.configs.empty());
+  const auto checks = check(measured, fitted, 400);
+  int checked = 0;
+  for (const auto& c : checks) {
+    if (!c.checked) continue;  // too few runs for an interval (kMinRunsToCheck)
+    ++checked;
+    EXPECT_TRUE(c.within) << c.label << ": simulated median " << c.simulated_median
+                          << " outside the measured interval [" << c.ci_low << ", " << c.ci_high
+                          << "] around " << c.measured_median;
+    EXPECT_TRUE(c.progress_within)
+        << c.label << ": simulated end progress " << c.simulated_progress << " against "
+        << c.measured_progress << " +- " << c.measured_progress_se << " measured";
+  }
+  // Plain GRPO and at least one selecting configuration: the selection effect is checked.
+  EXPECT_GE(checked, 2);
+}
+
+TEST(Calibration, AModelInWhichSelectionBuysNothingFailsTheCheck) {
+  const Measured measured = load_measured(calibration_dir() / "measured.json");
+  const LearningParams fitted = load_fitted(calibration_dir() / "fitted.json");
+  const auto none_progress = [&](const LearningParams& p) {
+    for (const auto& c : check(measured, p, 200))
+      if (c.label == "none") return c.simulated_progress;
+    ADD_FAILURE() << "no plain GRPO configuration measured";
+    return 0.0;
+  };
+  // Every update points the true way (rho = 1) whatever the groups' contrast, so selection
+  // cannot help; eta is scaled so that plain GRPO still progresses as fitted.
+  LearningParams flat = fitted;
+  flat.noise = 0;
+  flat.eta *= none_progress(fitted) / none_progress(flat);
+  const auto checks = check(measured, flat, 200);
+  int outside = 0;
+  for (const auto& c : checks)
+    outside += (c.checked && c.label != "none" && !c.progress_within) ? 1 : 0;
+  EXPECT_GT(outside, 0);
+}
+
+TEST(Calibration, AMisFittedModelFailsTheCheck) {
+  const Measured measured = load_measured(calibration_dir() / "measured.json");
+  LearningParams wrong = load_fitted(calibration_dir() / "fitted.json");
+  wrong.eta *= 8;  // learning eight times faster
+  const auto checks = check(measured, wrong, 200);
+  int outside = 0;
+  for (const auto& c : checks)
+    outside += (c.checked && !c.within) ? 1 : 0;
+  EXPECT_GT(outside, 0);
+}
+
+TEST(Calibration, RejectsAMeasuredFileWithoutItsFields) {
+  const auto dir = std::filesystem::temp_directory_path() / "spotlight-calibration-test";
+  std::filesystem::create_directories(dir);
+  { std::ofstream(dir / "partial.json") << R"({"base_score": 0.5, "recipe": {"prompts": 8}})"; }
+  try {
+    load_measured(dir / "partial.json");
+    FAIL() << "accepted a file without its fields";
+  } catch (const CalibrationError& e) {
+    EXPECT_NE(std::string(e.what()).find("group_size"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_measured(dir / "absent.json"), CalibrationError);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace spotlight::simulator

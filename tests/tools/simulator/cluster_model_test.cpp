@@ -1,0 +1,209 @@
+// The cluster model: every baseline's time and cost accounting, the spot pool's decisions
+// (hold what is needed, release what idles, preemption), and its agreement with the task-level
+// simulation that drives the real lease queue, reaper and bandit.
+#include "tools/simulator/cluster_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "tools/simulator/simulation.hpp"
+#include "tools/simulator/study.hpp"
+
+namespace spotlight::simulator {
+namespace {
+
+Trace constant_trace(int available, int ticks = 50) {
+  Trace t;
+  t.name = "constant";
+  t.gap_seconds = 300;
+  t.data.assign(static_cast<std::size_t>(ticks), available);
+  t.data.push_back(std::max(available, 1));  // a non-zero peak for scaling
+  return t;
+}
+
+ClusterOptions small() {
+  ClusterOptions o;
+  o.costs = estimated_step_costs("H200");
+  o.reserved_gpus = 8;
+  o.prompts = 8;
+  o.group_size = 8;
+  o.rollout_steps = 10;
+  o.trained_steps = 9;
+  o.sync_candidates = 32;
+  o.sync_steps = 10;
+  o.bandit.candidates = {16, 32};
+  o.bandit.steps = {5, 10};
+  o.learning.z0 = 0.0;
+  o.learning.sigma_d = 1.5;
+  o.learning.eta = 0.05;
+  o.learning.noise = 60.0;  // the noisy regime our runs are in: selection helps
+  o.learning.stale_flip = 0.1;
+  o.target_score = 0.6;
+  o.max_iterations = 2000;
+  return o;
+}
+
+TEST(ClusterModel, ReservedOnlyModesAccountTimeAndCost) {
+  const ClusterOptions o = small();
+  const auto none = simulate_cluster(Mode::kNone, o, nullptr);
+  ASSERT_TRUE(none.reached);
+  const double iteration = training_seconds(o, o.reserved_gpus);
+  EXPECT_NEAR(none.seconds, none.iterations * iteration, 1e-6);
+  EXPECT_NEAR(none.reserved_cost, 8 * none.seconds * 4.0 / 3600, 1e-9);
+  EXPECT_EQ(none.spot_cost, 0);
+  const auto sync = simulate_cluster(Mode::kSync, o, nullptr);
+  ASSERT_TRUE(sync.reached);
+  const double explore = 8.0 * 32 * 10 * o.costs.seconds_per_sample_step / 8;
+  EXPECT_NEAR(sync.seconds, sync.iterations * (iteration + explore), 1e-6);
+  EXPECT_LT(sync.iterations, none.iterations);  // selection: fewer iterations
+  // none-matched: the same iterations on more GPUs, at the data-parallel efficiency.
+  ClusterOptions m = o;
+  m.matched_spot_gpus = 16;  // + 0.27 x 16 = 4.32 reserved GPUs
+  const auto matched = simulate_cluster(Mode::kNoneMatched, m, nullptr);
+  EXPECT_EQ(matched.iterations, none.iterations);
+  const double gpus = 8 + 0.27 * 16;
+  EXPECT_NEAR(matched.seconds, none.seconds * 8 / (gpus * std::pow(0.9, std::log2(gpus / 8))),
+              1e-6);
+  EXPECT_NEAR(matched.reserved_cost, gpus * matched.seconds * 4.0 / 3600, 1e-9);
+}
+
+TEST(ClusterModel, AsyncHoldsWhatTheArmNeedsNotWhatTheTraceOffers) {
+  ClusterOptions o = small();
+  o.fixed_candidates = 16;
+  o.fixed_steps = 10;
+  o.spot_ratio = 4;  // up to 32 spot GPUs, all offered
+  const Trace full = constant_trace(32);
+  const auto r = simulate_cluster(Mode::kAsync, o, &full);
+  ASSERT_TRUE(r.reached);
+  // need = ceil(P N S t / (margin x compute)) for compute = rollout + train on 8 GPUs
+  const double compute = training_seconds(o, 8);
+  const int need = static_cast<int>(
+      std::ceil(8.0 * 16 * 10 * o.costs.seconds_per_sample_step / (0.9 * compute)));
+  EXPECT_LT(need, 32);
+  EXPECT_LE(r.mean_held_spot, need + 1e-9);
+  EXPECT_GT(r.mean_held_spot, 0);
+  EXPECT_GT(r.spot_busy_share, 0.3);
+  EXPECT_LE(r.spot_busy_share, 1.0);
+  EXPECT_NEAR(r.spot_cost, r.mean_held_spot * r.seconds * 4.0 * 0.27 / 3600, 1e-6);
+  EXPECT_EQ(r.preemptions, 0);
+  // Only while the cold pool starts do prompts fall back to random seeds.
+  const double startup_iterations = std::ceil(o.costs.explorer_startup_seconds / compute) + 1;
+  EXPECT_GT(r.fallback_prompts, 0);
+  EXPECT_LE(r.fallback_prompts, o.prompts * startup_iterations);
+  const auto none = simulate_cluster(Mode::kNone, o, nullptr);
+  EXPECT_LT(r.iterations, none.iterations);
+}
+
+TEST(ClusterModel, IdleSpotGpusAreReleasedBetweenPlans) {
+  ClusterOptions o = small();
+  o.fixed_candidates = 16;
+  o.fixed_steps = 5;
+  o.bandit.time_margin = 0.3;  // a pool sized to finish in 30% of the trainer's compute
+  o.spot_ratio = 4;
+  o.costs.seconds_per_sample_step = 2.0;  // long iterations: gaps worth releasing
+  o.fixed_iterations = 20;
+  const Trace full = constant_trace(32);
+  const auto releasing = simulate_cluster(Mode::kAsync, o, &full);
+  o.min_idle_seconds = 1e9;  // never worth it
+  const auto holding = simulate_cluster(Mode::kAsync, o, &full);
+  EXPECT_LT(releasing.spot_cost, holding.spot_cost);
+  EXPECT_GT(releasing.spot_busy_share, holding.spot_busy_share);
+  EXPECT_EQ(releasing.fallback_prompts, holding.fallback_prompts);  // taken back in time
+}
+
+TEST(ClusterModel, PreemptionsLoseWorkAndOffloadFallsBackToReservedRollouts) {
+  ClusterOptions o = small();
+  o.spot_ratio = 2;
+  // Available for one tick, gone for one: every drop preempts the whole pool.
+  Trace flapping;
+  flapping.name = "flapping";
+  flapping.gap_seconds = 120;
+  for (int i = 0; i < 40; ++i)
+    flapping.data.push_back(i % 2 ? 0 : 16);
+  o.fixed_iterations = 30;
+  const auto async = simulate_cluster(Mode::kAsync, o, &flapping);
+  EXPECT_GT(async.preemptions, 0);
+  EXPECT_GT(async.fallback_prompts, 0);
+  // Offload without any spot GPU: the reserved GPUs roll out themselves (plus nothing else).
+  const Trace none_offered = constant_trace(0);
+  const auto offload = simulate_cluster(Mode::kOffload, o, &none_offered);
+  EXPECT_EQ(offload.spot_cost, 0);
+  EXPECT_NEAR(offload.seconds, 30 * training_seconds(o, 8), 1e-6);
+}
+
+TEST(ClusterModel, AsyncReuseTrainsWithoutRollingOutOnTheReservedGpus) {
+  ClusterOptions o = small();
+  o.fixed_candidates = 16;
+  o.spot_ratio = 4;
+  o.fixed_iterations = 20;
+  const Trace full = constant_trace(32);
+  const auto reuse = simulate_cluster(Mode::kAsyncReuse, o, &full);
+  const auto async = simulate_cluster(Mode::kAsync, o, &full);
+  EXPECT_LT(reuse.seconds, async.seconds);
+  EXPECT_GT(reuse.mean_held_spot, async.mean_held_spot);  // full-step candidates, shorter budget
+  EXPECT_EQ(reuse.arms.count("16x10"), 1u);
+}
+
+// The fluid cluster model against the task-level simulation (real lease queue, reaper, bandit,
+// one seed task at a time) on the same run with a full, constant pool: the same learning, and
+// iterations and time within a few percent.
+TEST(Study, WritesTheSameLinesOnAnyNumberOfThreads) {
+  StudyOptions s;
+  s.base = small();
+  Calibration c;
+  c.name = "test";
+  c.learning = s.base.learning;
+  c.target_score = s.base.target_score;
+  s.calibrations = {c};
+  s.traces = {constant_trace(4)};
+  s.ratios = {1};
+  s.gains = {2};
+  s.offsets = 5;
+  std::ostringstream one, three;
+  run_study(s, one);
+  s.jobs = 3;
+  run_study(s, three);
+  EXPECT_EQ(one.str(), three.str());
+  // A line per run: none and sync, then offload, async, async-reuse, none-matched and the gain.
+  const std::string lines = one.str();
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 1 + 7 * s.offsets);
+}
+
+TEST(ClusterModel, AgreesWithTheTaskLevelSimulation) {
+  ClusterOptions fluid = small();
+  fluid.fixed_candidates = 0;
+  fluid.spot_ratio = 2;
+  fluid.min_idle_seconds = 1e9;  // the task-level pool holds what the trace offers
+  const Trace full = constant_trace(16);
+  SimOptions tasks;
+  tasks.costs = fluid.costs;
+  tasks.reserved_gpus = fluid.reserved_gpus;
+  tasks.prompts = fluid.prompts;
+  tasks.group_size = fluid.group_size;
+  tasks.bandit = fluid.bandit;
+  tasks.learning = fluid.learning;
+  tasks.target_score = fluid.target_score;
+  tasks.trace_offset_seconds = 0;
+  double fluid_seconds = 0, task_seconds = 0, fluid_its = 0, task_its = 0;
+  for (std::uint64_t seed = 0; seed < 4; ++seed) {
+    fluid.seed = seed;
+    tasks.seed = seed;
+    const auto f = simulate_cluster(Mode::kAsync, fluid, &full);
+    const auto t = simulate(Mode::kAsync, tasks, &full, 16);
+    ASSERT_TRUE(f.reached);
+    ASSERT_TRUE(t.reached);
+    fluid_seconds += f.seconds;
+    task_seconds += t.seconds;
+    fluid_its += f.iterations;
+    task_its += t.iterations;
+  }
+  EXPECT_NEAR(fluid_its / task_its, 1.0, 0.15);
+  EXPECT_NEAR(fluid_seconds / task_seconds, 1.0, 0.15);
+}
+
+}  // namespace
+}  // namespace spotlight::simulator

@@ -1,0 +1,185 @@
+// The learning model's properties and the first stage of its fit (tools/simulator).
+#include "tools/simulator/learning_model.hpp"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "common/rl/selection.hpp"
+#include "tools/simulator/calibration.hpp"
+#include "tools/simulator/embedded_replay.hpp"
+
+namespace spotlight::simulator {
+namespace {
+
+LearningParams params() {
+  LearningParams p;
+  p.z0 = 0.3;
+  p.sigma_d = 1.2;
+  p.reward_levels = 3;
+  p.stale_flip = 0.2;
+  p.steps_gamma = 1.5;
+  p.eta = 0.05;
+  p.noise = 0.5;
+  return p;
+}
+
+TEST(LearningModel, DrawsAreFunctionsOfTheSeedAndAPromptKeepsItsDifficulty) {
+  const LearningModel a(params(), 7), b(params(), 7), c(params(), 8);
+  int differ = 0;
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(a.reward(3, i, 5), b.reward(3, i, 5));
+    EXPECT_EQ(a.difficulty(3, i), a.difficulty(3, i));
+    differ += a.reward(3, i, 5) != c.reward(3, i, 5) ? 1 : 0;
+    const double r = a.reward(3, i, 5);
+    EXPECT_DOUBLE_EQ(r * 3, std::round(r * 3));  // Binomial(3, p) / 3
+  }
+  EXPECT_GT(differ, 0);
+  // A pool's prompt has the same difficulty whichever run or iteration draws it.
+  LearningParams pooled = params();
+  pooled.prompt_pool = 3;
+  const LearningModel p1(pooled, 1), p2(pooled, 2);
+  std::vector<double> seen;
+  for (int k = 0; k < 30; ++k) {
+    for (const auto* m : {&p1, &p2}) {
+      const double d = m->difficulty(k, 0);
+      bool known = false;
+      for (double s : seen)
+        known = known || s == d;
+      if (!known) seen.push_back(d);
+    }
+  }
+  EXPECT_EQ(seen.size(), 3u);
+}
+
+TEST(LearningModel, ExplorationObservesTheSeedExactlyOnlyWithFullStepsAndFreshWeights) {
+  const LearningModel m(params(), 3);
+  EXPECT_EQ(m.flip_probability(8, 8, 0), 0.0);
+  EXPECT_NEAR(m.flip_probability(8, 8, 1), 0.2, 1e-12);
+  EXPECT_NEAR(m.flip_probability(4, 8, 0), std::pow(0.5, 1.5), 1e-12);
+  EXPECT_NEAR(m.flip_probability(0, 8, 0), 1.0, 1e-12);
+  EXPECT_LT(m.flip_probability(6, 8, 0), m.flip_probability(2, 8, 0));
+  int same_full = 0, same_partial = 0;
+  for (int i = 0; i < 400; ++i) {
+    same_full += m.observed_reward(0, i, 1, 8, 8, 0) == m.reward(0, i, 1) ? 1 : 0;
+    same_partial += m.observed_reward(0, i, 1, 2, 8, 1) == m.reward(0, i, 1) ? 1 : 0;
+  }
+  EXPECT_EQ(same_full, 400);
+  EXPECT_LT(same_partial, 400);
+}
+
+TEST(LearningModel, ZeroVarianceGroupsTeachNothingAndContrastTeachesMore) {
+  LearningModel m(params(), 1);
+  const double z = m.skill();
+  const auto flat = m.train({{1, 1, 1, 1}, {0, 0, 0, 0}});
+  EXPECT_EQ(flat.informative, 0);
+  EXPECT_EQ(flat.zero_groups, 2);
+  EXPECT_EQ(m.skill(), z);  // no update at all
+  const auto weak = LearningModel::measure({{1, 1, 1, 0}}, params());
+  const auto strong = LearningModel::measure({{1, 1, 0, 0}}, params());
+  const auto more = LearningModel::measure({{1, 1, 0, 0}, {1, 0, 1, 0}}, params());
+  EXPECT_GT(strong.rho, weak.rho);  // a balanced group has more spread
+  EXPECT_GT(more.rho, strong.rho);  // two informative groups average noise out
+  EXPECT_EQ(more.informative, 8);
+  // With the batch's std, a group's spread sets its advantages' size.
+  LearningParams global = params();
+  global.global_std = true;
+  EXPECT_GT(LearningModel::measure({{1, 1, 0, 0}}, global).rho, 0);
+  const auto step = m.train({{1, 1, 0, 0}});
+  EXPECT_NEAR(step.step, params().eta * step.rho, 1e-12);  // no step noise configured
+  EXPECT_GT(m.score(), LearningModel(params(), 1).score());
+}
+
+// selected_group() (counts of observed levels) against observing every candidate and selecting
+// with rl::select_max_variance: the same distribution of trained groups.
+TEST(LearningModel, FastSelectionMatchesSelectingEveryObservedCandidate) {
+  for (const bool reuse : {false, true}) {
+    const LearningModel m(params(), 21);
+    const int n = 16, g = 4, prompts = 6000;
+    double exact_mean = 0, fast_mean = 0, exact_var = 0, fast_var = 0;
+    int exact_zero = 0, fast_zero = 0;
+    for (int i = 0; i < prompts; ++i) {
+      std::vector<double> seen;
+      for (int j = 0; j < n; ++j)
+        seen.push_back(m.observed_reward(0, i, j, 4, 8, 1));
+      std::vector<double> exact;
+      for (std::size_t index : rl::select_max_variance(seen, g))
+        exact.push_back(reuse ? seen[index] : m.reward(0, i, static_cast<int>(index)));
+      const auto fast = m.selected_group(0, i, n, 4, 8, 1, g, reuse);
+      ASSERT_EQ(fast.size(), static_cast<std::size_t>(g));
+      for (double x : exact)
+        exact_mean += x / (prompts * g);
+      for (double x : fast)
+        fast_mean += x / (prompts * g);
+      exact_var += rl::variance(exact) / prompts;
+      fast_var += rl::variance(fast) / prompts;
+      exact_zero += rl::variance(exact) == 0 ? 1 : 0;
+      fast_zero += rl::variance(fast) == 0 ? 1 : 0;
+    }
+    EXPECT_NEAR(fast_mean, exact_mean, 0.01) << reuse;
+    EXPECT_NEAR(fast_var, exact_var, 0.004) << reuse;
+    EXPECT_NEAR(static_cast<double>(fast_zero) / prompts, static_cast<double>(exact_zero) / prompts,
+                0.015)
+        << reuse;
+  }
+}
+
+TEST(LearningModel, TheScoreIsTheMeanSuccessOverPrompts) {
+  LearningParams p = params();
+  p.reward_levels = 1;
+  const LearningModel m(p, 11);
+  double sum = 0;
+  const int n = 20000;
+  for (int i = 0; i < n; ++i)
+    sum += m.reward(0, i, 0);
+  EXPECT_NEAR(sum / n, m.score(), 0.012);
+  EXPECT_LT(m.score_at(0.0), m.score_at(1.0));
+}
+
+// Stage 1 of the fit recovers a known starting distribution from simulated candidate rewards.
+TEST(Calibration, RecoversTheStartingDistribution) {
+  LearningParams truth = params();
+  truth.z0 = 0.6;
+  truth.sigma_d = 1.4;
+  truth.reward_levels = 3;
+  const LearningModel m(truth, 5);
+  std::vector<std::vector<double>> prompts;
+  for (int i = 0; i < 1500; ++i) {
+    std::vector<double> r;
+    for (int j = 0; j < 16; ++j)
+      r.push_back(m.reward(0, i, j));
+    prompts.push_back(r);
+  }
+  StartingFit moments;
+  const LearningParams fitted = fit_starting(prompts, &moments);
+  EXPECT_EQ(fitted.reward_levels, 3) << moments.k_raw;
+  EXPECT_NEAR(fitted.z0, truth.z0, 0.12);
+  EXPECT_NEAR(fitted.sigma_d, truth.sigma_d, 0.15);
+}
+
+TEST(EmbeddedReplay, KaplanMeierMedianMatchesAHandComputation) {
+  // benchmark_stats.py's self-test: times 2, 3 (censored), 4, 4, 6 (censored): S drops to
+  // 0.8 at 2 and to 0.8 * (1 - 2/3) at 4.
+  EXPECT_EQ(km_median({{2, true}, {3, false}, {4, true}, {4, true}, {6, false}}), 4);
+  EXPECT_TRUE(std::isinf(km_median({{30, false}, {30, false}, {10, true}})));
+}
+
+TEST(EmbeddedReplay, SelectionReachesTheTargetSoonerThanPlainGroups) {
+  LearningParams p = params();
+  p.eta = 0.08;
+  p.noise = 30;  // the noisy regime our runs are in
+  ReplayOptions none;
+  none.mode = Mode::kNone;
+  none.target = LearningModel(p, 0).score() + 0.05;
+  ReplayOptions sync = none;
+  sync.mode = Mode::kSync;
+  const auto a = replay_many(p, none, 60);
+  const auto b = replay_many(p, sync, 60);
+  EXPECT_LT(b.km_median, a.km_median);
+  EXPECT_LT(b.zero_share, a.zero_share);
+  EXPECT_EQ(a.versions.front(), 0);
+  EXPECT_EQ(a.versions.back(), none.iterations);
+}
+
+}  // namespace
+}  // namespace spotlight::simulator

@@ -1,0 +1,323 @@
+#include "tools/simulator/commands.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/config/arguments.hpp"
+#include "common/config/error.hpp"
+#include "common/report/html.hpp"
+#include "common/report/page_json.hpp"
+#include "tools/simulator/calibration.hpp"
+#include "tools/simulator/calibrations.hpp"
+#include "tools/simulator/measured_step_time.hpp"
+#include "tools/simulator/study.hpp"
+
+namespace spotlight::simulator {
+namespace {
+
+std::string format(const char* spec, double x) {
+  if (!std::isfinite(x)) return "not reached";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, spec, x);
+  return buf;
+}
+
+using config::ArgumentParser;
+using config::ConfigError;
+
+template <typename T>
+std::vector<T> parse_list(const std::string& name, const std::string& text) {
+  std::vector<T> out;
+  std::stringstream s(text);
+  for (std::string item; std::getline(s, item, ',');) {
+    try {
+      std::size_t used = item.size();
+      if constexpr (std::is_same_v<T, double>) {
+        out.push_back(std::stod(item, &used));
+      } else if constexpr (std::is_same_v<T, int>) {
+        out.push_back(std::stoi(item, &used));
+      } else {
+        out.push_back(item);
+      }
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw ConfigError("", "option --" + name + ": cannot read '" + item + "'");
+    }
+  }
+  if (out.empty()) throw ConfigError("", "option --" + name + " is empty");
+  return out;
+}
+
+int integer(const config::Arguments& a, const std::string& name) {
+  return static_cast<int>(a.integer(name));
+}
+
+void print_checks(const std::vector<ConfigCheck>& checks) {
+  std::printf("%-26s %5s %16s %18s %14s %10s %8s\n", "configuration", "runs", "measured median",
+              "measured 95% CI", "simulated", "reached", "within");
+  for (const auto& c : checks) {
+    std::printf("%-26s %5d %16s %8s..%-8s %14s %9.0f%% %8s   curve rmse %.4f\n", c.label.c_str(),
+                c.measured_runs, format("%.0f", c.measured_median).c_str(),
+                format("%.0f", c.ci_low).c_str(), format("%.0f", c.ci_high).c_str(),
+                format("%.0f", c.simulated_median).c_str(), 100 * c.simulated_reached,
+                c.within ? "yes" : (c.checked ? "NO" : "no*"), c.curve_rmse);
+  }
+  std::printf("no*: outside, but fewer than %d measured runs: shown, not checked\n",
+              kMinRunsToCheck);
+  // The selection effect: progress at the end of the run, and its ratio to plain GRPO's.
+  const auto none = std::find_if(checks.begin(), checks.end(),
+                                 [](const ConfigCheck& c) { return c.label == "none"; });
+  std::printf("\n%-26s %22s %10s %8s %16s %16s\n", "configuration", "end progress measured",
+              "simulated", "within", "vs none measured", "vs none simulated");
+  for (const auto& c : checks) {
+    std::string measured_ratio = "", simulated_ratio = "";
+    if (none != checks.end() && none->measured_progress > 0 && none->simulated_progress > 0) {
+      measured_ratio = format("%.2fx", c.measured_progress / none->measured_progress);
+      simulated_ratio = format("%.2fx", c.simulated_progress / none->simulated_progress);
+    }
+    std::printf("%-26s %12.4f +- %6.4f %10.4f %8s %16s %16s\n", c.label.c_str(),
+                c.measured_progress, c.measured_progress_se, c.simulated_progress,
+                c.progress_within ? "yes" : (c.checked ? "NO" : "no*"), measured_ratio.c_str(),
+                simulated_ratio.c_str());
+  }
+  std::printf(
+      "end progress: mean of the last validations minus the base; +- one standard error "
+      "over runs; within: 2 standard errors\n");
+}
+
+int fit_command(const std::vector<std::string>& words) {
+  ArgumentParser parser("usage: spotlight-sim fit --measured MEASURED.json --out FITTED.json");
+  parser.option("measured", "MEASURED.json", "what scripts/sim-calibrate measured")
+      .option("out", "FITTED.json", "where the fitted parameters go");
+  const auto a = parser.parse(words);
+  if (a.help()) {
+    std::cout << parser.help();
+    return 0;
+  }
+  const Measured m = load_measured(a.text("measured"));
+  const FitReport r = fit(m);
+  const auto& p = r.params;
+  std::printf(
+      "starting distribution: %d prompts x %.1f seeds, mean %.4f, between %.5f, within %.5f -> "
+      "K %.2f (used %d), z0 %.3f, sigma_d %.3f, validation offset %.3f\n",
+      r.starting.prompts, r.starting.candidates, r.starting.mean, r.starting.between,
+      r.starting.within, r.starting.k_raw, p.reward_levels, p.z0, p.sigma_d, p.validation_offset);
+  for (const auto& [k, v] : r.taus)
+    std::printf("tau %-45s %.3f\n", k.c_str(), v);
+  std::printf(
+      "observation: stale_flip %.4f, steps_gamma %.3f; progress: eta %.5f, c %.4f, step noise "
+      "w %.3f, validation noise %.4f; curve objective %.2f\n",
+      p.stale_flip, p.steps_gamma, p.eta, p.noise, p.step_noise, p.validation_noise, r.objective);
+  print_checks(r.checks);
+  write_fitted(a.text("out"), r, a.text("measured"));
+  std::fprintf(stderr, "wrote %s\n", a.text("out").c_str());
+  return 0;
+}
+
+int check_command(const std::vector<std::string>& words) {
+  ArgumentParser parser(
+      "usage: spotlight-sim check --measured MEASURED.json --fitted FITTED.json [--replays N]\n"
+      "Exit 1 when a checked configuration falls outside its measured interval.");
+  parser.option("measured", "MEASURED.json", "what scripts/sim-calibrate measured")
+      .option("fitted", "FITTED.json", "spotlight-sim fit's parameters")
+      .option("replays", "N", "simulated runs per configuration", "400");
+  const auto a = parser.parse(words);
+  if (a.help()) {
+    std::cout << parser.help();
+    return 0;
+  }
+  const Measured m = load_measured(a.text("measured"));
+  const LearningParams p = load_fitted(a.text("fitted"));
+  const auto checks = check(m, p, integer(a, "replays"));
+  print_checks(checks);
+  const bool all = std::all_of(checks.begin(), checks.end(), [](const auto& c) {
+    return !c.checked || (c.within && c.progress_within);
+  });
+  return all ? 0 : 1;
+}
+
+std::vector<Trace> load_traces(const std::vector<std::string>& given) {
+  std::vector<std::string> paths = given;
+  if (paths.empty()) {
+    const char* src = std::getenv("SPOTLIGHT_SOURCE_DIR");
+    const std::filesystem::path dir = std::filesystem::path(src ? src : ".") / "deploy" / "traces";
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.path().filename().string().rfind("availability_", 0) == 0)
+        paths.push_back(entry.path().string());
+    }
+    std::sort(paths.begin(), paths.end());
+  }
+  std::vector<Trace> traces;
+  for (const auto& p : paths)
+    traces.push_back(Trace::load(p));
+  if (traces.empty()) throw ConfigError("", "study: no trace");
+  return traces;
+}
+
+int study_command(const std::vector<std::string>& words) {
+  ArgumentParser parser(
+      "usage: spotlight-sim study --fitted FITTED.json --out STUDY.jsonl [options] [TRACE.json "
+      "...]\n"
+      "The cluster study: every mode on every trace (default: deploy/traces/availability_*.json)\n"
+      "and reserved:spot ratio, over trace offsets, as JSON lines for scripts/sim_report.py.");
+  parser.option("fitted", "FITTED.json", "spotlight-sim fit's parameters")
+      .option("out", "STUDY.jsonl", "where the study's JSON lines go")
+      .option("hardware", "H100|H200", "per-step costs of this GPU (step_costs.hpp)", "H200")
+      .option("gpu-results", "RESULTS.json",
+              "t measured by scripts/gpu-check on that GPU (default: deploy/gpu/<hardware>.json "
+              "when it exists)")
+      .flag("estimate", "t from the estimate, even where deploy/gpu/ has a measurement")
+      .option("reserved", "GPUS", "reserved GPUs of the trainer", "32")
+      .option("offsets", "N", "trace offsets (paired runs) per configuration", "30")
+      .option("ratios", "R,R,...", "spot GPUs per reserved GPU")
+      .option("gains", "G,G,...", "assumed selection gains of the sensitivity table")
+      .option("calibrations", "NAME,...", "embedded and/or published", "embedded,published")
+      .option("modes", "MODE,...", "modes to run (default: every mode)")
+      .option("published-iterations", "N", "plain GRPO's iterations to the published target")
+      .option("jobs", "N", "threads (the output is the same for any number)", "1");
+  const auto a = parser.parse(words);
+  if (a.help()) {
+    std::cout << parser.help();
+    return 0;
+  }
+  StudyOptions s;
+  StepTimeChoice step_time;
+  if (a.given("gpu-results")) step_time.results = a.text("gpu-results");
+  step_time.estimate = a.flag("estimate");
+  if (step_time.results && step_time.estimate) {
+    throw ConfigError("", "options --gpu-results and --estimate exclude each other");
+  }
+  const char* src = std::getenv("SPOTLIGHT_SOURCE_DIR");
+  step_time.source_dir = src ? src : ".";
+  s.base.costs = step_costs_for(a.text("hardware"), step_time);
+  std::fprintf(stderr, "t = %g s per sample-step on %s, %s\n", s.base.costs.seconds_per_sample_step,
+               s.base.costs.hardware.c_str(),
+               s.base.costs.measured ? s.base.costs.source.c_str() : "estimated (not measured)");
+  s.base.reserved_gpus = integer(a, "reserved");
+  s.base.prompts = 48;
+  s.base.group_size = 24;
+  s.base.rollout_steps = 10;
+  s.base.trained_steps = 9;
+  s.base.sync_steps = 10;
+  s.base.bandit.steps = {5, 10};
+  s.offsets = integer(a, "offsets");
+  s.jobs = integer(a, "jobs");
+  if (s.jobs < 1) throw ConfigError("", "option --jobs: must be >= 1");
+  if (a.given("ratios")) s.ratios = parse_list<double>("ratios", a.text("ratios"));
+  if (a.given("gains")) s.gains = parse_list<double>("gains", a.text("gains"));
+  if (a.given("modes")) {
+    s.modes = parse_list<std::string>("modes", a.text("modes"));
+    for (const auto& m : s.modes)
+      parse_mode(m);
+  }
+  if (s.base.reserved_gpus < 1) throw ConfigError("", "option --reserved: must be >= 1");
+  if (s.offsets < 1) throw ConfigError("", "option --offsets: must be >= 1");
+  s.traces = load_traces(a.positional());
+
+  const std::string fitted_path = a.text("fitted");
+  const LearningParams fitted = load_fitted(fitted_path);
+  double embedded_target = 0;
+  {
+    std::ifstream in(fitted_path);
+    const auto j = nlohmann::json::parse(in);
+    embedded_target = j.at("target").get<double>();
+  }
+  const EmbeddedShape shape;
+  PublishedTarget published;
+  if (a.given("published-iterations")) published.iterations = integer(a, "published-iterations");
+  for (const auto& name : parse_list<std::string>("calibrations", a.text("calibrations"))) {
+    if (name == "embedded") {
+      s.calibrations.push_back(embedded_calibration(fitted, shape, s.base, embedded_target));
+    } else if (name == "published") {
+      s.calibrations.push_back(published_calibration(fitted, shape, s.base, published));
+    } else {
+      throw ConfigError("", "option --calibrations: embedded or published, not " + name);
+    }
+    std::fprintf(stderr, "calibration %s: %s\n", name.c_str(), s.calibrations.back().about.c_str());
+  }
+  const std::string out_path = a.text("out");
+  std::ofstream out(out_path);
+  if (!out) throw std::runtime_error("study: cannot write " + out_path);
+  // What the model predicts for DanceGRPO's best-of-N pools (G = 8: an assumed top-4 + bottom-4).
+  for (const auto& c : s.calibrations) {
+    ClusterOptions bo = s.base;
+    bo.group_size = 8;
+    nlohmann::json line{{"best_of_n", c.name}, {"group_size", bo.group_size}};
+    for (const auto& b : best_of_n(c, bo, {16, 64, 256}, 3)) {
+      line["pools"].push_back(
+          {{"candidates", b.candidates}, {"iterations", b.iterations}, {"gain", b.gain}});
+    }
+    out << line.dump() << "\n";
+  }
+  nlohmann::json figures = nlohmann::json::array();
+  for (const auto& f : published_figures()) {
+    figures.push_back({{"what", f.what},
+                       {"value", f.value},
+                       {"source", f.source},
+                       {"certain", f.certain},
+                       {"note", f.note}});
+  }
+  out << nlohmann::json{{"published_figures", figures}}.dump() << "\n";
+  run_study(s, out, [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); });
+  std::fprintf(stderr, "wrote %s\n", out_path.c_str());
+  return 0;
+}
+
+int page_command(const std::vector<std::string>& words) {
+  ArgumentParser parser(
+      "usage: spotlight-sim page PAGE.json OUT.html\n"
+      "A report page described as JSON (common/report/page_json.hpp) as one self-contained HTML\n"
+      "file (scripts/sim_report.py writes the study's).");
+  const auto a = parser.parse(words);
+  if (a.help()) {
+    std::cout << parser.help();
+    return 0;
+  }
+  if (a.positional().size() != 2) throw ConfigError("", "page: PAGE.json and OUT.html");
+  const std::filesystem::path page_file(a.positional()[0]);
+  std::ifstream in(page_file, std::ios::binary);
+  if (!in) throw std::runtime_error("page: cannot read " + page_file.string());
+  std::ostringstream json;
+  json << in.rdbuf();
+  const auto page = report::page_from_json(json.str(), page_file.parent_path());
+  const auto bytes = report::write_html(a.positional()[1], page);
+  std::fprintf(stderr, "wrote %s (%zu bytes)\n", a.positional()[1].c_str(), bytes);
+  return 0;
+}
+
+constexpr const char* kUsage =
+    "usage: spotlight-sim COMMAND [options]   (spotlight-sim COMMAND --help: its options)\n"
+    "  fit    fit the learning model to what scripts/sim-calibrate measured\n"
+    "  check  replay every measured configuration with the fitted parameters\n"
+    "  study  the cluster study over traces, ratios and modes (JSON lines)\n"
+    "  page   a report page's JSON as one self-contained HTML file\n";
+
+}  // namespace
+
+int run_command_line(int argc, const char* const* argv) {
+  const std::string command = argc > 1 ? argv[1] : "";
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::cout << kUsage;
+    return 0;
+  }
+  const std::vector<std::string> words(argv + std::min(argc, 2), argv + argc);
+  if (command == "fit") return fit_command(words);
+  if (command == "check") return check_command(words);
+  if (command == "study") return study_command(words);
+  if (command == "page") return page_command(words);
+  throw ConfigError("", command.empty()
+                            ? "no command (fit, check, study or page)"
+                            : "unknown command '" + command + "' (fit, check, study or page)");
+}
+
+}  // namespace spotlight::simulator

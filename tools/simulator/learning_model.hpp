@@ -1,0 +1,130 @@
+#pragma once
+// The simulator's learning model: what a post-training run's validation score does with the
+// groups it trains on. It is separate from the event loops (which only ask it for rewards and
+// tell it what was trained) and its parameters are fitted from our own runs
+// (tools/simulator/calibration.hpp, scripts/sim-calibrate); README.md, "The cluster simulator".
+//
+//   prompt i        a difficulty d_i ~ Normal(0, sigma_d), fixed for the whole run (a prompt that
+//                   is hard stays hard); drawn from a pool of `prompt_pool` prompts (0: a fresh
+//                   prompt every time, as the embedded task's generator does)
+//   skill z         one number for the whole model: z_0 at the base
+//   reward          p_i = sigmoid(z - d_i); a sample's reward = Binomial(K, p_i) / K
+//                   (K = 1: correct or not, GenEval; K > 1: partial credit)
+//   validation      s(z) = E_d[sigmoid(z + delta - d)] (delta: ODE validation against the SDE
+//                   rollouts); observed as s(z) + Normal(0, sigma_v)
+//   exploration     with S of S_roll sampler steps and weights `staleness` versions old, the
+//                   observed reward is the seed's own, except with probability
+//                     f = 1 - (1 - (1 - S/S_roll)^gamma) * (1 - f_stale)^staleness
+//                   an independent redraw (the ranking of that seed is lost)
+//   an update       advantages A_j of the trained groups exactly as the trainer computes them
+//                   (rl::group_advantages: group or batch std, clipped, zeros dropped), n = the
+//                   samples with A_j != 0:
+//                     signal S = sum_j A_j (r_j - mean of j's group) / n
+//                     noise  N = sum_j A_j^2 / n^2
+//                     rho = S / sqrt(S^2 + c N)                (cosine with the true direction)
+//                     z += eta * e * (rho + w sqrt(1 - rho^2) xi),  xi ~ Normal(0, 1)
+//                   e = 1 on-policy; `offpolicy_efficiency` for trajectories of older weights.
+// Deterministic: every draw is a hash of (run seed, what is drawn).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace spotlight::simulator {
+
+struct LearningParams {
+  // Starting distribution (fitted to per-prompt candidate rewards of the base).
+  double z0 = 0.5;
+  double sigma_d = 1.5;
+  int reward_levels = 1;           // K
+  double validation_offset = 0.0;  // delta
+  int prompt_pool = 0;             // 0: a fresh prompt every time
+  // Observation noise of exploration (fitted to Kendall tau of the staleness audit and of partial
+  // exploration steps against full rollouts).
+  double stale_flip = 0.1;   // f_stale, per version of staleness
+  double steps_gamma = 1.0;  // gamma
+  // Progress (fitted to the iterations-to-target and curves of none / sync at several N).
+  double eta = 0.05;
+  double noise = 1.0;             // c
+  double step_noise = 0.0;        // w
+  double validation_noise = 0.0;  // sigma_v
+  // Trainer settings the update depends on.
+  bool global_std = false;
+  double advantage_clip = 5.0;
+  // Progress of an update on trajectories sampled with the previous weights (off-policy reuse),
+  // relative to on-policy. An assumption until off-policy reuse is measured.
+  double offpolicy_efficiency = 1.0;
+};
+
+// What one update saw and did.
+struct UpdateReport {
+  int informative = 0;    // samples with a non-zero advantage
+  int zero_groups = 0;    // groups whose rewards are all equal
+  double mean_std = 0.0;  // mean reward std over the trained groups
+  double rho = 0.0;       // cosine of the update with the true direction
+  double step = 0.0;      // change of z
+};
+
+class LearningModel {
+ public:
+  LearningModel(LearningParams params, std::uint64_t run_seed);
+
+  const LearningParams& params() const { return p_; }
+  double skill() const { return z_; }
+  // Expected validation score at the current weights (no observation noise).
+  double score() const { return score_at(z_); }
+  double score_at(double z) const;
+  // A validation of the current weights, with its observation noise; `version` keys the draw.
+  double observed_score(std::int64_t version) const;
+
+  // Difficulty of prompt slot `prompt` of `iteration` (persistent per prompt of the pool).
+  double difficulty(std::int64_t iteration, int prompt) const;
+  // Reward of candidate seed `candidate` of that prompt sampled with the current weights.
+  double reward(std::int64_t iteration, int prompt, int candidate) const;
+  // What exploration with `steps` of `rollout_steps` sampler steps and weights `staleness`
+  // versions old observes for the same seed.
+  double observed_reward(std::int64_t iteration, int prompt, int candidate, int steps,
+                         int rollout_steps, int staleness) const;
+  // Probability that an exploration observation is a redraw instead of the seed's own reward.
+  double flip_probability(int steps, int rollout_steps, int staleness) const;
+
+  // The G rewards plain GRPO trains on for that prompt: G independent draws at the current
+  // weights (a stream of their own, not reward() of candidates 0..G-1; the same distribution).
+  std::vector<double> plain_group(std::int64_t iteration, int prompt, int group_size) const;
+  // The G rewards trained on after exploring `candidates` seeds of that prompt (steps,
+  // staleness as in observed_reward) and keeping the G of maximum observed variance (the k
+  // lowest and G-k highest). Trained rewards are the seeds' own; `reuse`: the observed ones (the
+  // explored trajectories themselves are trained on). Drawn from the counts of observed reward
+  // levels, O(G + K) per prompt instead of O(N): given what exploration observed, a kept seed's
+  // own reward is the observation except with probability f, then an independent draw (the
+  // flip is independent of the value observed). Same distribution as observing every candidate
+  // with observed_reward() and selecting with rl::select_max_variance (a test checks).
+  std::vector<double> selected_group(std::int64_t iteration, int prompt, int candidates, int steps,
+                                     int rollout_steps, int staleness, int group_size,
+                                     bool reuse) const;
+
+  // One update on `groups` (each the rewards of one prompt's G trained samples). `efficiency`
+  // scales the step (offpolicy_efficiency for reused trajectories, 1 otherwise).
+  UpdateReport train(const std::vector<std::vector<double>>& groups, double efficiency = 1.0);
+
+  // rho of an update on these groups (no state change): the fitting uses it.
+  static UpdateReport measure(const std::vector<std::vector<double>>& groups,
+                              const LearningParams& params);
+
+ private:
+  double draw_reward(double p, std::uint64_t key) const;
+
+  LearningParams p_;
+  std::uint64_t seed_;
+  double z_;
+  std::int64_t updates_ = 0;
+  std::vector<double> quadrature_;  // standard normal nodes for s(z)
+  std::vector<double> weights_;
+};
+
+// Uniform in [0, 1) and standard normal from a 64-bit key.
+double uniform01(std::uint64_t key);
+double standard_normal(std::uint64_t key);
+double sigmoid(double x);
+
+}  // namespace spotlight::simulator
