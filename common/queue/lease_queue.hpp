@@ -30,10 +30,11 @@
 //                                        again) and counted apart: purged is not lost
 //
 // Result notices: complete() that records a result also rings the queue's result bell (in the same
-// atomic step), and wait_result_notice(timeout) blocks until it rang since the last call. The
-// bell is one flag, not a count: many results between two waits wake one wait. A consumer of
-// results (the trainer) waits on it instead of polling, and still re-reads what it misses after
-// each timeout (a bell rung for results it already read, or one it took before a crash).
+// atomic step), so does a purge() that purged something (those results will never come), and
+// wait_result_notice(timeout) blocks until it rang since the last call. The bell is one flag, not a
+// count: many results between two waits wake one wait. A consumer of results (the trainer) waits on
+// it instead of polling, and still re-reads what it misses after each timeout (a bell rung for
+// results it already read, or one it took before a crash).
 //
 // Guarantees: a task is acknowledged at most once and only after its result is recorded;
 // nothing acknowledged is delivered again; nothing unacknowledged is lost (it stays leased until

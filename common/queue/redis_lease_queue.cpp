@@ -230,10 +230,12 @@ return {len, pending, oldest, redis.call('XLEN', KEYS[2]), redis.call('HLEN', KE
         redis.call('HGETALL', KEYS[4])}
 )lua";
 
-// KEYS: stream, index, purged, counters. ARGV: group, reason, task ids...
+// KEYS: stream, index, purged, counters, notices. ARGV: group, reason, task ids...
 // Returns the ids purged. A task is purged when its entry is still in the stream and is either
 // undelivered (not pending) or parked under "~released" (given back); a live holder's lease is
 // left to complete.
+// Purging rings the result bell, as a result does: a trainer waiting for those tasks' results
+// learns at once that they will never come (it checks purged()), not at its next re-read.
 constexpr const char* kPurgeLua = R"lua(
 local out = {}
 for i = 3, #ARGV do
@@ -250,7 +252,11 @@ for i = 3, #ARGV do
     end
   end
 end
-if #out > 0 then redis.call('HINCRBY', KEYS[4], 'purged', #out) end
+if #out > 0 then
+  redis.call('HINCRBY', KEYS[4], 'purged', #out)
+  redis.call('LPUSH', KEYS[5], out[1])
+  redis.call('LTRIM', KEYS[5], 0, 0)
+end
 return out
 )lua";
 
@@ -578,8 +584,8 @@ std::vector<std::string> RedisLeaseQueue::purge(std::span<const std::string> tas
   if (task_ids.empty()) return out;
   return call([&] {
     ensure_group();
-    const std::array<std::string_view, 4> keys{keys_.stream, keys_.index, keys_.purged,
-                                               keys_.stats};
+    const std::array<std::string_view, 5> keys{keys_.stream, keys_.index, keys_.purged, keys_.stats,
+                                               keys_.notices};
     std::vector<std::string_view> argv{options_.group, reason};
     argv.insert(argv.end(), task_ids.begin(), task_ids.end());
     const Reply r = client_.eval(scripts().purge, keys, argv);

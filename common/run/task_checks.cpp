@@ -31,6 +31,10 @@ TaskLimits task_limits(const config::Config& c) {
   l.prompts_per_iteration = c.get_int("trainer.prompts_per_iteration");
   l.max_candidates =
       largest(c.get_int("exploration.candidates"), c.get_double_list("planner.candidates"));
+  if (c.get_string("exploration.allocation") == "adaptive") {
+    l.max_candidates =
+        std::min(l.max_candidates * c.get_int("exploration.adaptive_cap"), kMaxAdaptiveCandidates);
+  }
   l.max_sampler_steps =
       largest(std::max(c.get_int("sampler.steps"), c.get_int("exploration.steps")),
               c.get_double_list("planner.steps"));

@@ -31,9 +31,14 @@ struct TaskLimits {
   bool embedded_prompts = true;
 };
 
+// The most candidates the planner gives one prompt under exploration.allocation=adaptive, however
+// large N x exploration.adaptive_cap is.
+inline constexpr std::int64_t kMaxAdaptiveCandidates = 4096;
+
 // From run.id, run.seed, trainer.iterations, trainer.prompts_per_iteration, the largest of
-// exploration.candidates and planner.candidates, the largest of sampler.steps, exploration.steps
-// and planner.steps.
+// exploration.candidates and planner.candidates (times exploration.adaptive_cap, at most
+// kMaxAdaptiveCandidates, under adaptive allocation: the planner gives a prompt that is still all
+// alike up to that many), the largest of sampler.steps, exploration.steps and planner.steps.
 TaskLimits task_limits(const config::Config& config);
 
 // std::nullopt when `task`, leased under `task_id`, is a task the run's planner could have made:

@@ -17,6 +17,7 @@
 #include "common/outage/failure.hpp"
 #include "common/queue/errors.hpp"
 #include "common/run/schedule.hpp"
+#include "common/run/task_checks.hpp"
 #include "common/run/task_key_source.hpp"
 #include "common/store/errors.hpp"
 #include "common/wire/messages.hpp"
@@ -218,7 +219,7 @@ exploration::ExplorationDecision Planner::decide(std::int64_t t,
   if (options_.adaptive && d.candidates > 0) {
     // Room for the prompts that need more; the work stays P x N (track_open() stops there).
     d.candidates = static_cast<int>(std::min<std::int64_t>(
-        std::int64_t{d.candidates} * options_.adaptive_cap, kMaxAdaptiveCandidates));
+        std::int64_t{d.candidates} * options_.adaptive_cap, run::kMaxAdaptiveCandidates));
   }
   if (d.candidates < 0 || (d.candidates > 0 && d.steps < 2)) {
     throw PlannerError("exploration policy decided candidates " + std::to_string(d.candidates) +

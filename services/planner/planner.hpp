@@ -95,7 +95,6 @@ inline constexpr std::chrono::milliseconds kDefaultMaxBackoff{5000};
 inline constexpr std::chrono::milliseconds kDefaultMaxWait{60000};
 inline constexpr std::chrono::milliseconds kDefaultHeartbeatPeriod{1000};
 inline constexpr int kDefaultDeadHeartbeats = 3;
-inline constexpr std::int64_t kMaxAdaptiveCandidates = 4096;
 
 // Something the planner cannot work with (e.g. a malformed integer key); names the key.
 class PlannerError : public std::runtime_error {

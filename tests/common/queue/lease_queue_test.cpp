@@ -501,10 +501,14 @@ TEST_F(LeaseQueueTest, PurgeRemovesOnlyUnrunTasksAndKeepsTheAccountingExact) {
 
   const std::vector<std::string> ids{"waiting", "leased", "released", "done",
                                      "dead",    "fresh",  "unknown"};
+  EXPECT_TRUE(q.wait_result_notice(milliseconds(20)));  // "done"'s result rang it
   const auto purged = q.purge(ids, "iteration passed");
   EXPECT_EQ(std::set<std::string>(purged.begin(), purged.end()),
             (std::set<std::string>{"waiting", "released", "fresh"}));
+  EXPECT_TRUE(q.wait_result_notice(milliseconds(20)))
+      << "a purge wakes a trainer waiting for the results that will never come";
   EXPECT_TRUE(q.purge(ids, "again").empty()) << "purging is idempotent";
+  EXPECT_FALSE(q.wait_result_notice(milliseconds(20))) << "purging nothing rings nothing";
   EXPECT_TRUE(q.purged("fresh"));
   EXPECT_FALSE(q.purged("leased"));
   EXPECT_FALSE(q.purged("done"));

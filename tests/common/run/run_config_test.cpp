@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "common/config/config.hpp"
+#include "common/run/task_checks.hpp"
 
 namespace spotlight::run {
 namespace {
@@ -40,6 +41,27 @@ TEST(RunSchema, RedisBackoffComesFromTheRetryKeys) {
   const auto backoff = redis_backoff(config::Config::load(run_schema(), sources));
   EXPECT_EQ(backoff.initial.count(), 50);
   EXPECT_EQ(backoff.max.count(), 50) << "the cap is never below the first back-off";
+}
+
+// Under adaptive allocation the planner gives a prompt up to N x exploration.adaptive_cap
+// candidates; explorers once refused every candidate above the largest N as out of the run's
+// limits, and the trainer waited exploration.max_wait_seconds for them (the ablation study's
+// async-adaptive runs: 120 s iterations whenever one prompt needed more than 32 candidates).
+TEST(RunSchema, TaskLimitsLeaveRoomForTheAdaptiveCap) {
+  const auto limits = [](std::vector<std::string> overrides) {
+    config::ConfigSources sources;
+    sources.overrides = std::move(overrides);
+    return task_limits(config::Config::load(run_schema(), sources)).max_candidates;
+  };
+  const std::vector<std::string> grid = {"exploration.candidates=16", "planner.candidates=[8,32]"};
+  EXPECT_EQ(limits(grid), 32);
+  auto adaptive = grid;
+  adaptive.insert(adaptive.end(),
+                  {"exploration.allocation=adaptive", "exploration.adaptive_cap=3"});
+  EXPECT_EQ(limits(adaptive), 96);
+  adaptive.back() = "exploration.adaptive_cap=64";
+  adaptive.front() = "exploration.candidates=100";
+  EXPECT_EQ(limits(adaptive), kMaxAdaptiveCandidates);
 }
 
 }  // namespace
