@@ -169,10 +169,18 @@ def main():
         target = recipe["target"] = results["target"] if target is None else target
         base_score = results["meta"]["base_score"] if base_score is None else base_score
         metric = settings.get("metric", "mean_reward")
+        none_curves = {r["seed"]: [[v["version"], v[metric]] for v in r["validation"]]
+                       for r in results["runs"] if r["mode"] == "none"}
         for run in results["runs"]:
             mode = run["mode"]
             if mode == "none-2":
                 continue  # the same iterations as none (both cores): no information of its own
+            if mode == "offload" and none_curves.get(run["seed"]) == \
+                    [[v["version"], v[metric]] for v in run["validation"]]:
+                # offload trains on none's samples (the same seeds and weights, rolled out on the
+                # other core): a curve equal to none's is none's run again, and counting it as a
+                # configuration of its own would double none's weight in the fit.
+                continue
             exploring = mode not in ("none", "offload")
             label = mode if not exploring else \
                 f"{mode} N={arm['candidates']} S={arm['explore_steps']}"

@@ -25,9 +25,14 @@ struct Subscriber::Impl {
   // Waits up to `timeout` for traffic and handles all of it. True when a notice or confirmation
   // arrived; false after a timeout or when only connection events were handled.
   bool pump(std::chrono::steady_clock::duration timeout);
+  // Handles every message already queued on `socket`; true when there was one.
+  bool drain();
+  // Reads one whole message without waiting; false when none is queued.
+  bool read_message(std::vector<zmq::message_t>& parts);
   void handle(std::vector<zmq::message_t>& parts);
   void handle_monitor_events();
-  void run_due_reconnects();
+  // Re-connects the lost endpoints that are due; true when it handled queued messages first.
+  bool run_due_reconnects();
 
   SubscriberOptions options;
   zmq::socket_t socket;
@@ -90,8 +95,16 @@ void Subscriber::Impl::handle_monitor_events() {
   }
 }
 
-void Subscriber::Impl::run_due_reconnects() {
+bool Subscriber::Impl::run_due_reconnects() {
   const auto now = Clock::now();
+  const bool any_due = std::any_of(reconnect_due.begin(), reconnect_due.end(),
+                                   [&](const auto& due) { return due.second <= now; });
+  if (!any_due) return false;
+  // Read what is queued first. A poll may have read the first frame of a message ahead
+  // (ZMQ_EVENTS), and libzmq aborts the next read ("!_more", fq.cpp) when the pipe under that
+  // half-read message is terminated by disconnect(). Draining also keeps the notices that arrived
+  // before the connection was lost, which disconnect() would drop.
+  const bool any = drain();
   for (auto it = reconnect_due.begin(); it != reconnect_due.end();) {
     if (it->second > now) {
       ++it;
@@ -108,10 +121,11 @@ void Subscriber::Impl::run_due_reconnects() {
     ++counters.reconnects;
     it = reconnect_due.erase(it);
   }
+  return any;
 }
 
 bool Subscriber::Impl::pump(std::chrono::steady_clock::duration timeout) {
-  run_due_reconnects();
+  if (run_due_reconnects()) return true;
   for (const auto& [endpoint, due] : reconnect_due)
     timeout = std::min(timeout, due - Clock::now());
   zmq::pollitem_t items[] = {{socket.handle(), 0, ZMQ_POLLIN, 0},
@@ -122,19 +136,49 @@ bool Subscriber::Impl::pump(std::chrono::steady_clock::duration timeout) {
     if (e.num() == EINTR) return false;
     throw BusError(std::string("subscriber: poll: ") + e.what());
   }
+  // Everything already queued first (one poll per notice would be wasteful under bursts), then
+  // the lost connections: see run_due_reconnects().
+  bool any = drain();
   if (items[1].revents & ZMQ_POLLIN) {
     handle_monitor_events();
-    run_due_reconnects();
-  }
-  // Drain everything already queued: one poll per notice would be wasteful under bursts.
-  bool any = false;
-  for (;;) {
-    std::vector<zmq::message_t> parts;
-    if (!zmq::recv_multipart(socket, std::back_inserter(parts), zmq::recv_flags::dontwait)) break;
-    any = true;
-    handle(parts);
+    any = run_due_reconnects() || any;
   }
   return any;
+}
+
+bool Subscriber::Impl::drain() {
+  bool any = false;
+  std::vector<zmq::message_t> parts;
+  while (read_message(parts)) {
+    any = true;
+    handle(parts);
+    parts.clear();
+  }
+  return any;
+}
+
+bool Subscriber::Impl::read_message(std::vector<zmq::message_t>& parts) {
+  // A message is queued whole, so once its first frame is read the others are read too, even
+  // when a signal interrupts a read (EINTR): a message left half-read would be taken for the next
+  // one, and would break a later disconnect() (see run_due_reconnects()).
+  for (;;) {
+    zmq::message_t part;
+    zmq::recv_result_t got;
+    try {
+      got = socket.recv(part, zmq::recv_flags::dontwait);
+    } catch (const zmq::error_t& e) {
+      if (e.num() == EINTR) continue;
+      throw BusError(std::string("subscriber: receive: ") + e.what());
+    }
+    if (!got) {
+      if (parts.empty()) return false;
+      throw BusError("subscriber: receive: a message ended after " + std::to_string(parts.size()) +
+                     " frames");
+    }
+    const bool more = part.more();
+    parts.push_back(std::move(part));
+    if (!more) return true;
+  }
 }
 
 void Subscriber::Impl::handle(std::vector<zmq::message_t>& parts) {

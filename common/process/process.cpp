@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -97,6 +98,19 @@ std::vector<char*> pointers(std::vector<std::string>& words) {
   ::_exit(127);
 }
 
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+// A connected pair of Unix stream sockets, both close-on-exec: [0] the parent's, [1] the child's.
+// Throws ProcessError naming the program.
+void socket_pair(int fds[2], const std::string& program) {
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    throw ProcessError("cannot start " + program + ": socketpair: " + std::strerror(errno));
+  }
+}
+
 CpuTimes times_of(const struct rusage& usage) {
   CpuTimes t;
   t.user_seconds = static_cast<double>(usage.ru_utime.tv_sec) + usage.ru_utime.tv_usec / 1e6;
@@ -114,6 +128,9 @@ void ProcessOptions::validate() const {
     if (key.empty() || key.find('=') != std::string::npos) {
       throw std::invalid_argument("ProcessOptions.env: bad variable name '" + key + "'");
     }
+  }
+  if (pipe_stderr && !pipe_stdout) {
+    throw std::invalid_argument("ProcessOptions.pipe_stderr: needs pipe_stdout");
   }
   for (int cpu : cpus) {
     if (cpu < 0 || cpu >= CPU_SETSIZE) {
@@ -143,31 +160,41 @@ Process::Process(ProcessOptions options) : options_(std::move(options)) {
   const bool pin = !options_.cpus.empty();
   const std::string working_dir = options_.working_dir.string();
 
-  int log_fd = -1;
+  // Every descriptor the child needs, closed again in the parent whatever happens.
+  struct Descriptors {
+    int log = -1, null = -1, report[2] = {-1, -1}, in[2] = {-1, -1}, out[2] = {-1, -1};
+    ~Descriptors() {
+      for (int* fd : {&log, &null, &report[0], &report[1], &in[0], &in[1], &out[0], &out[1]})
+        close_fd(*fd);
+    }
+  } fds;
+  const std::string& name = options_.argv[0];
   if (!options_.log.empty()) {
     std::error_code ec;
     if (options_.log.has_parent_path()) {
       std::filesystem::create_directories(options_.log.parent_path(), ec);
     }
-    log_fd = ::open(options_.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (log_fd < 0) {
-      throw ProcessError("cannot start " + options_.argv[0] + ": log file " +
-                         options_.log.string() + ": " + std::strerror(errno));
+    fds.log = ::open(options_.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fds.log < 0) {
+      throw ProcessError("cannot start " + name + ": log file " + options_.log.string() + ": " +
+                         std::strerror(errno));
     }
   }
-  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  int report[2];
-  if (null_fd < 0 || ::pipe2(report, O_CLOEXEC) != 0) {
-    const std::string why = std::strerror(errno);
-    if (log_fd >= 0) ::close(log_fd);
-    if (null_fd >= 0) ::close(null_fd);
-    throw ProcessError("cannot start " + options_.argv[0] + ": " + why);
+  if (options_.pipe_stdin) socket_pair(fds.in, name);
+  if (options_.pipe_stdout) socket_pair(fds.out, name);
+  fds.null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (fds.null < 0 || ::pipe2(fds.report, O_CLOEXEC) != 0) {
+    throw ProcessError("cannot start " + name + ": " + std::strerror(errno));
   }
+  // The child's stdin, stdout and stderr (-1: inherited).
+  const int child_in = options_.pipe_stdin ? fds.in[1] : fds.null;
+  const int child_out = options_.pipe_stdout ? fds.out[1] : fds.log;
+  const int child_err = options_.pipe_stderr ? fds.out[1] : fds.log;
+  const int report = fds.report[1];
 
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
-    ::close(report[0]);
     if (options_.die_with_parent) {
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(127);
@@ -180,44 +207,43 @@ Process::Process(ProcessOptions options) : options_(std::move(options)) {
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     if (pin && ::sched_setaffinity(0, sizeof(cpus), &cpus) != 0) {
-      child_fail(report[1], Stage::kAffinity);
+      child_fail(report, Stage::kAffinity);
     }
     if (!working_dir.empty() && ::chdir(working_dir.c_str()) != 0) {
-      child_fail(report[1], Stage::kWorkingDir);
+      child_fail(report, Stage::kWorkingDir);
     }
-    if (::dup2(null_fd, STDIN_FILENO) < 0) child_fail(report[1], Stage::kRedirect);
-    if (log_fd >= 0 && (::dup2(log_fd, STDOUT_FILENO) < 0 || ::dup2(log_fd, STDERR_FILENO) < 0)) {
-      child_fail(report[1], Stage::kRedirect);
-    }
+    if (::dup2(child_in, STDIN_FILENO) < 0) child_fail(report, Stage::kRedirect);
+    if (child_out >= 0 && ::dup2(child_out, STDOUT_FILENO) < 0)
+      child_fail(report, Stage::kRedirect);
+    if (child_err >= 0 && ::dup2(child_err, STDERR_FILENO) < 0)
+      child_fail(report, Stage::kRedirect);
     // Everything above 2 closes at exec (the report pipe already does): no inherited sockets.
     ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
     ::execve(program.c_str(), argv.data(), envp.data());
-    child_fail(report[1], Stage::kExec);
+    child_fail(report, Stage::kExec);
   }
   const int fork_errno = errno;
-  ::close(report[1]);
-  if (log_fd >= 0) ::close(log_fd);
-  ::close(null_fd);
+  close_fd(fds.report[1]);
   if (pid < 0) {
-    ::close(report[0]);
-    throw ProcessError("cannot start " + options_.argv[0] + ": fork: " + std::strerror(fork_errno));
+    throw ProcessError("cannot start " + name + ": fork: " + std::strerror(fork_errno));
   }
   ChildFailure failure{};
   ssize_t n = 0;
   do {
-    n = ::read(report[0], &failure, sizeof(failure));
+    n = ::read(fds.report[0], &failure, sizeof(failure));
   } while (n < 0 && errno == EINTR);
-  ::close(report[0]);
   if (n == static_cast<ssize_t>(sizeof(failure))) {
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    std::string what = "cannot start " + options_.argv[0] + ": " + stage_name(failure.stage);
+    std::string what = "cannot start " + name + ": " + stage_name(failure.stage);
     if (failure.stage == Stage::kAffinity) what += " to CPUs " + format_cpu_list(options_.cpus);
     if (failure.stage == Stage::kWorkingDir) what += " " + working_dir;
     throw ProcessError(what + ": " + std::strerror(failure.error));
   }
   pid_ = pid;
+  std::swap(input_fd_, fds.in[0]);
+  std::swap(output_fd_, fds.out[0]);
   // Through syscall(): glibc 2.36's <sys/pidfd.h> lacks extern "C". -1 on kernels < 5.3: waits
   // then poll waitpid and signals use kill().
   pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0U));
@@ -231,10 +257,14 @@ Process::Process(Process&& other) noexcept
     : options_(std::move(other.options_)),
       pid_(other.pid_),
       pidfd_(other.pidfd_),
+      input_fd_(other.input_fd_),
+      output_fd_(other.output_fd_),
       status_(other.status_),
       final_times_(other.final_times_) {
   other.pid_ = -1;
   other.pidfd_ = -1;
+  other.input_fd_ = -1;
+  other.output_fd_ = -1;
 }
 
 Process& Process::operator=(Process&& other) noexcept {
@@ -243,10 +273,14 @@ Process& Process::operator=(Process&& other) noexcept {
     options_ = std::move(other.options_);
     pid_ = other.pid_;
     pidfd_ = other.pidfd_;
+    input_fd_ = other.input_fd_;
+    output_fd_ = other.output_fd_;
     status_ = other.status_;
     final_times_ = other.final_times_;
     other.pid_ = -1;
     other.pidfd_ = -1;
+    other.input_fd_ = -1;
+    other.output_fd_ = -1;
   }
   return *this;
 }
@@ -256,8 +290,13 @@ void Process::release() {
     signal(SIGKILL);
     wait();
   }
-  if (pidfd_ >= 0) ::close(pidfd_);
-  pidfd_ = -1;
+  close_fd(pidfd_);
+  close_fd(input_fd_);
+  close_fd(output_fd_);
+}
+
+void Process::close_input() {
+  close_fd(input_fd_);
 }
 
 void Process::reap(int status, CpuTimes times) {

@@ -12,18 +12,24 @@
 //   const process::StopResult r = redis.terminate(std::chrono::seconds(10));
 //   log::info("redis: {}, {} CPU s", r.status.describe(), redis.cpu_times().total());
 //
+//   o.pipe_stdin = o.pipe_stdout = true;          // a line protocol on stdin/stdout instead
+//   process::Process worker(o);                   // write worker.input_fd(); read lines with
+//   process::LineReader lines(worker.output_fd()); // line_reader.hpp
+//
 // Contract:
 // - The constructor returns after the child has exec'd the program; every failure before that
 //   (program not found, working directory, log file, CPU set) is a ProcessError naming the
 //   program and the cause, and leaves no child behind.
 // - In the child, before exec: the CPU affinity is set (sched_setaffinity), signal dispositions
 //   and the signal mask are reset to defaults, every descriptor but 0-2 is closed, stdin is
-//   /dev/null. With die_with_parent the child gets SIGKILL when the *thread* that spawned it
-//   exits (PR_SET_PDEATHSIG): spawn from a thread that outlives the child.
+//   /dev/null unless piped. With die_with_parent the child gets SIGKILL when the *thread* that
+//   spawned it exits (PR_SET_PDEATHSIG): spawn from a thread that outlives the child.
 // - A Process still running when destroyed is SIGKILLed and reaped: no zombies, no orphans.
 // - cpu_times() is utime + stime of the child plus its waited-for descendants: read from
 //   /proc/<pid>/stat while it runs, and from the rusage of wait4() once it has been reaped (so it
 //   is still there after exit).
+// - Pipes are Unix stream sockets the Process owns (closed when it is destroyed): writing to a
+//   child that has closed its end is an error (EPIPE with send(MSG_NOSIGNAL)), never SIGPIPE.
 // - Not thread-safe: one thread drives a Process. Signals go through a pidfd, so a reaped
 //   child's recycled pid is never signalled.
 
@@ -54,8 +60,11 @@ struct ProcessOptions {
   bool inherit_env = true;                 // false: the child sees only `env`
   std::filesystem::path working_dir;       // empty: the parent's
   std::filesystem::path log;               // stdout and stderr appended here; empty: inherited
-  std::vector<int> cpus;                   // CPUs the child may run on; empty: the parent's set
-  bool die_with_parent = true;             // PR_SET_PDEATHSIG(SIGKILL)
+  bool pipe_stdin = false;   // stdin: a pipe the parent writes through input_fd(); else /dev/null
+  bool pipe_stdout = false;  // stdout: a pipe the parent reads through output_fd(); else `log`
+  bool pipe_stderr = false;  // stderr: into stdout's pipe (needs pipe_stdout); else `log`
+  std::vector<int> cpus;     // CPUs the child may run on; empty: the parent's set
+  bool die_with_parent = true;  // PR_SET_PDEATHSIG(SIGKILL)
 
   void validate() const;  // std::invalid_argument naming the field
 };
@@ -87,6 +96,11 @@ class Process {
 
   pid_t pid() const { return pid_; }
   const ProcessOptions& options() const { return options_; }
+  // The parent's ends of the pipes (ProcessOptions::pipe_*); -1 when not piped or closed.
+  int input_fd() const { return input_fd_; }
+  int output_fd() const { return output_fd_; }
+  // Closes the child's stdin (it reads end of file). Idempotent.
+  void close_input();
 
   // Reaps the child if it has exited (no wait); true while it runs.
   bool running();
@@ -109,11 +123,13 @@ class Process {
 
  private:
   void reap(int status, CpuTimes times);  // records how it ended
-  void release();                         // kill and reap a running child, close the pidfd
+  void release();                         // kill and reap a running child, close the descriptors
 
   ProcessOptions options_;
   pid_t pid_ = -1;
   int pidfd_ = -1;
+  int input_fd_ = -1;
+  int output_fd_ = -1;
   std::optional<ExitStatus> status_;
   CpuTimes final_times_;
 };

@@ -114,6 +114,7 @@ void Explorer::heartbeat_if_due() {
                         .unix_ms = unix_ms(),
                         .tasks_in_flight = leases_in_hand_,
                         .samples_per_second = metrics_.samples_per_second.value()});
+  redis_.succeeded();  // the first call that gets through ends an outage, whichever it is
 }
 
 bool Explorer::run_finished_if_due() {
@@ -121,6 +122,9 @@ bool Explorer::run_finished_if_due() {
   if (now < next_finish_poll_) return false;
   next_finish_poll_ = now + options_.finish_poll_interval;
   const auto progress = state_.trainer_progress();
+  // Logged before the explorer exits: a run that finished during an outage is only learnt from
+  // Redis, so an explorer that saw Redis lost always says it was restored.
+  redis_.succeeded();
   return progress && (progress->finished || progress->iteration >= options_.iterations);
 }
 

@@ -52,6 +52,22 @@ std::vector<FairQueue::Slice> FairQueue::take() {
   }
   if (active.empty()) return out;
   const bool alone = active.size() == 1;
+  if (!alone) {
+    // Every light client (all it has pending fits in one share), and one heavy client's share:
+    // the first heavy client in round-robin order, taken first so that light clients cannot
+    // crowd it out. The other heavy clients keep their places for the next batches.
+    std::vector<std::list<std::string>::iterator> chosen;
+    bool heavy_chosen = false;
+    for (const auto& it : active) {
+      if (pending_units(clients_.at(*it)) <= options_.client_units) continue;
+      if (!heavy_chosen) chosen.push_back(it);
+      heavy_chosen = true;
+    }
+    for (const auto& it : active) {
+      if (pending_units(clients_.at(*it)) <= options_.client_units) chosen.push_back(it);
+    }
+    active = std::move(chosen);
+  }
   std::size_t room = options_.max_batch_units;
   std::size_t visited = 0;
   for (const auto& it : active) {
@@ -93,6 +109,13 @@ void FairQueue::finish(const std::shared_ptr<FairJob>& job) {
 
 void FairQueue::cancel(const std::shared_ptr<FairJob>& job) {
   job->units = job->scheduled;
+}
+
+std::size_t FairQueue::pending_units(const Client& c) {
+  std::size_t n = 0;
+  for (const auto& j : c.jobs)
+    n += j->units - j->scheduled;
+  return n;
 }
 
 bool FairQueue::has_work() const {

@@ -1,9 +1,12 @@
 #pragma once
 // FairQueue: the reward service's admission control and scheduling (issue #13.4), as plain logic
-// without sockets or threads. Jobs (requests) queue per client; a batch is one round-robin pass
-// over the clients with unscheduled work, taking up to `client_units` units (images) from each,
-// so a client that sends huge requests gets the same share of every batch as one that sends
-// small ones, and a newcomer waits at most one batch of everybody's shares.
+// without sockets or threads. Jobs (requests) queue per client. While several clients wait, a
+// batch holds the whole of what every light client has pending (at most `client_units` units,
+// images, each: small requests) and one share (`client_units`) of one heavy client, the heavy
+// clients taking turns. So a small request waits for the batch in progress and its own, each at
+// most one heavy share beside the small requests, however large the heavy ones are; heavy
+// clients get a share each in turn, and a client that sends huge requests never gets more than
+// one that sends small ones.
 //
 //   FairQueue queue(options);
 //   if (queue.admit(job) != Admission::kAdmitted) answer "busy";       // memory budget
@@ -13,12 +16,14 @@
 // take() is equivalent to:
 //
 //   active = clients with a job that has unscheduled units, in round-robin order from `cursor`
-//   if |active| == 1: that client may fill the batch (up to max_batch_units); else one pass:
+//   if |active| == 1: that client may fill the batch (up to max_batch_units)
+//   else: active = [the first heavy client in active, if any] + every light client in active
+//         (light: its unscheduled units all fit in one share, <= client_units)
 //   for client in active:                       // each at most once
-//     share = client_units
+//     share = client_units (the lone client: max_batch_units)
 //     for job in client's jobs, oldest first, while share > 0 and the batch has room:
 //       slice = the next min(share, room, job's unscheduled units) units of job
-//     cursor = the client after it
+//     move client to the back of the round-robin order
 //   stop at max_batch_units units or max_batch_slices slices
 //
 // Budget: a job holds its `bytes` from admit() to finish(); admit() refuses a job that would take
@@ -91,6 +96,7 @@ class FairQueue {
   };
   static bool pending(const FairJob& job) { return job.scheduled < job.units; }
   bool client_pending(const Client& c) const;
+  static std::size_t pending_units(const Client& c);
 
   FairQueueOptions options_;
   std::map<std::string, Client> clients_;

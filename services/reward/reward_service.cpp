@@ -18,7 +18,7 @@
 #include "common/wire/error.hpp"
 #include "common/wire/messages.hpp"
 #include "services/reward/fair_queue.hpp"
-#include "services/reward/memory_trim.hpp"
+#include "services/reward/reclaimer.hpp"
 
 namespace spotlight::reward {
 namespace {
@@ -36,6 +36,10 @@ constexpr std::string_view kOverBudget = "over_budget";
 constexpr std::int64_t kFrameHeadroom = std::int64_t{1} << 20;
 // Memory goes back to the system when the queue empties after this much was released.
 constexpr std::size_t kTrimAfterBytes = std::size_t{1} << 20;
+// ... and once it has stayed empty this long: memory goes back after a load, not between the
+// requests of one (each large request would fault all its pages in again, on the I/O thread that
+// every client's messages go through).
+constexpr std::chrono::milliseconds kTrimAfterIdle{500};
 
 constexpr wire::WireErrorKind kWireErrorKinds[] = {
     wire::WireErrorKind::kTooLarge,       wire::WireErrorKind::kNotMsgpack,
@@ -108,13 +112,14 @@ struct RewardService::Impl {
   void on_call(rpc::RpcCall call);
   // The scoring thread: until `stop`, then stops the server.
   void score_loop(std::stop_token stop);
-  // Posts the reply of a finished job, which it holds until sent (then trims, if asked to).
-  void answer(std::shared_ptr<FairJob> job, bool then_trim);
+  // Posts the reply of a finished job, which it holds until sent (then the reclaimer frees it).
+  void answer(std::shared_ptr<FairJob> job);
 
   std::unique_ptr<RewardFunction> reward;
   RewardServiceOptions options;
   std::shared_ptr<metrics::Registry> registry;
   std::mutex handle_mutex;  // one batch at a time through the (thread-compatible) reward
+  Reclaimer reclaimer;      // before server: the replies the server still holds release into it
   std::optional<rpc::RpcServer> server;
 
   std::mutex mutex;  // guards queue, first_waiting
@@ -404,31 +409,37 @@ void RewardService::Impl::on_call(rpc::RpcCall call) {
   server->reply(call.peer, call.id, error_reply(job->request.request_id, message));
 }
 
-void RewardService::Impl::answer(std::shared_ptr<FairJob> job, bool then_trim) {
+void RewardService::Impl::answer(std::shared_ptr<FairJob> job) {
   const Job& j = static_cast<const Job&>(*job);
   rpc::RpcReply reply(reply_body(j));
   const std::string peer = j.client;
   const std::uint64_t id = j.rpc_id;
-  // Unmapping a large request's frame takes milliseconds: the reading thread does it after
-  // sending, rather than the scorer; then, when the queue had emptied, it returns free memory.
+  // Unmapping a large request's frame takes milliseconds: once the reply is sent, the reclaimer
+  // does it, so that neither the reading thread nor the scorer keeps small requests waiting.
   struct Release {
+    Reclaimer* reclaimer = nullptr;
     std::shared_ptr<FairJob> job;
-    bool trim = false;
-    ~Release() {
-      job.reset();
-      if (trim) return_free_memory();
-    }
+    ~Release() { reclaimer->release(std::move(job)); }
   };
   auto release = std::make_shared<Release>();
+  release->reclaimer = &reclaimer;
   release->job = std::move(job);
-  release->trim = then_trim;
   reply.release_after_send = std::move(release);
   server->reply(peer, id, std::move(reply));
 }
 
 void RewardService::Impl::score_loop(std::stop_token stop) {
   std::unique_lock lock(mutex);
+  bool trim_due = false;  // large requests were answered and the queue emptied
   for (;;) {
+    if (trim_due) {
+      trim_due = false;
+      if (!work.wait_for(lock, stop, kTrimAfterIdle, [&] { return queue.has_work(); })) {
+        if (stop.stop_requested()) return;
+        released_since_trim = 0;
+        reclaimer.release(nullptr, /*then_trim=*/true);  // after the frames released before it
+      }
+    }
     work.wait(lock, stop, [&] { return queue.has_work(); });
     if (stop.stop_requested()) return;
     if (first_waiting) {
@@ -463,11 +474,10 @@ void RewardService::Impl::score_loop(std::stop_token stop) {
     }
     queued_bytes.set(static_cast<double>(queue.bytes()));
     queued_requests.set(static_cast<double>(queue.jobs()));
-    const bool trim = queue.jobs() == 0 && released_since_trim >= kTrimAfterBytes;
-    if (trim) released_since_trim = 0;
+    trim_due = queue.jobs() == 0 && released_since_trim >= kTrimAfterBytes;
     lock.unlock();
-    for (std::size_t i = 0; i < finished.size(); ++i)
-      answer(std::move(finished[i]), trim && i + 1 == finished.size());
+    for (auto& job : finished)
+      answer(std::move(job));
     finished.clear();  // the replies hold the jobs' last references now
     lock.lock();
   }

@@ -19,21 +19,26 @@
 //       per client connection)                 over budget -> reply {error: "busy: ..."}
 //   scoring thread, while not stopped:
 //     wait for work; after an idle spell, up to batch_window for more
-//     slices = queue.take()     // round robin: client_images_per_batch images of each client
+//     slices = queue.take()     // every small request and one heavy client's share of
+//                               // client_images_per_batch images, heavy clients in turn
 //     per slice: parse its prompts (task::parse_prompt), copy its images, each value finite
 //                                        -> else the request is answered {error}, not scored
 //     scores = reward->score(prompts, images of every good slice)   // one call
 //                                 throws -> every request of the batch gets {error}
 //     requests whose images are all scored -> reply {request_id, rewards, correct}, in order
-//     when the queue empties after large requests: memory goes back to the system (malloc_trim)
+//     once a reply is sent, the request's frame is freed on the reclaimer's thread, which also
+//       returns memory to the system (malloc_trim) once the queue has stayed empty for 0.5 s
+//       after large requests
 //
 // Contract:
 // - A malformed request gets an error reply (RewardReply::error non-empty; the RPC itself
 //   succeeds) and is counted by kind; it never affects the other requests and never stops the
 //   service.
 // - Fairness: while several clients wait, each batch holds at most client_images_per_batch images
-//   of each, so a client's small request waits for at most one batch of everybody's shares,
-//   however large the others' requests are. A lone client fills batches (max_batch_images).
+//   of each: all of every light client (all it has queued fits in one share) and one share of one
+//   heavy client, the heavy clients in turn. A small request waits for at most the batch in
+//   progress and its own, however large the others' requests are. A lone client fills batches
+//   (max_batch_images). See fair_queue.hpp.
 // - Memory: requests held (received and not yet answered) never exceed max_queued_bytes; frames
 //   are refused by libzmq as their size arrives when above max_request_bytes + 1 MiB.
 // - Replies are pure functions of their requests (clients may retry).

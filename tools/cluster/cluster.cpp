@@ -130,7 +130,7 @@ Cluster::Member& Cluster::launch(const std::string& name, const std::string& rol
   r.log = (run_dir_ / "logs" / (name + ".log")).string();
   process::ProcessOptions po;
   po.argv = std::move(argv);
-  po.env = o_.env;
+  po.env = env_of(role);
   po.cpus = placement.cpus;
   po.log = r.log;
   r.argv = po.argv;
@@ -142,17 +142,41 @@ Cluster::Member& Cluster::launch(const std::string& name, const std::string& rol
   return *members_.back();
 }
 
+std::map<std::string, std::string> Cluster::env_of(const std::string& role) const {
+  auto env = o_.env;
+  if (const auto it = o_.role_env.find(role); it != o_.role_env.end()) {
+    for (const auto& [key, value] : it->second)
+      env[key] = value;
+  }
+  return env;
+}
+
 void Cluster::start_redis() {
+  if (!services_) throw ClusterError("start_redis: the run has no services (exploration.mode)");
+  if (redis_up_) return;
+  if (started_unix_ms_ == 0) started_unix_ms_ = unix_ms();
   const fs::path dir = run_dir_ / "redis";
   fs::create_directories(dir);
   constexpr int kPortAttempts = 8;
   for (int attempt = 1;; ++attempt) {
     redis_port_ = free_loopback_port();
-    Member& m = launch("redis", "redis",
-                       {o_.redis_server, "--port", std::to_string(redis_port_), "--bind",
-                        "127.0.0.1", "--dir", dir.string(), "--appendonly", "yes", "--appendfsync",
-                        o_.redis_appendfsync, "--save", "", "--protected-mode", "yes"},
-                       o_.spot);
+    std::vector<std::string> argv = {o_.redis_server,
+                                     "--port",
+                                     std::to_string(redis_port_),
+                                     "--bind",
+                                     "127.0.0.1",
+                                     "--dir",
+                                     dir.string(),
+                                     "--appendonly",
+                                     "yes",
+                                     "--appendfsync",
+                                     o_.redis_appendfsync,
+                                     "--save",
+                                     "",
+                                     "--protected-mode",
+                                     "yes"};
+    argv.insert(argv.end(), o_.redis_args.begin(), o_.redis_args.end());
+    Member& m = launch("redis", "redis", std::move(argv), o_.spot);
     if (const auto s = await_redis(m)) {
       m.record.ended_unix_ms = unix_ms();
       m.record.exit = *s;
@@ -164,6 +188,7 @@ void Cluster::start_redis() {
       }
       throw ClusterError("redis-server exited at start (" + s->describe() + "):\n" + log);
     }
+    redis_up_ = true;
     return;
   }
 }
@@ -171,6 +196,8 @@ void Cluster::start_redis() {
 std::optional<process::ExitStatus> Cluster::await_redis(Member& m) {
   redis::RedisOptions probe;
   probe.port = redis_port_;
+  if (o_.redis_user) probe.user = *o_.redis_user;
+  probe.password = o_.redis_password;
   probe.connect_timeout = milliseconds(250);
   probe.command_timeout = milliseconds(1000);
   const auto deadline = Clock::now() + o_.redis_start_timeout;
@@ -193,7 +220,7 @@ std::optional<process::ExitStatus> Cluster::await_redis(Member& m) {
 }
 
 void Cluster::start() {
-  started_unix_ms_ = unix_ms();
+  if (started_unix_ms_ == 0) started_unix_ms_ = unix_ms();
   fs::create_directories(run_dir_ / "logs");
   const fs::path services = o_.bin_dir;
   try {
@@ -203,10 +230,18 @@ void Cluster::start() {
       bus_port_ = free_loopback_port();
       Placement spot = o_.spot;
       spot.threads = 0;  // planner, reward and redis take no run.threads
-      launch("reward", "reward",
-             {(services / "reward" / "spotlight-reward").string(), "--set",
-              "reward.bind=tcp://127.0.0.1:" + std::to_string(reward_port_)},
-             spot);
+      const std::string reward_endpoint = "tcp://127.0.0.1:" + std::to_string(reward_port_);
+      std::vector<std::string> reward = {(services / "reward" / "spotlight-reward").string(),
+                                         "--set", "reward.bind=" + reward_endpoint};
+      if (!o_.reward_command.empty()) {
+        reward = o_.reward_command;
+        for (auto& word : reward) {
+          for (auto at = word.find("{endpoint}"); at != std::string::npos;
+               at = word.find("{endpoint}", at + reward_endpoint.size()))
+            word.replace(at, std::string("{endpoint}").size(), reward_endpoint);
+        }
+      }
+      launch("reward", "reward", std::move(reward), spot);
       auto planner = run_args();
       planner.insert(planner.begin(), (services / "planner" / "spotlight-planner").string());
       launch("planner", "planner", planner, spot);
@@ -259,9 +294,16 @@ process::ExitStatus Cluster::wait_trainer(std::stop_token stop) {
       return *s;
     }
     echo.poll();
+    bool stop_with_ended = false;
     for (auto& m : members_) {
       if (m.get() == trainer || reported.count(m->record.name) || m->process->running()) continue;
       reported.insert(m->record.name);
+      if (m->record.name == o_.stop_with) {
+        note("== " + m->record.name + " ended (" + m->process->exit_status()->describe() +
+             "): stopping the job ==");
+        stop_with_ended = true;
+        continue;
+      }
       // Planner and explorers exit 0 once they see the job finished, maybe just before we do.
       const bool job_done_exit = (m->record.role == "planner" || m->record.role == "explorer") &&
                                  m->process->exit_status()->success();
@@ -269,8 +311,9 @@ process::ExitStatus Cluster::wait_trainer(std::stop_token stop) {
       SPOTLIGHT_LOG(warn) << "cluster: " << m->record.name << " exited while the trainer runs ("
                           << m->process->exit_status()->describe() << "); see " << m->record.log;
     }
-    if (stop.stop_requested()) {
-      SPOTLIGHT_LOG(warn) << "cluster: stop requested: terminating the trainer";
+    if (stop.stop_requested() || stop_with_ended) {
+      if (!stop_with_ended)
+        SPOTLIGHT_LOG(warn) << "cluster: stop requested: terminating the trainer";
       const auto r = trainer->process->terminate(o_.grace);
       echo.finish();
       trainer->record.ended_unix_ms = unix_ms();
@@ -281,25 +324,31 @@ process::ExitStatus Cluster::wait_trainer(std::stop_token stop) {
   }
 }
 
-void Cluster::stop() {
-  if (stopped_) return;
-  stopped_ = true;
-  const auto finish = [&](Member& m, const char* how) {
-    if (m.record.ended_unix_ms == 0) m.record.ended_unix_ms = unix_ms();
-    m.record.exit = m.process->exit_status();
-    if (m.record.stopped_by == "running") m.record.stopped_by = how;
-  };
-  // 1. Planner and explorers end by themselves once the trainer is done: give them the time.
+void Cluster::finish(Member& m, const char* how) {
+  if (m.record.ended_unix_ms == 0) m.record.ended_unix_ms = unix_ms();
+  m.record.exit = m.process->exit_status();
+  if (m.record.stopped_by == "running") m.record.stopped_by = how;
+}
+
+void Cluster::drain() {
   const auto deadline = Clock::now() + o_.drain_timeout;
-  bool trainer_done = true;
   for (auto& m : members_) {
-    if (m->record.role == "trainer" && m->process->running()) trainer_done = false;
+    if (m->record.role == "trainer" && m->process->running()) return;  // not ended yet
   }
   for (auto& m : members_) {
-    if (!trainer_done || (m->record.role != "planner" && m->record.role != "explorer")) continue;
+    const std::string& role = m->record.role;
+    if (role != "planner" && role != "explorer" && role != "driver") continue;
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
     if (m->process->wait_for(std::max(left, milliseconds(0)))) finish(*m, "exited");
   }
+}
+
+void Cluster::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  // 1. Planner, explorers and drivers end by themselves once the trainer is done: give them the
+  // time.
+  drain();
   // 2. Everything left, newest first (trainer, explorers, planner, reward, redis).
   for (auto it = members_.rbegin(); it != members_.rend(); ++it) {
     Member& m = **it;
@@ -349,7 +398,7 @@ process::Process& Cluster::restart(const std::string& name,
   ProcessRecord& r = member->record;
   process::ProcessOptions po;
   po.argv = r.argv;
-  po.env = o_.env;
+  po.env = env_of(r.role);
   for (const auto& [key, value] : env)
     po.env[key] = value;
   po.cpus = r.cpus;

@@ -29,6 +29,7 @@
 // - The library is for the launcher binary (spotlight-cluster) and for end-to-end tests and
 //   harnesses (the soak), which reach each process by name to signal it, restart() it after a
 //   kill, or add() one more (a preemption driver with the explorer command: service_args()).
+//   A test that must prepare Redis before any service sees it calls start_redis() first.
 
 #include <chrono>
 #include <filesystem>
@@ -76,7 +77,20 @@ struct ClusterOptions {
   // Redis's appendfsync: "always" when a test counts on every acknowledged write surviving a
   // kill of the machine, not only of redis-server (which everysec already survives).
   std::string redis_appendfsync = "everysec";
+  std::vector<std::string> redis_args;  // more redis-server arguments, e.g. {"--aclfile", PATH}
+  // The user and password the readiness probe (PING) logs in as, for a Redis started with
+  // requirepass or an ACL file in redis_args; nullopt: the default user without a password.
+  std::optional<std::string> redis_user, redis_password;
+  // The reward server's command instead of spotlight-reward's; every "{endpoint}" in a word is
+  // replaced by the endpoint it must bind (tcp://127.0.0.1:<port>). Empty: spotlight-reward.
+  std::vector<std::string> reward_command;
   std::map<std::string, std::string> env = {{"OMP_WAIT_POLICY", "passive"}};  // every process
+  // More variables for the processes of one role (trainer, planner, explorer, reward, redis), set
+  // over `env`: each service's Redis credentials, for instance.
+  std::map<std::string, std::map<std::string, std::string>> role_env;
+  // A process (by name, e.g. one add()ed as "driver") whose exit ends the job as a stop request
+  // to wait_trainer() does: a harness that has measured what it came for. Empty: none.
+  std::string stop_with;
   std::chrono::milliseconds redis_start_timeout = kDefaultRedisStartTimeout;
   std::chrono::milliseconds drain_timeout = kDefaultDrainTimeout;
   std::chrono::milliseconds grace = kDefaultStopGrace;
@@ -101,9 +115,17 @@ class Cluster {
   // Starts the services (when the run has them; redis first, waiting until it answers PING),
   // then the trainer. Throws process::ProcessError or ClusterError; nothing is left running then.
   void start();
+  // Starts redis-server alone and returns once it answers PING (redis_port() is then set), so
+  // that a test can write into Redis before any service runs; start() then starts the rest.
+  // Throws ClusterError when the run has no services, else as start(). Idempotent.
+  void start_redis();
   // Waits for the trainer to exit, echoing its output; when `stop` is requested first the
   // trainer is terminated (SIGTERM, grace, SIGKILL). Returns its exit status.
   process::ExitStatus wait_trainer(std::stop_token stop = {});
+  // Gives planner, explorers and processes of role "driver" drain_timeout to exit by themselves
+  // once the trainer has ended (they do when the job is finished); stop() does this first. Use
+  // it to read what they recorded in Redis before stop() ends Redis.
+  void drain();
   // Stops every process left (see the contract). Idempotent.
   void stop();
 
@@ -139,12 +161,14 @@ class Cluster {
   struct Member;
   Member& launch(const std::string& name, const std::string& role, std::vector<std::string> argv,
                  const Placement& placement);
-  void start_redis();
   // Waits until redis `m` answers PING; its exit status if it exited first. Throws ClusterError
   // after redis_start_timeout.
   std::optional<process::ExitStatus> await_redis(Member& m);
   std::vector<std::string> run_args() const;
+  // ClusterOptions::env with the role's role_env over it.
+  std::map<std::string, std::string> env_of(const std::string& role) const;
   void note(const std::string& line) const;
+  void finish(Member& m, const char* how);  // records how a process that ended was stopped
 
   ClusterOptions o_;
   std::filesystem::path run_dir_;
@@ -154,6 +178,7 @@ class Cluster {
   int redis_port_ = 0, reward_port_ = 0, bus_port_ = 0;
   std::vector<std::unique_ptr<Member>> members_;
   std::int64_t started_unix_ms_ = 0;
+  bool redis_up_ = false;  // start_redis() succeeded
   bool stopped_ = false;
 };
 

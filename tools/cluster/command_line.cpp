@@ -34,6 +34,14 @@ Flags:
   --grace-ms MS            SIGTERM grace before SIGKILL when stopping (default 10000)
   --drain-ms MS            how long planner and explorers may take to exit on their own after
                            the trainer (default 20000)
+  --driver COMMAND         a benchmark's harness: a shell command started once the trainer runs
+                           (process "driver", on the spot CPUs, stopped first); in COMMAND,
+                           {service-args} becomes the services' --config/--set words (endpoints
+                           included) and {redis-port} Redis's port
+  --driver-stops-job       the job ends when the driver exits (the trainer is stopped)
+  --after COMMAND          a shell command run (output on this program's) after the trainer has
+                           ended and planner, explorers and driver have exited, while Redis still
+                           runs: a benchmark's accounting. Same expansions as --driver
   --quiet                  do not echo the trainer's output
   -h, --help               this text
 )";
@@ -127,6 +135,12 @@ LauncherOptions parse_launcher_command_line(const std::vector<std::string>& args
       o.cluster.grace = std::chrono::milliseconds(to_int(flag, value(), 0));
     } else if (flag == "--drain-ms") {
       o.cluster.drain_timeout = std::chrono::milliseconds(to_int(flag, value(), 0));
+    } else if (flag == "--driver") {
+      o.driver = value();
+    } else if (flag == "--driver-stops-job") {
+      o.driver_stops_job = true;
+    } else if (flag == "--after") {
+      o.after = value();
     } else {
       throw std::invalid_argument("unknown argument '" + args[i] + "' (see --help)");
     }
@@ -135,7 +149,30 @@ LauncherOptions parse_launcher_command_line(const std::vector<std::string>& args
   if (o.base && o.base_cache) {
     throw std::invalid_argument("--base and --base-cache: give one of them");
   }
+  if (o.driver_stops_job && o.driver.empty()) {
+    throw std::invalid_argument("--driver-stops-job: needs --driver");
+  }
+  if (o.driver_stops_job) o.cluster.stop_with = "driver";
   return o;
+}
+
+std::string expand_command(std::string command, const std::vector<std::string>& service_args,
+                           int redis_port) {
+  std::string words;
+  for (const auto& word : service_args) {
+    std::string quoted = "'";
+    for (char c : word)
+      quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    words += (words.empty() ? "" : " ") + quoted + "'";
+  }
+  const auto replace_all = [&](const std::string& from, const std::string& to) {
+    for (auto at = command.find(from); at != std::string::npos;
+         at = command.find(from, at + to.size()))
+      command.replace(at, from.size(), to);
+  };
+  replace_all("{service-args}", words);
+  replace_all("{redis-port}", std::to_string(redis_port));
+  return command;
 }
 
 }  // namespace spotlight::cluster

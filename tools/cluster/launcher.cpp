@@ -1,6 +1,7 @@
 #include "tools/cluster/launcher.hpp"
 
 #include <iostream>
+#include <optional>
 
 #include "common/log/log.hpp"
 #include "common/run/run_config.hpp"
@@ -29,10 +30,30 @@ int run_launcher(LauncherOptions o, std::stop_token stop) {
     o.cluster.run.overrides.push_back("model.base=" + base.string());
   }
   Cluster cluster(o.cluster);
+  const auto shell = [&](const std::string& command) {
+    return std::vector<std::string>{
+        "/bin/sh", "-c", expand_command(command, cluster.service_args(), cluster.redis_port())};
+  };
   process::ExitStatus status;
+  std::optional<process::ExitStatus> after;
   try {
     cluster.start();
+    if (!o.driver.empty()) cluster.add("driver", "driver", shell(o.driver));
     status = cluster.wait_trainer(stop);
+    if (process::Process* driver = cluster.process("driver");
+        o.driver_stops_job && driver != nullptr && !driver->running()) {
+      status = *driver->exit_status();  // the harness ended the job: its verdict is the job's
+    }
+    if (!o.after.empty() && !stop.stop_requested()) {
+      cluster.drain();
+      process::ProcessOptions a;
+      a.argv = shell(o.after);
+      a.env = o.cluster.env;
+      after = process::Process(std::move(a)).wait();
+      if (!after->success()) {
+        SPOTLIGHT_LOG(error) << "cluster: the --after command ended with " << after->describe();
+      }
+    }
   } catch (...) {
     cluster.stop();
     cluster.write_manifest();
@@ -45,6 +66,7 @@ int run_launcher(LauncherOptions o, std::stop_token stop) {
                          << (cluster.run_dir() / "logs" / "trainer.log").string();
   }
   if (echo) *echo << "== processes, CPU sets and CPU seconds: " << manifest.string() << " ==\n";
+  if (status.success() && after) return after->shell_code();
   return status.shell_code();
 }
 

@@ -9,9 +9,11 @@
 
 namespace spotlight::cluster {
 
-// Runs the job described by `options`: ensure_base() when asked, Cluster start / wait_trainer /
-// stop, the manifest. Returns the trainer's exit status as a shell code (0: the job finished).
-// A stop request terminates the trainer, then the rest, and still writes the manifest.
+// Runs the job described by `options`: ensure_base() when asked, Cluster start, the --driver,
+// wait_trainer, drain and the --after command, stop, the manifest. Returns the trainer's exit
+// status as a shell code (0: the job finished), the driver's when it ended the job
+// (--driver-stops-job), and the --after command's when that was 0. A stop request terminates
+// the trainer, then the rest, and still writes the manifest.
 int run_launcher(LauncherOptions options, std::stop_token stop);
 
 }  // namespace spotlight::cluster

@@ -12,14 +12,17 @@ namespace {
 int iterations_to(const LearningParams& params, const ClusterOptions& shape, int candidates,
                   double target, std::uint64_t seed, int limit) {
   LearningModel model(params, seed);
+  LevelCounts groups(params.reward_levels);
   for (int k = 0; k < limit; ++k) {
     if (model.score() >= target) return k;
-    std::vector<std::vector<double>> groups;
+    groups.clear();
     for (int i = 0; i < shape.prompts; ++i) {
-      groups.push_back(candidates <= shape.group_size
-                           ? model.plain_group(k, i, shape.group_size)
-                           : model.selected_group(k, i, candidates, shape.rollout_steps,
-                                                  shape.rollout_steps, 0, shape.group_size, false));
+      if (candidates <= shape.group_size) {
+        model.add_plain_group(k, i, shape.group_size, groups);
+      } else {
+        model.add_selected_group(k, i, candidates, shape.rollout_steps, shape.rollout_steps, 0,
+                                 shape.group_size, false, groups);
+      }
     }
     model.train(groups);
   }
@@ -44,18 +47,21 @@ const std::vector<PublishedFigure>& published_figures() {
        "groups per iteration (on 32 GPUs), advantages normalised by the batch's std, KL 0.04",
        "github.com/yifan123/flow_grpo, config/grpo.py, geneval_sd3", true, ""},
       {"Iterations plain Flow-GRPO needs to reach GenEval 0.95", "about 5000",
-       "Zheng et al., DiffusionNFT, arXiv:2509.16117: Flow-GRPO reaches 0.95 'with over 5k "
-       "steps'",
+       "Zheng et al., DiffusionNFT, arXiv:2509.16117 (abstract): Flow-GRPO 'achieves 0.95 with "
+       "over 5k steps and additional CFG employment'",
        false,
-       "second-hand; a 'step' may be one iteration of 48 groups or one of its two optimizer "
-       "updates (then about 2500 iterations); taken here as 5000 iterations"},
-      {"Best-of-N pools in DanceGRPO", "16, 64 and 256 images per prompt",
-       "Xue et al., DanceGRPO: Unleashing GRPO on Visual Generation, arXiv:2505.07818 (best-of-N "
-       "inference scaling)",
+       "second-hand (another group's reading of Flow-GRPO's curve, a lower bound: 'over'); a "
+       "'step' may be one iteration of 48 groups or one of its two optimizer updates (then "
+       "about 2500 iterations); taken here as 5000 iterations"},
+      {"Best-of-N pools in DanceGRPO",
+       "16 images trained per prompt (the top 8 and bottom 8 rewards) out of pools of 16, 64 "
+       "and 256",
+       "Xue et al., DanceGRPO: Unleashing GRPO on Visual Generation, arXiv:2505.07818, section "
+       "3.2 and figure 4(a) (Stable Diffusion)",
        false,
-       "training on the best and worst images of larger pools converged faster; the curves' "
-       "numbers were not available to us, so they calibrate nothing here: the model's own "
-       "prediction for these pools is reported beside them"},
+       "larger pools converged faster; the curves' numbers were not read here, so they "
+       "calibrate nothing: the model's own prediction for these pools (G = 16) is reported "
+       "beside them"},
       {"Qwen-Image, one 1024x1024 image with 50 steps on an H200", "roughly 20 s",
        "public benchmark figures (as given with issue #15)", false,
        "not measured by us; the basis of the per-sample-step time estimate (step_costs.hpp)"},
@@ -71,6 +77,7 @@ LearningParams scale_noise(LearningParams params, double from_samples, double to
 int none_iterations(const LearningParams& params, const ClusterOptions& shape, double target,
                     int runs, int limit) {
   std::vector<int> its;
+  its.reserve(static_cast<std::size_t>(std::max(0, runs)));
   for (int r = 0; r < runs; ++r)
     its.push_back(iterations_to(params, shape, 0, target, 9000 + r, limit));
   return median_of(its);
@@ -156,11 +163,13 @@ std::vector<BestOfN> best_of_n(const Calibration& c, const ClusterOptions& shape
   std::vector<BestOfN> out;
   const int limit = 200000;
   std::vector<int> plain;
+  plain.reserve(static_cast<std::size_t>(std::max(0, runs)));
   for (int r = 0; r < runs; ++r)
     plain.push_back(iterations_to(c.learning, shape, 0, c.target_score, 9100 + r, limit));
   const int base = median_of(plain);
   for (int n : pools) {
     std::vector<int> its;
+    its.reserve(static_cast<std::size_t>(std::max(0, runs)));
     for (int r = 0; r < runs; ++r)
       its.push_back(iterations_to(c.learning, shape, n, c.target_score, 9100 + r, limit));
     BestOfN b;

@@ -7,7 +7,6 @@
 #include <stdexcept>
 #include <vector>
 
-#include "common/rl/selection.hpp"
 #include "common/seeds/seeds.hpp"
 
 namespace spotlight::simulator {
@@ -35,7 +34,8 @@ class Cluster {
         trace_(trace),
         model_(o.learning, o.seed),
         t_(o.costs.seconds_per_sample_step),
-        cap_(static_cast<int>(std::floor(o.spot_ratio * o.reserved_gpus + kEps))) {
+        cap_(static_cast<int>(std::floor(o.spot_ratio * o.reserved_gpus + kEps))),
+        groups_(o.learning.reward_levels) {
     result_.mode = mode;
     if (uses_spot(mode)) {
       if (trace_ == nullptr) throw std::invalid_argument("cluster: a spot mode needs a trace");
@@ -63,13 +63,22 @@ class Cluster {
       adjust_pool();
     }
     start_iteration();
+    // Events at one instant come in short chains (a tick, a plan, the trainer's step); a long
+    // chain without time moving is a loop that would never end.
+    constexpr int kMaxEventsAtOneInstant = 100000;
+    int at_this_instant = 0;
     while (!done_) {
       double next = trainer_event();
       if (uses_spot(mode_)) {
         next = std::min({next, next_tick_, reacquire_at_, next_ready(), drain_event()});
       }
       if (next == kInf) throw std::logic_error("cluster: no next event");
-      if (next > now_) advance(next);
+      if (next > now_) {
+        advance(next);
+        at_this_instant = 0;
+      } else if (++at_this_instant > kMaxEventsAtOneInstant) {
+        throw std::logic_error("cluster: time stopped at " + std::to_string(now_) + " s");
+      }
       if (uses_spot(mode_)) {
         if (now_ >= next_tick_ - kEps) {
           next_tick_ += trace_->gap_seconds;
@@ -121,11 +130,18 @@ class Cluster {
   }
   // When the current block drains at the present rate (an event: the trainer or the idle check
   // may act then).
+  //
+  // Late in a long run (days of simulated time) the clock's resolution is coarser than what
+  // rounding leaves of a block (a drained block can keep a few 1e-9 GPU-seconds): now + left /
+  // ready would round to now, time would stop and the loop spin forever. Such a block drains in
+  // the clock's next tick.
   double drain_event() const {
     if (!block_ || block_->remaining() <= kEps) return kInf;
     if (block_->available_at > now_ + kEps) return block_->available_at;
     const int ready = ready_count();
-    return ready > 0 ? now_ + block_->remaining() / ready : kInf;
+    if (ready <= 0) return kInf;
+    const double at = now_ + block_->remaining() / ready;
+    return at > now_ ? at : std::nextafter(now_, kInf);
   }
 
   void advance(double to) {
@@ -335,15 +351,15 @@ class Cluster {
     return static_cast<int>(std::clamp<std::int64_t>(completed - prompt * n, 0, n));
   }
 
-  std::vector<double> random_group(int prompt) const {
-    return model_.plain_group(iteration_, prompt, o_.group_size);
+  void random_group(int prompt) {
+    model_.add_plain_group(iteration_, prompt, o_.group_size, groups_);
   }
 
   // Selection on what exploration observed; the trained rewards are the fresh ones (or, reusing
   // trajectories, the observed ones themselves).
-  std::vector<double> selected_group(int prompt, int n, int steps, int staleness, bool reuse) {
-    return model_.selected_group(iteration_, prompt, n, steps, o_.rollout_steps, staleness,
-                                 o_.group_size, reuse);
+  void selected_group(int prompt, int n, int steps, int staleness, bool reuse) {
+    model_.add_selected_group(iteration_, prompt, n, steps, o_.rollout_steps, staleness,
+                              o_.group_size, reuse, groups_);
   }
 
   void begin_compute() {
@@ -356,14 +372,14 @@ class Cluster {
       case Mode::kNone:
       case Mode::kNoneMatched:
         for (int i = 0; i < o_.prompts; ++i)
-          groups_.push_back(random_group(i));
+          random_group(i);
         compute = rollout_seconds() + train_seconds();
         break;
       case Mode::kSync:
       case Mode::kSyncStale:
         for (int i = 0; i < o_.prompts; ++i) {
-          groups_.push_back(selected_group(i, o_.sync_candidates, o_.sync_steps,
-                                           mode_ == Mode::kSyncStale ? 1 : 0, false));
+          selected_group(i, o_.sync_candidates, o_.sync_steps, mode_ == Mode::kSyncStale ? 1 : 0,
+                         false);
         }
         compute = static_cast<double>(o_.prompts) * o_.sync_candidates * o_.sync_steps * t_ /
                       trainer_gpus_ +
@@ -371,7 +387,7 @@ class Cluster {
         break;
       case Mode::kOffload:
         for (int i = 0; i < o_.prompts; ++i)
-          groups_.push_back(random_group(i));
+          random_group(i);
         compute = extra_compute_ + train_seconds();
         break;
       case Mode::kAsync:
@@ -380,10 +396,10 @@ class Cluster {
         for (int i = 0; i < o_.prompts; ++i) {
           const int n = block_ && block_->iteration == iteration_ ? explored(i) : 0;
           if (n >= o_.group_size) {
-            groups_.push_back(selected_group(i, n, block_->arm.steps, block_->staleness, reuse));
+            selected_group(i, n, block_->arm.steps, block_->staleness, reuse);
             ++reused;
           } else {
-            groups_.push_back(random_group(i));
+            random_group(i);
             ++short_prompts;
           }
         }
@@ -414,8 +430,8 @@ class Cluster {
       outcome.iteration = iteration_;
       outcome.decision = plans_[iteration_];
       double variance = 0;
-      for (const auto& g : groups_)
-        variance += rl::variance(g) / static_cast<double>(groups_.size());
+      for (int i = 0; i < groups_.groups(); ++i)
+        variance += groups_.variance(i) / static_cast<double>(groups_.groups());
       outcome.group_variance = variance;
       outcome.seconds_per_sample_step = t_;
       if (outcome.decision.candidates > 0) bandit_->observe(outcome);
@@ -461,7 +477,7 @@ class Cluster {
   std::int64_t iteration_ = 0;
   Phase phase_ = Phase::kWait;
   double wait_start_ = 0, wait_deadline_ = kInf, compute_end_ = kInf, extra_compute_ = 0;
-  std::vector<std::vector<double>> groups_;
+  LevelCounts groups_;  // what the iteration trains on
   double efficiency_ = 1.0;
 
   double spot_held_seconds_ = 0, spot_busy_seconds_ = 0, wait_total_ = 0;

@@ -51,7 +51,9 @@ std::vector<T> parse_list(const std::string& name, const std::string& text) {
       }
       if (used != item.size()) throw std::invalid_argument(item);
     } catch (const std::exception&) {
-      throw ConfigError("", "option --" + name + ": cannot read '" + item + "'");
+      std::string what = "option --";
+      what.append(name).append(": cannot read '").append(item).append("'");
+      throw ConfigError("", what);
     }
   }
   if (out.empty()) throw ConfigError("", "option --" + name + " is empty");
@@ -158,6 +160,7 @@ std::vector<Trace> load_traces(const std::vector<std::string>& given) {
     std::sort(paths.begin(), paths.end());
   }
   std::vector<Trace> traces;
+  traces.reserve(paths.size());
   for (const auto& p : paths)
     traces.push_back(Trace::load(p));
   if (traces.empty()) throw ConfigError("", "study: no trace");
@@ -248,10 +251,11 @@ int study_command(const std::vector<std::string>& words) {
   const std::string out_path = a.text("out");
   std::ofstream out(out_path);
   if (!out) throw std::runtime_error("study: cannot write " + out_path);
-  // What the model predicts for DanceGRPO's best-of-N pools (G = 8: an assumed top-4 + bottom-4).
+  // What the model predicts for DanceGRPO's best-of-N pools: it trained on the top 8 and bottom 8
+  // rewards (G = 16) of 16, 64 and 256 images per prompt.
   for (const auto& c : s.calibrations) {
     ClusterOptions bo = s.base;
-    bo.group_size = 8;
+    bo.group_size = 16;
     nlohmann::json line{{"best_of_n", c.name}, {"group_size", bo.group_size}};
     for (const auto& b : best_of_n(c, bo, {16, 64, 256}, 3)) {
       line["pools"].push_back(

@@ -25,28 +25,27 @@ ReplayRun replay(const LearningParams& params, const ReplayOptions& o, std::uint
     }
   };
   validate(0);
+  LevelCounts trained(params.reward_levels);
   for (int k = 0; k < o.iterations; ++k) {
-    std::vector<std::vector<double>> trained;
+    trained.clear();
     double efficiency = 1.0;
     for (int i = 0; i < o.prompts; ++i) {
-      std::vector<double> group;
       if (o.mode == Mode::kNone || o.mode == Mode::kNoneMatched || o.mode == Mode::kOffload) {
-        group = model.plain_group(k, i, o.group_size);
+        model.add_plain_group(k, i, o.group_size, trained);
       } else {
         // sync explores with these weights; sync-stale, async and reuse with the previous ones
         // (the first iteration's exploration used the base itself).
         const int staleness = o.mode == Mode::kSync || k == 0 ? 0 : 1;
         const bool reuse = o.mode == Mode::kAsyncReuse;
         const int steps = reuse ? o.rollout_steps : o.explore_steps;
-        group = model.selected_group(k, i, o.candidates, steps, o.rollout_steps, staleness,
-                                     o.group_size, reuse);
+        model.add_selected_group(k, i, o.candidates, steps, o.rollout_steps, staleness,
+                                 o.group_size, reuse, trained);
         if (reuse && staleness > 0) efficiency = params.offpolicy_efficiency;
       }
-      trained.push_back(std::move(group));
     }
     const UpdateReport u = model.train(trained, efficiency);
     zero += u.zero_groups;
-    groups += static_cast<int>(trained.size());
+    groups += trained.groups();
     const int version = k + 1;
     if (version % o.validate_every == 0 || version == o.iterations) validate(version);
   }

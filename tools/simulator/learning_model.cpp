@@ -145,20 +145,36 @@ double LearningModel::observed_reward(std::int64_t iteration, int prompt, int ca
   return draw_reward(sigmoid(z_ - difficulty(iteration, prompt)), path(kRedraw));
 }
 
-std::vector<double> LearningModel::plain_group(std::int64_t iteration, int prompt,
-                                               int group_size) const {
+template <typename Emit>
+void LearningModel::draw_plain(std::int64_t iteration, int prompt, int group_size,
+                               Emit&& emit) const {
   const double p = sigmoid(z_ - difficulty(iteration, prompt));
   Mix64 rng{seeds::derive(
       seed_, {kReward, signed_key(iteration), static_cast<std::uint64_t>(prompt), kPlainGroup})};
-  std::vector<double> g(static_cast<std::size_t>(std::max(0, group_size)));
-  for (double& r : g)
-    r = static_cast<double>(successes(rng, p, p_.reward_levels)) / p_.reward_levels;
+  for (int j = 0; j < group_size; ++j)
+    emit(successes(rng, p, p_.reward_levels));
+}
+
+std::vector<double> LearningModel::plain_group(std::int64_t iteration, int prompt,
+                                               int group_size) const {
+  std::vector<double> g;
+  g.reserve(static_cast<std::size_t>(std::max(0, group_size)));
+  draw_plain(iteration, prompt, group_size,
+             [&](int level) { g.push_back(static_cast<double>(level) / p_.reward_levels); });
   return g;
 }
 
-std::vector<double> LearningModel::selected_group(std::int64_t iteration, int prompt,
-                                                  int candidates, int steps, int rollout_steps,
-                                                  int staleness, int group_size, bool reuse) const {
+void LearningModel::add_plain_group(std::int64_t iteration, int prompt, int group_size,
+                                    LevelCounts& batch) const {
+  if (batch.levels() != p_.reward_levels) throw std::invalid_argument("level counts: not K");
+  int* c = batch.add_group();
+  draw_plain(iteration, prompt, group_size, [&](int level) { ++c[level]; });
+}
+
+template <typename Emit>
+void LearningModel::draw_selected(std::int64_t iteration, int prompt, int candidates, int steps,
+                                  int rollout_steps, int staleness, int group_size, bool reuse,
+                                  Emit&& emit) const {
   if (candidates < group_size) throw std::invalid_argument("selected_group: candidates < G");
   const int k_levels = p_.reward_levels;
   const double p = sigmoid(z_ - difficulty(iteration, prompt));
@@ -226,16 +242,27 @@ std::vector<double> LearningModel::selected_group(std::int64_t iteration, int pr
   split(best_lowest, &best);
   const double f = flip_probability(steps, rollout_steps, staleness);
   std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int level : best)
+    emit(reuse || f <= 0 || u(rng) >= f ? level : successes(rng, p, k_levels));
+}
+
+std::vector<double> LearningModel::selected_group(std::int64_t iteration, int prompt,
+                                                  int candidates, int steps, int rollout_steps,
+                                                  int staleness, int group_size, bool reuse) const {
   std::vector<double> g;
-  g.reserve(best.size());
-  for (int level : best) {
-    if (reuse || f <= 0 || u(rng) >= f) {
-      g.push_back(static_cast<double>(level) / k_levels);
-    } else {
-      g.push_back(static_cast<double>(successes(rng, p, k_levels)) / k_levels);
-    }
-  }
+  g.reserve(static_cast<std::size_t>(std::max(0, group_size)));
+  draw_selected(iteration, prompt, candidates, steps, rollout_steps, staleness, group_size, reuse,
+                [&](int level) { g.push_back(static_cast<double>(level) / p_.reward_levels); });
   return g;
+}
+
+void LearningModel::add_selected_group(std::int64_t iteration, int prompt, int candidates,
+                                       int steps, int rollout_steps, int staleness, int group_size,
+                                       bool reuse, LevelCounts& batch) const {
+  if (batch.levels() != p_.reward_levels) throw std::invalid_argument("level counts: not K");
+  int* c = batch.add_group();
+  draw_selected(iteration, prompt, candidates, steps, rollout_steps, staleness, group_size, reuse,
+                [&](int level) { ++c[level]; });
 }
 
 UpdateReport LearningModel::measure(const std::vector<std::vector<double>>& groups,
@@ -256,6 +283,11 @@ UpdateReport LearningModel::measure(const std::vector<std::vector<double>>& grou
       flat.push_back(x);
       centred.push_back(x - mean);
       var += (x - mean) * (x - mean) / static_cast<double>(g);
+    }
+    // All equal: flat, even where the mean of equal rewards misses them by a rounding residue
+    // (rl::group_advantages gives such a group exactly zero advantages).
+    if (std::all_of(group.begin(), group.end(), [&](double x) { return x == group.front(); })) {
+      var = 0;
     }
     std_sum += std::sqrt(var);
     r.zero_groups += var == 0 ? 1 : 0;
@@ -282,9 +314,89 @@ UpdateReport LearningModel::measure(const std::vector<std::vector<double>>& grou
   return r;
 }
 
+UpdateReport LearningModel::measure(const LevelCounts& groups, const LearningParams& params) {
+  UpdateReport r;
+  const int n_groups = groups.groups();
+  if (n_groups == 0) return r;
+  const int k = groups.levels();
+  const int g = groups.size(0);
+  // The batch's moments (rl::group_advantages with global_std) from the levels' totals.
+  std::vector<double> totals(static_cast<std::size_t>(k) + 1, 0.0);
+  for (int i = 0; i < n_groups; ++i) {
+    const int* c = groups.group(i);
+    for (int l = 0; l <= k; ++l)
+      totals[static_cast<std::size_t>(l)] += c[l];
+  }
+  const double all = static_cast<double>(n_groups) * g;
+  double global_mean = 0;
+  for (int l = 0; l <= k; ++l)
+    global_mean += totals[static_cast<std::size_t>(l)] * (static_cast<double>(l) / k);
+  global_mean /= all;
+  double global_squares = 0;
+  for (int l = 0; l <= k; ++l) {
+    const double d = static_cast<double>(l) / k - global_mean;
+    global_squares += totals[static_cast<std::size_t>(l)] * d * d;
+  }
+  const double global_std = std::sqrt(global_squares / all);
+  rl::AdvantageOptions options;  // only for its epsilon
+  double signal = 0, squares = 0, std_sum = 0;
+  for (int i = 0; i < n_groups; ++i) {
+    const int* c = groups.group(i);
+    int size = 0, populated = 0;
+    double mean = 0;
+    for (int l = 0; l <= k; ++l) {
+      size += c[l];
+      populated += c[l] > 0 ? 1 : 0;
+      mean += c[l] * (static_cast<double>(l) / k);
+    }
+    if (size != g) throw std::invalid_argument("learning model: unequal group sizes");
+    mean /= g;
+    double var = 0;
+    for (int l = 0; l <= k; ++l) {
+      const double d = static_cast<double>(l) / k - mean;
+      var += c[l] * d * d;
+    }
+    var /= g;
+    // An all-equal group: every advantage exactly 0 (its mean, summed from equal rewards, can
+    // miss the reward by a rounding residue, which must not make the group informative).
+    const double group_std = populated > 1 ? std::sqrt(var) : 0.0;
+    std_sum += group_std;
+    if (populated <= 1) {
+      ++r.zero_groups;
+      continue;
+    }
+    const double std = params.global_std ? global_std : group_std;
+    for (int l = 0; l <= k; ++l) {
+      if (c[l] == 0) continue;
+      const double centred = static_cast<double>(l) / k - mean;
+      const double a = std::clamp(centred / (std + options.epsilon), -params.advantage_clip,
+                                  params.advantage_clip);
+      if (a == 0.0) continue;
+      r.informative += c[l];
+      signal += c[l] * a * centred;
+      squares += c[l] * a * a;
+    }
+  }
+  r.mean_std = std_sum / n_groups;
+  if (r.informative == 0) return r;
+  const double n = r.informative;
+  signal /= n;
+  const double noise = squares / (n * n);
+  const double denominator = std::sqrt(signal * signal + params.noise * noise);
+  r.rho = denominator > 0 ? signal / denominator : 0.0;
+  return r;
+}
+
 UpdateReport LearningModel::train(const std::vector<std::vector<double>>& groups,
                                   double efficiency) {
-  UpdateReport r = measure(groups, p_);
+  return step(measure(groups, p_), efficiency);
+}
+
+UpdateReport LearningModel::train(const LevelCounts& groups, double efficiency) {
+  return step(measure(groups, p_), efficiency);
+}
+
+UpdateReport LearningModel::step(UpdateReport r, double efficiency) {
   const std::int64_t update = updates_++;
   if (r.informative == 0) return r;  // the trainer skips a batch of zero advantages
   double direction = r.rho;

@@ -30,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/simulator/level_counts.hpp"
+
 namespace spotlight::simulator {
 
 struct LearningParams {
@@ -103,16 +105,41 @@ class LearningModel {
                                      int rollout_steps, int staleness, int group_size,
                                      bool reuse) const;
 
+  // The same two groups as counts per reward level, appended to `batch` (whose levels must be
+  // K): the same draws from the same streams as plain_group() and selected_group(), so the counts
+  // are exactly those of the rewards they return. What the event loops use: no allocation per
+  // group, and train() on counts is O(K) per group.
+  void add_plain_group(std::int64_t iteration, int prompt, int group_size,
+                       LevelCounts& batch) const;
+  void add_selected_group(std::int64_t iteration, int prompt, int candidates, int steps,
+                          int rollout_steps, int staleness, int group_size, bool reuse,
+                          LevelCounts& batch) const;
+
   // One update on `groups` (each the rewards of one prompt's G trained samples). `efficiency`
   // scales the step (offpolicy_efficiency for reused trajectories, 1 otherwise).
   UpdateReport train(const std::vector<std::vector<double>>& groups, double efficiency = 1.0);
+  // The same update on the groups' level counts (equal to train() on their rewards up to the
+  // rounding of the sums).
+  UpdateReport train(const LevelCounts& groups, double efficiency = 1.0);
 
   // rho of an update on these groups (no state change): the fitting uses it.
   static UpdateReport measure(const std::vector<std::vector<double>>& groups,
                               const LearningParams& params);
+  // The same from level counts: the advantages rl::group_advantages gives each level of each
+  // group, weighted by the level's count.
+  static UpdateReport measure(const LevelCounts& groups, const LearningParams& params);
 
  private:
   double draw_reward(double p, std::uint64_t key) const;
+  UpdateReport step(UpdateReport r, double efficiency);
+  // The draws of plain_group() / selected_group(): `emit(level)` once per trained sample, in
+  // order, with the sample's reward level l (reward l / K).
+  template <typename Emit>
+  void draw_plain(std::int64_t iteration, int prompt, int group_size, Emit&& emit) const;
+  template <typename Emit>
+  void draw_selected(std::int64_t iteration, int prompt, int candidates, int steps,
+                     int rollout_steps, int staleness, int group_size, bool reuse,
+                     Emit&& emit) const;
 
   LearningParams p_;
   std::uint64_t seed_;

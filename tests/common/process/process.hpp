@@ -47,6 +47,17 @@ std::filesystem::path binary_path(const std::string& relative);
 // A fresh temporary directory, removed by the caller.
 std::filesystem::path make_temp_dir(const std::string& prefix);
 
+// A fresh temporary directory (make_temp_dir) that is removed, with everything in it, when this
+// goes. As a member, declare it before the processes that write into it (members are destroyed in
+// reverse), so that it is removed after they are gone.
+struct TempDir {
+  explicit TempDir(const std::string& prefix) : path(make_temp_dir(prefix)) {}
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::filesystem::path path;
+};
+
 // A loopback TCP port that was free a moment ago.
 int free_port();
 

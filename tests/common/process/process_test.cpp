@@ -8,7 +8,9 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
+#include "common/process/line_reader.hpp"
 #include "tests/common/process/process.hpp"
 #include "tests/common/redis/wait_for.hpp"
 
@@ -199,6 +201,58 @@ TEST_F(ProcessTest, MovedProcessesKeepTheirChild) {
     many.emplace_back(shell("exit " + std::to_string(i)));
   for (int i = 0; i < 3; ++i)
     EXPECT_EQ(many[static_cast<size_t>(i)].wait().code, i);
+}
+
+TEST_F(ProcessTest, PipesCarryALineProtocolBothWaysWithStderrInTheLog) {
+  // The child echoes each line it reads with a prefix, says something on stderr, and exits at
+  // end of input: what a rank process does on its stdin/stdout.
+  ProcessOptions o = shell("echo started >&2; while read -r l; do echo \"got $l\"; done; echo bye");
+  o.pipe_stdin = true;
+  o.pipe_stdout = true;
+  Process p(o);
+  ASSERT_GE(p.input_fd(), 0);
+  ASSERT_GE(p.output_fd(), 0);
+  LineReader lines(p.output_fd());
+  for (const std::string word : {"one", "two"}) {
+    const std::string line = word + "\n";
+    ASSERT_EQ(::send(p.input_fd(), line.data(), line.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(line.size()));
+    EXPECT_EQ(lines.next(10s), "got " + word);
+  }
+  EXPECT_EQ(lines.next(50ms), std::nullopt) << "a line that was never written";
+  EXPECT_FALSE(lines.at_end());
+  p.close_input();
+  EXPECT_EQ(p.input_fd(), -1);
+  EXPECT_EQ(lines.next(10s), "bye");
+  EXPECT_EQ(lines.next(10s), std::nullopt);
+  EXPECT_TRUE(lines.at_end());
+  EXPECT_TRUE(p.wait().success());
+  EXPECT_EQ(read_file(dir_ / "out.log"), "started\n") << "stderr goes to the log, not the pipe";
+}
+
+TEST_F(ProcessTest, StderrCanShareTheOutputPipeAndAClosedChildIsAnErrorNotSigpipe) {
+  ProcessOptions o = shell("echo out; echo err >&2; printf tail");
+  o.log.clear();
+  o.pipe_stdin = true;
+  o.pipe_stdout = true;
+  o.pipe_stderr = true;
+  Process p(o);
+  LineReader lines(p.output_fd());
+  std::vector<std::string> got;
+  while (auto line = lines.next(10s))
+    got.push_back(*line);
+  EXPECT_TRUE(lines.at_end());
+  EXPECT_EQ(got, (std::vector<std::string>{"out", "err", "tail"})) << "the unterminated tail too";
+  EXPECT_TRUE(p.wait().success());
+  // The child has gone: writing to its stdin fails with EPIPE instead of killing the test.
+  const char byte = 'x';
+  errno = 0;
+  EXPECT_EQ(::send(p.input_fd(), &byte, 1, MSG_NOSIGNAL), -1);
+  EXPECT_EQ(errno, EPIPE);
+
+  ProcessOptions bad = shell("true");
+  bad.pipe_stderr = true;  // without pipe_stdout
+  EXPECT_THROW(Process{bad}, std::invalid_argument);
 }
 
 TEST(CpuList, ParsesAndFormatsTheKernelsForm) {

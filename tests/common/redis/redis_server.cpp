@@ -9,15 +9,12 @@
 #include <thread>
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
+
+#include "common/process/process.hpp"
 
 namespace spotlight::testing {
 namespace {
@@ -145,17 +142,15 @@ RedisServer::RedisServer(RedisServerOptions options) : options_(std::move(option
 }
 
 RedisServer::~RedisServer() {
-  if (running()) {
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-  }
+  process_.reset();  // SIGKILLed and reaped if it still runs
   if (!options_.keep_dir) {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
+}
+
+pid_t RedisServer::pid() const {
+  return process_ ? process_->pid() : -1;
 }
 
 redis::RedisOptions RedisServer::client_options() const {
@@ -191,44 +186,14 @@ void RedisServer::launch() {
     args.push_back(*options_.password);
   }
   args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
-  std::vector<char*> argv;
-  argv.reserve(args.size() + 1);
-  for (auto& a : args)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-
-  const std::string out_path = (dir_ / "redis.stdout").string();
-  const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  const int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (out < 0 || in < 0) {
-    const std::string why = std::strerror(errno);
-    if (out >= 0) ::close(out);
-    if (in >= 0) ::close(in);
-    throw RedisServerError("open " + out_path + ": " + why);
+  process::ProcessOptions o;
+  o.argv = std::move(args);
+  o.log = dir_ / "redis.stdout";  // exec failures and what redis prints before its log opens
+  try {
+    process_ = std::make_unique<process::Process>(std::move(o));
+  } catch (const process::ProcessError& e) {
+    throw RedisServerError(e.what());
   }
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    // Child: only async-signal-safe calls until exec.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(126);
-    ::dup2(in, STDIN_FILENO);
-    ::dup2(out, STDOUT_FILENO);
-    ::dup2(out, STDERR_FILENO);
-#ifdef SYS_close_range
-    ::syscall(SYS_close_range, 3U, ~0U, 0U);  // keep the test's other sockets out of redis
-#endif
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  const int fork_errno = errno;
-  ::close(out);
-  ::close(in);
-  if (pid < 0) throw RedisServerError(std::string("fork: ") + std::strerror(fork_errno));
-  pid_ = pid;
 }
 
 void RedisServer::wait_ready() {
@@ -240,9 +205,8 @@ void RedisServer::wait_ready() {
   probe.command_timeout = milliseconds(1000);
   auto delay = milliseconds(1);
   for (;;) {
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
+    if (const auto status = process_->wait_for(milliseconds(0))) {
+      process_.reset();
       // The log may be written just before exit; the stdout file has exec failures.
       const std::string log = read_from(log_path, log_offset);
       const std::string out = read_from(dir_ / "redis.stdout", 0);
@@ -250,8 +214,8 @@ void RedisServer::wait_ready() {
                           out.find("Address already in use") != std::string::npos;
       std::string tail = log.size() > 2000 ? log.substr(log.size() - 2000) : log;
       throw ExitedDuringStart("redis-server on port " + std::to_string(port_) +
-                                  " exited during start (status " + std::to_string(status) +
-                                  "):\n" + tail + out.substr(0, 2000),
+                                  " exited during start (" + status->describe() + "):\n" + tail +
+                                  out.substr(0, 2000),
                               in_use);
     }
     try {
@@ -274,35 +238,9 @@ void RedisServer::wait_ready() {
 
 bool RedisServer::wait_exit(milliseconds timeout) {
   if (!running()) return true;
-  const auto deadline = Clock::now() + timeout;
-  int status = 0;
-#ifdef SYS_pidfd_open
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
-  if (pidfd >= 0) {
-    pollfd p{pidfd, POLLIN, 0};
-    int rc = 0;
-    do {
-      const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-      rc = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(left.count(), 0)));
-    } while (rc < 0 && errno == EINTR);
-    ::close(pidfd);
-    if (rc > 0 && ::waitpid(pid_, &status, 0) == pid_) {
-      pid_ = -1;
-      return true;
-    }
-    return false;
-  }
-#endif
-  auto delay = milliseconds(1);  // no pidfd: poll waitpid with a back-off
-  for (;;) {
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return true;
-    }
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(delay);
-    delay = std::min(delay * 2, milliseconds(20));
-  }
+  if (!process_->wait_for(timeout)) return false;
+  process_.reset();
+  return true;
 }
 
 void RedisServer::start() {
@@ -323,16 +261,15 @@ void RedisServer::start() {
 
 void RedisServer::stop() {
   if (!running()) return;
-  ::kill(pid_, SIGTERM);
-  ::kill(pid_, SIGCONT);  // a paused server must run to shut down
-  if (!wait_exit(options_.stop_timeout)) kill();
+  process_->terminate(options_.stop_timeout);  // SIGCONT too: a paused server must run to stop
+  process_.reset();
 }
 
 void RedisServer::kill() {
   if (!running()) return;
-  ::kill(pid_, SIGKILL);
+  process_->signal(SIGKILL);
   if (!wait_exit(options_.stop_timeout)) {
-    throw RedisServerError("redis-server pid " + std::to_string(pid_) + " survived SIGKILL");
+    throw RedisServerError("redis-server pid " + std::to_string(pid()) + " survived SIGKILL");
   }
 }
 
@@ -342,11 +279,11 @@ void RedisServer::restart() {
 }
 
 void RedisServer::pause() {
-  if (running()) ::kill(pid_, SIGSTOP);
+  if (running()) process_->signal(SIGSTOP);
 }
 
 void RedisServer::resume() {
-  if (running()) ::kill(pid_, SIGCONT);
+  if (running()) process_->signal(SIGCONT);
 }
 
 std::string RedisServer::log_tail(std::size_t bytes) const {

@@ -21,9 +21,9 @@
 //   during start throws RedisServerError with the tail of its log.
 // - Defaults are for durability tests: appendonly yes, appendfsync always, save "" (no RDB
 //   snapshots), so every acknowledged write survives kill(). Use appendfsync everysec for speed.
-// - The server gets SIGKILL when the *thread* that started it exits (PR_SET_PDEATHSIG), so a
-//   crashed test leaves no redis-server behind. Start servers from a thread that outlives them
-//   (the test body or fixture, not a short-lived worker thread).
+// - The server is a common/process child: it gets SIGKILL when the *thread* that started it exits
+//   (PR_SET_PDEATHSIG), so a crashed test leaves no redis-server behind. Start servers from a
+//   thread that outlives them (the test body or fixture, not a short-lived worker thread).
 // - Not thread-safe: drive one RedisServer from one thread.
 //
 // Skipping: tests that need a server call `SPOTLIGHT_REQUIRE_REDIS_SERVER()` first, which
@@ -31,6 +31,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -39,6 +40,10 @@
 #include <sys/types.h>
 
 #include "common/redis/client.hpp"
+
+namespace spotlight::process {
+class Process;
+}
 
 namespace spotlight::testing {
 
@@ -81,8 +86,8 @@ class RedisServer {
   const std::string& host() const { return host_; }  // "127.0.0.1"
   int port() const { return port_; }
   const std::filesystem::path& dir() const { return dir_; }
-  pid_t pid() const { return pid_; }  // -1 when not running
-  bool running() const { return pid_ > 0; }
+  pid_t pid() const;                                    // -1 when not running
+  bool running() const { return process_ != nullptr; }  // started and not yet reaped
   // host, port, password; short connect timeout. Adjust the rest as needed.
   redis::RedisOptions client_options() const;
 
@@ -112,7 +117,7 @@ class RedisServer {
   std::string host_ = "127.0.0.1";
   int port_ = 0;
   std::filesystem::path dir_;
-  pid_t pid_ = -1;
+  std::unique_ptr<process::Process> process_;  // null when not running
 };
 
 }  // namespace spotlight::testing

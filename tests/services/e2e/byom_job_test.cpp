@@ -10,7 +10,6 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <signal.h>
 
 #include "common/model/safetensors.hpp"
 #include "common/policy/policy.hpp"
@@ -21,12 +20,12 @@
 #include "tests/common/policy/twin.hpp"
 #include "tests/common/process/process.hpp"
 #include "tests/common/redis/redis_server.hpp"
+#include "tools/cluster/cluster.hpp"
 
 namespace spotlight {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::Process;
 
 constexpr int kIterations = 6;
 
@@ -85,85 +84,81 @@ TEST(ByomJob, TrainsOnlyTheAdaptersOfATorchScriptModelScoredByAPythonRewardServe
       dir / "encode.log");
 
   // 2. The system.
-  testing::RedisServer redis;
   const std::string run_id = "byom";
-  const int reward_port = testing::free_port();
-  const int bus_port = testing::free_port();
-  const std::vector<std::string> run_args{
-      "--set", "run.id=" + run_id,
-      "--set", "run.dir=" + (dir / "run").string(),
-      "--set", "run.seed=1",
-      "--set", "redis.port=" + std::to_string(redis.port()),
-      "--set", "reward.endpoint=tcp://127.0.0.1:" + std::to_string(reward_port),
-      "--set", "reward.input=latents",
-      "--set", "bus.trainer_endpoint=tcp://127.0.0.1:" + std::to_string(bus_port),
-      "--set", "model.kind=torchscript",
-      "--set", "model.path=" + (dir / "model.pt").string(),
-      "--set", "model.latent_channels=4",
-      "--set", "model.latent_size=16",
-      "--set", "task.kind=prompt_file",
-      "--set", "task.prompts_file=" + (dir / "prompts.json").string(),
-      "--set", "task.embeddings_file=" + (dir / "embeddings.safetensors").string(),
-      "--set", "trainer.trainable=[\"*lora*\"]",
-      "--set", "trainer.lr=0.03",  // LoRA only: a few Adam steps must move the rule
-      "--set", "trainer.clip_range=0.2",
-      "--set", "exploration.mode=async",
-      "--set", "exploration.candidates=6",
-      "--set", "exploration.max_wait_seconds=120",
-      "--set", "trainer.iterations=" + std::to_string(kIterations),
-      "--set", "trainer.prompts_per_iteration=4",
-      "--set", "trainer.group_size=4",
-      "--set", "trainer.micro_batch=16",
-      "--set", "trainer.micro_batches_per_update=1",
-      "--set", "sampler.steps=6",
-      "--set", "validation.prompts=4",
-      "--set", "validation.steps=6",
-      "--set", "validation.every=" + std::to_string(kIterations),
-      "--set", "audit.every=3",
-      "--set", "audit.prompts=1",
-      "--set", "run.threads=1",
-      "--set", "explorer.batch=6",
-      "--set", "explorer.heartbeat_ms=200",
-      "--set", "planner.poll_ms=50",
+  cluster::ClusterOptions o;  // the local cluster (tools/cluster) with the Python reward server
+  o.bin_dir = testing::binary_path("services");
+  o.redis_server = *testing::RedisServer::find_executable();
+  o.redis_appendfsync = "always";
+  o.explorers = 2;
+  o.reward_command = {testing::python().string(),
+                      (tools / "reward_server/spotlight_reward.py").string(),
+                      "--score",
+                      (tools / "reward_server/toy_latent_reward.py").string() + ":score",
+                      "--bind",
+                      "{endpoint}",
+                      "--content",
+                      "latents",
+                      "--channels",
+                      "4"};
+  o.run.overrides = {
+      "run.id=" + run_id,
+      "run.dir=" + (dir / "run").string(),
+      "run.seed=1",
+      "reward.input=latents",
+      "model.kind=torchscript",
+      "model.path=" + (dir / "model.pt").string(),
+      "model.latent_channels=4",
+      "model.latent_size=16",
+      "task.kind=prompt_file",
+      "task.prompts_file=" + (dir / "prompts.json").string(),
+      "task.embeddings_file=" + (dir / "embeddings.safetensors").string(),
+      "trainer.trainable=[\"*lora*\"]",
+      "trainer.lr=0.03",  // LoRA only: a few Adam steps must move the rule
+      "trainer.clip_range=0.2",
+      "exploration.mode=async",
+      "exploration.candidates=6",
+      "exploration.max_wait_seconds=120",
+      "trainer.iterations=" + std::to_string(kIterations),
+      "trainer.prompts_per_iteration=4",
+      "trainer.group_size=4",
+      "trainer.micro_batch=16",
+      "trainer.micro_batches_per_update=1",
+      "sampler.steps=6",
+      "validation.prompts=4",
+      "validation.steps=6",
+      "validation.every=" + std::to_string(kIterations),
+      "audit.every=3",
+      "audit.prompts=1",
+      "run.threads=1",
+      "explorer.batch=6",
+      "explorer.heartbeat_ms=200",
+      "planner.poll_ms=50",
   };
-  auto with = [&](std::vector<std::string> extra) {
-    auto args = run_args;
-    args.insert(args.end(), extra.begin(), extra.end());
-    return args;
-  };
-  Process reward(
-      testing::python(),
-      {(tools / "reward_server/spotlight_reward.py").string(), "--score",
-       (tools / "reward_server/toy_latent_reward.py").string() + ":score", "--bind",
-       "tcp://127.0.0.1:" + std::to_string(reward_port), "--content", "latents", "--channels", "4"},
-      dir / "reward.log");
-  Process planner(testing::binary_path("services/planner/spotlight-planner"), run_args,
-                  dir / "planner.log");
-  Process explorer1(testing::binary_path("services/explorer/spotlight-explorer"),
-                    with({"--set", "explorer.id=e1"}), dir / "explorer-1.log");
-  Process explorer2(testing::binary_path("services/explorer/spotlight-explorer"),
-                    with({"--set", "explorer.id=e2"}), dir / "explorer-2.log");
-  Process trainer(testing::binary_path("services/trainer/spotlight-trainer"), with({"train"}),
-                  dir / "trainer.log");
-
-  const auto trainer_status = trainer.wait(600s);
-  ASSERT_TRUE(trainer_status.has_value()) << "trainer did not finish\n" << trainer.log_tail();
-  ASSERT_EQ(*trainer_status, 0) << trainer.log_tail() << reward.log_tail();
-  for (auto* p : {&planner, &explorer1, &explorer2}) {
-    const auto status = p->wait(60s);
+  cluster::Cluster cluster(o);
+  cluster.start();
+  const auto trainer_status = cluster.process("trainer")->wait_for(600s);
+  ASSERT_TRUE(trainer_status.has_value()) << "trainer did not finish\n"
+                                          << cluster.log_tail("trainer");
+  ASSERT_TRUE(trainer_status->success())
+      << trainer_status->describe() << "\n"
+      << cluster.log_tail("trainer") << cluster.log_tail("reward");
+  for (const char* name : {"planner", "explorer-1", "explorer-2"}) {
+    const auto status = cluster.process(name)->wait_for(60s);
     ASSERT_TRUE(status.has_value()) << "still running after the trainer finished\n"
-                                    << p->log_tail();
-    EXPECT_EQ(*status, 0) << p->log_tail();
+                                    << cluster.log_tail(name);
+    EXPECT_TRUE(status->success()) << status->describe() << "\n" << cluster.log_tail(name);
   }
-  reward.signal(SIGTERM);
-  EXPECT_EQ(reward.wait(30s), std::optional<int>(0)) << reward.log_tail();
+  const auto reward = cluster.process("reward")->terminate(30s);
+  EXPECT_TRUE(reward.status.success() && !reward.escalated) << cluster.log_tail("reward");
 
+  redis::RedisOptions redis_options;
+  redis_options.port = cluster.redis_port();
   queue::LeaseQueueOptions queue_options;
   queue_options.key_prefix = run::RunKeys(run_id).explore_queue;
-  queue::RedisLeaseQueue queue(redis.client_options(), queue_options);
+  queue::RedisLeaseQueue queue(redis_options, queue_options);
   const auto stats = queue.stats();
   EXPECT_EQ(stats.leased, 0);
-  EXPECT_EQ(stats.dead_letters, 0) << explorer1.log_tail();
+  EXPECT_EQ(stats.dead_letters, 0) << cluster.log_tail("explorer-1");
   EXPECT_EQ(stats.results, stats.acked_total);
   EXPECT_GT(stats.results, 0);
   // Explorers sampled with weights the trainer published (the TorchScript module's safetensors

@@ -21,7 +21,6 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <signal.h>
 
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/redis/client.hpp"
@@ -33,58 +32,82 @@
 #include "tests/common/process/process.hpp"
 #include "tests/common/redis/redis_server.hpp"
 #include "tests/common/redis/wait_for.hpp"
+#include "tools/cluster/cluster.hpp"
 
 namespace spotlight {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::Process;
 
 constexpr int kIterations = 4;
 constexpr int kPrompts = 2;
 constexpr int kCandidates = 6;
 constexpr double kMaxWaitSeconds = 60;
 
+// The local cluster (tools/cluster) of a small async job on the micro model: redis-server, the
+// reward service, the planner, `explorers` explorers and the trainer.
+cluster::ClusterOptions job(const std::filesystem::path& dir, const std::string& run_id,
+                            int iterations, int max_wait_seconds, int explorers) {
+  cluster::ClusterOptions o;
+  o.bin_dir = testing::binary_path("services");
+  o.redis_server = *testing::RedisServer::find_executable();
+  o.redis_appendfsync = "always";
+  o.explorers = explorers;
+  o.run.overrides = {
+      "run.id=" + run_id,
+      "run.dir=" + (dir / "run").string(),
+      "model.preset=micro",
+      "exploration.mode=async",
+      "exploration.candidates=" + std::to_string(kCandidates),
+      "exploration.max_wait_seconds=" + std::to_string(max_wait_seconds),
+      "trainer.iterations=" + std::to_string(iterations),
+      "trainer.prompts_per_iteration=" + std::to_string(kPrompts),
+      "trainer.group_size=4",
+      "trainer.micro_batch=4",
+      "sampler.steps=4",
+      "validation.prompts=5",
+      "validation.steps=3",
+      "validation.every=10",
+      "audit.every=0",
+      "run.threads=1",
+      "explorer.batch=4",
+      "explorer.heartbeat_ms=200",
+      "planner.poll_ms=50",
+  };
+  return o;
+}
+
+// Waits for the trainer, then for planner and explorers to exit 0 by themselves, then stops the
+// reward service with SIGTERM (it must exit 0 within the grace period).
+void expect_clean_end(cluster::Cluster& cluster, std::chrono::seconds trainer_timeout) {
+  const auto trainer = cluster.process("trainer")->wait_for(trainer_timeout);
+  ASSERT_TRUE(trainer.has_value()) << "trainer did not finish\n" << cluster.log_tail("trainer");
+  ASSERT_TRUE(trainer->success()) << trainer->describe() << "\n" << cluster.log_tail("trainer");
+  std::vector<std::string> names = {"planner"};
+  for (int i = 1; cluster.process("explorer-" + std::to_string(i)) != nullptr; ++i)
+    names.push_back("explorer-" + std::to_string(i));
+  for (const auto& name : names) {
+    const auto status = cluster.process(name)->wait_for(60s);
+    ASSERT_TRUE(status.has_value()) << cluster.log_tail(name);
+    EXPECT_TRUE(status->success()) << status->describe() << "\n" << cluster.log_tail(name);
+  }
+  const auto reward = cluster.process("reward")->terminate(30s);
+  EXPECT_TRUE(reward.status.success() && !reward.escalated) << cluster.log_tail("reward");
+}
+
 TEST(HostileJob, PoisonedResultsAndForgedTasksNeitherStallNorRun) {
   SPOTLIGHT_REQUIRE_REDIS_SERVER();
-  testing::RedisServer redis;
   const auto dir = testing::make_temp_dir("spotlight-hostile");
   const std::string run_id = "hostile";
   const run::RunKeys keys(run_id);
-  const int reward_port = testing::free_port();
-  const int bus_port = testing::free_port();
-  const std::vector<std::string> run_args{
-      "--set", "run.id=" + run_id,
-      "--set", "run.dir=" + (dir / "run").string(),
-      "--set", "redis.port=" + std::to_string(redis.port()),
-      "--set", "reward.endpoint=tcp://127.0.0.1:" + std::to_string(reward_port),
-      "--set", "bus.trainer_endpoint=tcp://127.0.0.1:" + std::to_string(bus_port),
-      "--set", "model.preset=micro",
-      "--set", "exploration.mode=async",
-      "--set", "exploration.candidates=" + std::to_string(kCandidates),
-      "--set", "exploration.max_wait_seconds=" + std::to_string(static_cast<int>(kMaxWaitSeconds)),
-      "--set", "trainer.iterations=" + std::to_string(kIterations),
-      "--set", "trainer.prompts_per_iteration=" + std::to_string(kPrompts),
-      "--set", "trainer.group_size=4",
-      "--set", "trainer.micro_batch=4",
-      "--set", "sampler.steps=4",
-      "--set", "validation.prompts=5",
-      "--set", "validation.steps=3",
-      "--set", "validation.every=10",
-      "--set", "audit.every=0",
-      "--set", "run.threads=1",
-      "--set", "explorer.batch=4",
-      "--set", "explorer.heartbeat_ms=200",
-      "--set", "planner.poll_ms=50",
-  };
-  auto with = [&](std::vector<std::string> extra) {
-    auto args = run_args;
-    args.insert(args.end(), extra.begin(), extra.end());
-    return args;
-  };
+  cluster::Cluster cluster(
+      job(dir, run_id, kIterations, static_cast<int>(kMaxWaitSeconds), /*explorers=*/2));
+  cluster.start_redis();  // alone: the poison is in place before any service runs
+  redis::RedisOptions redis_options;
+  redis_options.port = cluster.redis_port();
 
   // The attacker: plain write access to Redis.
-  redis::RedisClient attacker(redis.client_options());
+  redis::RedisClient attacker(redis_options);
   const std::string results = keys.explore_queue + ":results";
   const std::string stream = keys.explore_queue + ":tasks";
   wire::SeedResult wrong_seed;
@@ -108,17 +131,7 @@ TEST(HostileJob, PoisonedResultsAndForgedTasksNeitherStallNorRun) {
   for (const auto& [id, bytes] : poison)
     attacker.command({"HSET", results, id, bytes});
 
-  Process reward(testing::binary_path("services/reward/spotlight-reward"),
-                 {"--set", "reward.bind=tcp://127.0.0.1:" + std::to_string(reward_port)},
-                 dir / "reward.log");
-  Process planner(testing::binary_path("services/planner/spotlight-planner"), run_args,
-                  dir / "planner.log");
-  Process explorer1(testing::binary_path("services/explorer/spotlight-explorer"),
-                    with({"--set", "explorer.id=e1"}), dir / "explorer-1.log");
-  Process explorer2(testing::binary_path("services/explorer/spotlight-explorer"),
-                    with({"--set", "explorer.id=e2"}), dir / "explorer-2.log");
-  Process trainer(testing::binary_path("services/trainer/spotlight-trainer"), with({"train"}),
-                  dir / "trainer.log");
+  cluster.start();
 
   // Forged tasks, once a real one shows what tasks look like.
   std::string real_payload;
@@ -133,7 +146,7 @@ TEST(HostileJob, PoisonedResultsAndForgedTasksNeitherStallNorRun) {
         return !real_payload.empty();
       },
       120s))
-      << planner.log_tail();
+      << cluster.log_tail("planner");
   // Written as an attacker who knows nothing of signatures would: a version 1 task, 3000 steps.
   const wire::SeedTask real = wire::SeedTask::decode(real_payload);
   const std::string unsigned_task = wire::Writer("seed_task", 1)
@@ -152,16 +165,8 @@ TEST(HostileJob, PoisonedResultsAndForgedTasksNeitherStallNorRun) {
   attacker.command({"XADD", stream, "*", "task", "i1/p0/c99", "payload", unsigned_task});
   attacker.command({"XADD", stream, "*", "task", "i1/p1/c98", "payload", altered.encode()});
 
-  const auto trainer_status = trainer.wait(900s);
-  ASSERT_TRUE(trainer_status.has_value()) << "trainer did not finish\n" << trainer.log_tail();
-  ASSERT_EQ(*trainer_status, 0) << trainer.log_tail();
-  for (auto* p : {&planner, &explorer1, &explorer2}) {
-    const auto status = p->wait(60s);
-    ASSERT_TRUE(status.has_value()) << p->log_tail();
-    EXPECT_EQ(*status, 0) << p->log_tail();
-  }
-  reward.signal(SIGTERM);
-  EXPECT_EQ(reward.wait(30s), std::optional<int>(0)) << reward.log_tail();
+  expect_clean_end(cluster, 900s);
+  if (HasFatalFailure()) return;
 
   // No iteration waited out its deadline for a result that was never coming.
   std::ifstream metrics(dir / "run" / "metrics.jsonl");
@@ -175,7 +180,7 @@ TEST(HostileJob, PoisonedResultsAndForgedTasksNeitherStallNorRun) {
               << " s, waiting for explored seeds " << m.at("explore_seconds") << " s\n";
     EXPECT_LT(m.at("explore_seconds").get<double>(), kMaxWaitSeconds / 2)
         << "iteration " << m.at("iteration") << " stalled\n"
-        << trainer.log_tail();
+        << cluster.log_tail("trainer");
   }
   EXPECT_EQ(iterations, kIterations);
   EXPECT_EQ(fallbacks, 0);
@@ -183,7 +188,7 @@ TEST(HostileJob, PoisonedResultsAndForgedTasksNeitherStallNorRun) {
   // Every scheduled task ends with one valid result; the poison is in quarantine, counted.
   queue::LeaseQueueOptions queue_options;
   queue_options.key_prefix = keys.explore_queue;
-  queue::RedisLeaseQueue queue(redis.client_options(), queue_options);
+  queue::RedisLeaseQueue queue(redis_options, queue_options);
   for (int k = 0; k < kIterations; ++k) {
     for (int i = 0; i < kPrompts; ++i) {
       for (int j = 0; j < kCandidates; ++j) {
@@ -247,81 +252,32 @@ TEST(HostileJob, TheJobRunsWithEachServiceLoggedInAsItsRole) {
   }
   const auto dir = testing::make_temp_dir("spotlight-acl-job");
   std::ofstream(dir / "users.acl") << acl;
-  testing::RedisServerOptions redis_options;
+  const std::string run_id = "acl";
+  cluster::ClusterOptions o = job(dir, run_id, 2, 120, /*explorers=*/1);
+  o.redis_args = {"--aclfile", (dir / "users.acl").string()};
+  o.redis_user = "admin";  // the readiness probe and this test
+  o.redis_password = password("admin");
+  for (const std::string role : {"planner", "trainer", "explorer"}) {
+    o.role_env[role] = {{"SPOTLIGHT_REDIS_USER", role},
+                        {"SPOTLIGHT_REDIS_PASSWORD", password(role)}};
+  }
+  cluster::Cluster cluster(o);
+  cluster.start();
+  expect_clean_end(cluster, 600s);
+  if (HasFatalFailure()) return;
+  redis::RedisOptions redis_options;
+  redis_options.port = cluster.redis_port();
   redis_options.user = "admin";
   redis_options.password = password("admin");
-  redis_options.extra_args = {"--aclfile", (dir / "users.acl").string()};
-  testing::RedisServer redis(redis_options);
-
-  const std::string run_id = "acl";
-  const int reward_port = testing::free_port();
-  const std::vector<std::string> args{
-      "--set", "run.id=" + run_id,
-      "--set", "run.dir=" + (dir / "run").string(),
-      "--set", "redis.port=" + std::to_string(redis.port()),
-      "--set", "reward.endpoint=tcp://127.0.0.1:" + std::to_string(reward_port),
-      "--set", "bus.trainer_endpoint=tcp://127.0.0.1:" + std::to_string(testing::free_port()),
-      "--set", "model.preset=micro",
-      "--set", "exploration.mode=async",
-      "--set", "exploration.candidates=" + std::to_string(kCandidates),
-      "--set", "exploration.max_wait_seconds=120",
-      "--set", "trainer.iterations=2",
-      "--set", "trainer.prompts_per_iteration=" + std::to_string(kPrompts),
-      "--set", "trainer.group_size=4",
-      "--set", "trainer.micro_batch=4",
-      "--set", "sampler.steps=4",
-      "--set", "validation.prompts=5",
-      "--set", "validation.steps=3",
-      "--set", "validation.every=10",
-      "--set", "audit.every=0",
-      "--set", "run.threads=1",
-      "--set", "explorer.batch=4",
-      "--set", "explorer.heartbeat_ms=200",
-      "--set", "planner.poll_ms=50",
-  };
-  // The environment of a process is copied when it starts: set each role's credentials first.
-  const auto as = [&](const std::string& role) {
-    ::setenv("SPOTLIGHT_REDIS_USER", role.c_str(), 1);
-    ::setenv("SPOTLIGHT_REDIS_PASSWORD", password(role).c_str(), 1);
-  };
-  Process reward(testing::binary_path("services/reward/spotlight-reward"),
-                 {"--set", "reward.bind=tcp://127.0.0.1:" + std::to_string(reward_port)},
-                 dir / "reward.log");
-  as("planner");
-  Process planner(testing::binary_path("services/planner/spotlight-planner"), args,
-                  dir / "planner.log");
-  as("explorer");
-  auto explorer_args = args;
-  explorer_args.insert(explorer_args.end(), {"--set", "explorer.id=e1"});
-  Process explorer(testing::binary_path("services/explorer/spotlight-explorer"), explorer_args,
-                   dir / "explorer.log");
-  as("trainer");
-  auto trainer_args = args;
-  trainer_args.push_back("train");
-  Process trainer(testing::binary_path("services/trainer/spotlight-trainer"), trainer_args,
-                  dir / "trainer.log");
-  ::unsetenv("SPOTLIGHT_REDIS_USER");
-  ::unsetenv("SPOTLIGHT_REDIS_PASSWORD");
-
-  const auto trainer_status = trainer.wait(600s);
-  ASSERT_TRUE(trainer_status.has_value()) << trainer.log_tail();
-  EXPECT_EQ(*trainer_status, 0) << trainer.log_tail();
-  for (auto* p : {&planner, &explorer}) {
-    const auto status = p->wait(60s);
-    ASSERT_TRUE(status.has_value()) << p->log_tail();
-    EXPECT_EQ(*status, 0) << p->log_tail();
-  }
-  reward.signal(SIGTERM);
-  EXPECT_EQ(reward.wait(30s), std::optional<int>(0)) << reward.log_tail();
   queue::LeaseQueueOptions queue_options;
   queue_options.key_prefix = run::RunKeys(run_id).explore_queue;
-  queue::RedisLeaseQueue queue(redis.client_options(), queue_options);
+  queue::RedisLeaseQueue queue(redis_options, queue_options);
   for (int k = 0; k < 2; ++k) {
     for (int i = 0; i < kPrompts; ++i) {
       for (int j = 0; j < kCandidates; ++j) {
         const auto id = run::seed_task_id(k, i, j);
         const auto bytes = queue.result(id);
-        ASSERT_TRUE(bytes.has_value()) << id << "\n" << explorer.log_tail();
+        ASSERT_TRUE(bytes.has_value()) << id << "\n" << cluster.log_tail("explorer-1");
         EXPECT_TRUE(run::check_result(*bytes, run::ExpectedResult{id, run_id, k, i,
                                                                   run::candidate_seed(0, k, i, j)})
                         .result.has_value())

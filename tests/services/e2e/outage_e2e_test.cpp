@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include "common/process/process.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/run/run_config.hpp"
 #include "common/service/exit_codes.hpp"
@@ -21,6 +22,7 @@
 #include "tests/common/redis/redis_server.hpp"
 #include "tests/common/redis/wait_for.hpp"
 #include "tests/services/e2e/log_lines.hpp"
+#include "tools/cluster/cluster.hpp"
 
 namespace spotlight {
 namespace {
@@ -45,28 +47,38 @@ std::int64_t last_iteration(const std::filesystem::path& metrics) {
   return its.empty() ? -2 : its.back();
 }
 
+// The job's settings (key=value), without its endpoints.
+std::vector<std::string> settings(const std::string& run_id, const std::filesystem::path& dir,
+                                  int iterations) {
+  return {"run.id=" + run_id,
+          "run.dir=" + (dir / "run").string(),
+          "model.preset=micro",
+          "exploration.mode=async",
+          "exploration.candidates=" + std::to_string(kCandidates),
+          "trainer.iterations=" + std::to_string(iterations),
+          "trainer.prompts_per_iteration=" + std::to_string(kPrompts),
+          "trainer.group_size=4",
+          "trainer.micro_batch=4",
+          "sampler.steps=4",
+          "validation.prompts=4",
+          "validation.steps=3",
+          "validation.every=100",
+          "audit.every=0",
+          "run.threads=1",
+          "explorer.batch=4",
+          "explorer.heartbeat_ms=200",
+          "planner.poll_ms=50"};
+}
+
+// The command line of a service started by hand against `redis_port`.
 std::vector<std::string> run_args(const std::string& run_id, const std::filesystem::path& dir,
                                   int redis_port, int iterations) {
-  return {"--set", "run.id=" + run_id,
-          "--set", "run.dir=" + (dir / "run").string(),
-          "--set", "redis.port=" + std::to_string(redis_port),
-          "--set", "bus.trainer_endpoint=tcp://127.0.0.1:" + std::to_string(testing::free_port()),
-          "--set", "model.preset=micro",
-          "--set", "exploration.mode=async",
-          "--set", "exploration.candidates=" + std::to_string(kCandidates),
-          "--set", "trainer.iterations=" + std::to_string(iterations),
-          "--set", "trainer.prompts_per_iteration=" + std::to_string(kPrompts),
-          "--set", "trainer.group_size=4",
-          "--set", "trainer.micro_batch=4",
-          "--set", "sampler.steps=4",
-          "--set", "validation.prompts=4",
-          "--set", "validation.steps=3",
-          "--set", "validation.every=100",
-          "--set", "audit.every=0",
-          "--set", "run.threads=1",
-          "--set", "explorer.batch=4",
-          "--set", "explorer.heartbeat_ms=200",
-          "--set", "planner.poll_ms=50"};
+  std::vector<std::string> args = {
+      "--set", "redis.port=" + std::to_string(redis_port), "--set",
+      "bus.trainer_endpoint=tcp://127.0.0.1:" + std::to_string(testing::free_port())};
+  for (const auto& s : settings(run_id, dir, iterations))
+    args.insert(args.end(), {"--set", s});
+  return args;
 }
 
 std::vector<std::string> plus(std::vector<std::string> args, const std::vector<std::string>& more) {
@@ -108,28 +120,20 @@ std::int64_t recovery_ms(const std::filesystem::path& log, std::int64_t back_ms)
 
 TEST(RedisOutage, EveryServiceRidesThroughAKillAndAPauseAndTheJobLosesNothing) {
   SPOTLIGHT_REQUIRE_REDIS_SERVER();
-  testing::RedisServer redis;  // AOF, appendfsync always: what was acknowledged survives a kill
   const auto dir = testing::make_temp_dir("spotlight-outage");
-  constexpr int kIterations = 10;
-  const auto args = run_args("outage", dir, redis.port(), kIterations);
-  const auto with = [&](const std::vector<std::string>& more) { return plus(args, more); };
-  const int reward_port = testing::free_port();
-  const std::string reward_endpoint = "tcp://127.0.0.1:" + std::to_string(reward_port);
-  Process reward(testing::binary_path("services/reward/spotlight-reward"),
-                 {"--set", "reward.bind=" + reward_endpoint}, dir / "reward.log");
-  const auto all = [&](const std::vector<std::string>& more) {
-    return with(plus({"--set", "reward.endpoint=" + reward_endpoint, "--set",
-                      "exploration.max_wait_seconds=300"},
-                     more));
-  };
-  Process planner(testing::binary_path("services/planner/spotlight-planner"), all({}),
-                  dir / "planner.log");
-  Process explorer1(testing::binary_path("services/explorer/spotlight-explorer"),
-                    all({"--set", "explorer.id=e1"}), dir / "explorer-1.log");
-  Process explorer2(testing::binary_path("services/explorer/spotlight-explorer"),
-                    all({"--set", "explorer.id=e2"}), dir / "explorer-2.log");
-  Process trainer(testing::binary_path("services/trainer/spotlight-trainer"), all({"train"}),
-                  dir / "trainer.log");
+  constexpr int kIterations = 20;
+  // The local cluster (tools/cluster): redis-server, reward, planner, two explorers, trainer.
+  cluster::ClusterOptions o;
+  o.bin_dir = testing::binary_path("services");
+  o.redis_server = *testing::RedisServer::find_executable();
+  o.redis_appendfsync = "always";  // AOF: what was acknowledged survives a kill
+  o.explorers = 2;
+  o.run.overrides = settings("outage", dir, kIterations);
+  o.run.overrides.push_back("exploration.max_wait_seconds=300");
+  cluster::Cluster cluster(o);
+  cluster.start();
+  const auto log_dir = dir / "run" / "logs";
+  process::Process& trainer = *cluster.process("trainer");
   const auto metrics = dir / "run" / "metrics.jsonl";
   const auto wait_for_iteration = [&](std::int64_t k) {
     return testing::wait_for([&] { return last_iteration(metrics) >= k || !trainer.running(); },
@@ -138,48 +142,58 @@ TEST(RedisOutage, EveryServiceRidesThroughAKillAndAPauseAndTheJobLosesNothing) {
   };
 
   // 1. SIGKILL, back after 5 s (AOF replayed).
-  ASSERT_TRUE(wait_for_iteration(1)) << trainer.log_tail();
+  ASSERT_TRUE(wait_for_iteration(1)) << cluster.log_tail("trainer");
   const std::int64_t killed_at = last_iteration(metrics);
   const std::int64_t kill_ms = testing::now_unix_ms();
-  redis.kill();
+  cluster.process("redis")->signal(SIGKILL);
+  cluster.process("redis")->wait();
   std::this_thread::sleep_for(5s);  // the fault's length, not a synchronisation
-  redis.start();                    // returns once it answers PING
+  cluster.restart("redis");         // same port and AOF; returns once it answers PING
   const std::int64_t ping_ms = testing::now_unix_ms();
   // Back = when it accepted connections again (its log), else when it answered our PING.
-  const std::int64_t back_ms = redis_ready_ms(redis.dir() / "redis.log").value_or(ping_ms);
+  const std::int64_t back_ms = redis_ready_ms(log_dir / "redis.log").value_or(ping_ms);
 
   // 2. SIGSTOP for 15 s (connections hang, commands time out), once the job moved on and every
   // service that noticed the kill has logged its recovery: a pause that starts while a busy
   // explorer has not yet retried would merge the two faults into one outage in its log.
-  ASSERT_TRUE(wait_for_iteration(killed_at + 2)) << trainer.log_tail();
+  // The trainer is held (SIGSTOP) until the pause has begun: once Redis is back, the micro job's
+  // iterations take milliseconds, and a job that finished before the pause left the planner and
+  // the explorers nothing to ride through (they exit on a finished run; seen once in a clean
+  // clone: iterations 2 to 10 within 0.2 s, the run over as the pause began).
+  ASSERT_TRUE(wait_for_iteration(killed_at + 2)) << cluster.log_tail("trainer");
+  trainer.signal(SIGSTOP);
+  ASSERT_LT(last_iteration(metrics), kIterations - 1) << "the job finished before the pause";
   for (const auto* log : {"planner.log", "explorer-1.log", "explorer-2.log"}) {
     ASSERT_TRUE(testing::wait_for(
         [&] {
-          return lines_with(dir / log, "redis lost").size() ==
-                 lines_with(dir / log, "redis restored").size();
+          return lines_with(log_dir / log, "redis lost").size() ==
+                 lines_with(log_dir / log, "redis restored").size();
         },
         120s))
         << log << " did not recover from the kill";
   }
   const std::int64_t pause_ms = testing::now_unix_ms();
-  redis.pause();
+  cluster.process("redis")->signal(SIGSTOP);
+  trainer.signal(SIGCONT);  // it meets the pause too
   std::this_thread::sleep_for(15s);
-  redis.resume();
+  cluster.process("redis")->signal(SIGCONT);
   const std::int64_t resume_ms = testing::now_unix_ms();
 
-  const auto status = trainer.wait(600s);
-  ASSERT_TRUE(status.has_value()) << "trainer did not finish\n" << trainer.log_tail();
-  ASSERT_EQ(*status, 0) << trainer.log_tail();
-  for (auto* p : {&planner, &explorer1, &explorer2}) {
-    const auto s = p->wait(60s);
-    ASSERT_TRUE(s.has_value()) << p->log_tail();
-    EXPECT_EQ(*s, 0) << p->log_tail();
+  const auto status = trainer.wait_for(600s);
+  ASSERT_TRUE(status.has_value()) << "trainer did not finish\n" << cluster.log_tail("trainer");
+  ASSERT_TRUE(status->success()) << status->describe() << "\n" << cluster.log_tail("trainer");
+  for (const char* name : {"planner", "explorer-1", "explorer-2"}) {
+    const auto s = cluster.process(name)->wait_for(60s);
+    ASSERT_TRUE(s.has_value()) << cluster.log_tail(name);
+    EXPECT_TRUE(s->success()) << s->describe() << "\n" << cluster.log_tail(name);
   }
-  reward.signal(SIGTERM);
-  EXPECT_EQ(reward.wait(30s), std::optional<int>(0)) << reward.log_tail();
+  const auto reward = cluster.process("reward")->terminate(30s);
+  EXPECT_TRUE(reward.status.success() && !reward.escalated) << cluster.log_tail("reward");
 
   // Nothing lost, nothing counted twice, every iteration trained once and in order.
-  queue::RedisLeaseQueue queue(redis.client_options(), run::explore_queue_options([&] {
+  redis::RedisOptions redis_options;
+  redis_options.port = cluster.redis_port();
+  queue::RedisLeaseQueue queue(redis_options, run::explore_queue_options([&] {
                                  config::ConfigSources s;
                                  s.overrides = {"run.id=outage"};
                                  return config::Config::load(run::run_schema(), s);
@@ -196,10 +210,10 @@ TEST(RedisOutage, EveryServiceRidesThroughAKillAndAPauseAndTheJobLosesNothing) {
 
   // One line per change of state, not one per attempt; every outage seen ends.
   const std::vector<std::pair<std::string, std::filesystem::path>> logs{
-      {"trainer", dir / "trainer.log"},
-      {"planner", dir / "planner.log"},
-      {"explorer-1", dir / "explorer-1.log"},
-      {"explorer-2", dir / "explorer-2.log"}};
+      {"trainer", log_dir / "trainer.log"},
+      {"planner", log_dir / "planner.log"},
+      {"explorer-1", log_dir / "explorer-1.log"},
+      {"explorer-2", log_dir / "explorer-2.log"}};
   for (const auto& [name, log] : logs) {
     const auto lost = lines_with(log, "redis lost").size();
     const auto restored = lines_with(log, "redis restored").size();
@@ -207,6 +221,19 @@ TEST(RedisOutage, EveryServiceRidesThroughAKillAndAPauseAndTheJobLosesNothing) {
     EXPECT_LE(lines_with(log, " WARN ").size(), 6 * lost + 4) << name << ": too many warnings";
     if (name != "trainer") {
       EXPECT_GE(lost, 2u) << name << " polls Redis and must see both";
+    }
+    if (name.starts_with("explorer")) {
+      // An explorer learns that the run finished only from Redis, so it says Redis was restored
+      // before it exits, whether the run ended during the pause or after it.
+      const auto lines = testing::read_lines(log);
+      std::optional<std::size_t> last_restored, finished;
+      for (std::size_t i = 0; i < lines.size(); ++i) {
+        if (lines[i].find("redis restored") != std::string::npos) last_restored = i;
+        if (lines[i].find("run finished") != std::string::npos) finished = i;
+      }
+      EXPECT_TRUE(finished.has_value()) << name << " did not see the run finish";
+      EXPECT_TRUE(finished && last_restored && *last_restored < *finished)
+          << name << " exited before saying Redis was restored";
     }
   }
 
@@ -223,7 +250,7 @@ TEST(RedisOutage, EveryServiceRidesThroughAKillAndAPauseAndTheJobLosesNothing) {
                 static_cast<long long>(recovery_ms(log, resume_ms)));
   }
   std::printf("  trainer timeline (s since the kill):\n");
-  for (const auto& line : testing::read_lines(dir / "trainer.log")) {
+  for (const auto& line : testing::read_lines(log_dir / "trainer.log")) {
     const bool interesting =
         line.find(" iter ") != std::string::npos || line.find("redis ") != std::string::npos;
     const auto t = testing::log_time_ms(line);

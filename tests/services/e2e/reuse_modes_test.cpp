@@ -5,7 +5,6 @@
 //  - sync-stale: the trainer explores with the previous iteration's weights, also across a
 //    SIGKILL and restart (the weights travel in the checkpoint).
 #include <fstream>
-#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -19,6 +18,7 @@
 #include "tests/common/process/process.hpp"
 #include "tests/common/redis/redis_server.hpp"
 #include "tests/common/redis/wait_for.hpp"
+#include "tools/cluster/cluster.hpp"
 
 namespace spotlight {
 namespace {
@@ -36,81 +36,79 @@ std::vector<Json> metric_lines(const std::filesystem::path& run_dir) {
   return out;
 }
 
+// The settings of a small job (key=value).
 std::vector<std::string> small_job(const std::filesystem::path& run_dir, int iterations) {
-  return {"--set", "run.dir=" + run_dir.string(),
-          "--set", "model.preset=micro",
-          "--set", "trainer.iterations=" + std::to_string(iterations),
-          "--set", "trainer.prompts_per_iteration=2",
-          "--set", "trainer.group_size=4",
-          "--set", "trainer.micro_batch=4",
-          "--set", "exploration.candidates=6",
-          "--set", "sampler.steps=4",
-          "--set", "validation.prompts=5",
-          "--set", "validation.steps=3",
-          "--set", "validation.every=100",
-          "--set", "audit.every=0",
-          "--set", "run.threads=1"};
+  return {"run.dir=" + run_dir.string(),
+          "model.preset=micro",
+          "trainer.iterations=" + std::to_string(iterations),
+          "trainer.prompts_per_iteration=2",
+          "trainer.group_size=4",
+          "trainer.micro_batch=4",
+          "exploration.candidates=6",
+          "sampler.steps=4",
+          "validation.prompts=5",
+          "validation.steps=3",
+          "validation.every=100",
+          "audit.every=0",
+          "run.threads=1"};
 }
 
-// redis-server, the reward service, the planner, one explorer and the trainer of a small job in
-// `mode` with `extra` settings, run to the end. Every process must exit 0.
+// The local cluster (tools/cluster) of a small job in `mode` with `extra` settings: redis-server,
+// the reward service, the planner, one explorer and the trainer, run to the end. Every process
+// must exit 0; Redis runs until the job is destroyed.
 struct ServicesJob {
   ServicesJob(const std::string& mode, const std::vector<std::string>& extra, int iterations)
-      : dir(testing::make_temp_dir("spotlight-" + mode)), run_id(mode) {
-    const int reward_port = testing::free_port();
-    auto args = small_job(dir / "run", iterations);
-    std::vector<std::string> settings{
-        "run.id=" + run_id,
-        "redis.port=" + std::to_string(redis.port()),
-        "reward.endpoint=tcp://127.0.0.1:" + std::to_string(reward_port),
-        "bus.trainer_endpoint=tcp://127.0.0.1:" + std::to_string(testing::free_port()),
-        "exploration.mode=" + mode,
-        "exploration.max_wait_seconds=120",
-        "explorer.batch=4",
-        "explorer.heartbeat_ms=200",
-        "planner.poll_ms=20"};
-    settings.insert(settings.end(), extra.begin(), extra.end());
-    for (const auto& s : settings) {
-      args.push_back("--set");
-      args.push_back(s);
+      : dir(testing::make_temp_dir("spotlight-" + mode)),
+        run_id(mode),
+        cluster(options(dir, mode, extra, iterations)) {
+    cluster.start();
+    const auto status = cluster.process("trainer")->wait_for(600s);
+    EXPECT_TRUE(status.has_value()) << "trainer did not finish\n" << cluster.log_tail("trainer");
+    EXPECT_TRUE(status && status->success()) << cluster.log_tail("trainer");
+    for (const char* name : {"planner", "explorer-1"}) {
+      const auto s = cluster.process(name)->wait_for(60s);
+      EXPECT_TRUE(s.has_value()) << "still running after the trainer finished\n"
+                                 << cluster.log_tail(name);
+      EXPECT_TRUE(s && s->success()) << cluster.log_tail(name);
     }
-    auto with = [&](std::vector<std::string> more) {
-      auto a = args;
-      a.insert(a.end(), more.begin(), more.end());
-      return a;
-    };
-    Process reward(testing::binary_path("services/reward/spotlight-reward"),
-                   {"--set", "reward.bind=tcp://127.0.0.1:" + std::to_string(reward_port)},
-                   dir / "reward.log");
-    Process planner(testing::binary_path("services/planner/spotlight-planner"), args,
-                    dir / "planner.log");
-    Process explorer(testing::binary_path("services/explorer/spotlight-explorer"),
-                     with({"--set", "explorer.id=e1"}), dir / "explorer.log");
-    Process trainer(testing::binary_path("services/trainer/spotlight-trainer"), with({"train"}),
-                    dir / "trainer.log");
-    const auto status = trainer.wait(600s);
-    EXPECT_TRUE(status.has_value()) << "trainer did not finish\n" << trainer.log_tail();
-    EXPECT_EQ(status, std::optional<int>(0)) << trainer.log_tail();
-    for (auto* p : {&planner, &explorer}) {
-      const auto s = p->wait(60s);
-      EXPECT_TRUE(s.has_value()) << "still running after the trainer finished\n" << p->log_tail();
-      EXPECT_EQ(s, std::optional<int>(0)) << p->log_tail();
-    }
-    reward.signal(SIGTERM);
-    EXPECT_EQ(reward.wait(30s), std::optional<int>(0)) << reward.log_tail();
+    const auto reward = cluster.process("reward")->terminate(30s);
+    EXPECT_TRUE(reward.status.success() && !reward.escalated) << cluster.log_tail("reward");
   }
   ~ServicesJob() {
+    cluster.stop();
     if (!::testing::Test::HasFailure()) std::filesystem::remove_all(dir);
+  }
+  redis::RedisOptions redis_options() const {
+    redis::RedisOptions o;
+    o.port = cluster.redis_port();
+    return o;
   }
   // Trajectory keys left in Redis.
   size_t trajectories_left() {
-    redis::RedisClient client(redis.client_options());
+    redis::RedisClient client(redis_options());
     return client.command({"KEYS", run::RunKeys(run_id).trajectories + ":*"}).as_array().size();
   }
 
-  testing::RedisServer redis;
   std::filesystem::path dir;
   std::string run_id;
+  cluster::Cluster cluster;
+
+ private:
+  static cluster::ClusterOptions options(const std::filesystem::path& dir, const std::string& mode,
+                                         const std::vector<std::string>& extra, int iterations) {
+    cluster::ClusterOptions o;
+    o.bin_dir = testing::binary_path("services");
+    o.redis_server = *testing::RedisServer::find_executable();
+    o.explorers = 1;
+    o.run.overrides = small_job(dir / "run", iterations);
+    for (const std::string& s :
+         {"run.id=" + mode, "exploration.mode=" + mode,
+          std::string("exploration.max_wait_seconds=120"), std::string("explorer.batch=4"),
+          std::string("explorer.heartbeat_ms=200"), std::string("planner.poll_ms=20")})
+      o.run.overrides.push_back(s);
+    o.run.overrides.insert(o.run.overrides.end(), extra.begin(), extra.end());
+    return o;
+  }
 };
 
 TEST(ReuseModes, OffloadTrainsOnTheExplorersRolloutsOfTheCurrentWeights) {
@@ -120,12 +118,11 @@ TEST(ReuseModes, OffloadTrainsOnTheExplorersRolloutsOfTheCurrentWeights) {
   ASSERT_FALSE(::testing::Test::HasFailure());
   const auto& dir = job.dir;
   const auto& run_id = job.run_id;
-  auto& redis = job.redis;
 
   // Exactly the rollouts were enqueued (G per prompt, no more) and sampled with exactly v_k.
   queue::LeaseQueueOptions queue_options;
   queue_options.key_prefix = run::RunKeys(run_id).explore_queue;
-  queue::RedisLeaseQueue queue(redis.client_options(), queue_options);
+  queue::RedisLeaseQueue queue(job.redis_options(), queue_options);
   const auto stats = queue.stats();
   EXPECT_EQ(stats.enqueued_total, kIterations * kPrompts * kGroup);
   EXPECT_EQ(stats.results, kIterations * kPrompts * kGroup);
@@ -206,8 +203,9 @@ TEST(ReuseModes, AsyncOffPolicyTrainsOnTheExplorersStaleTrajectories) {
 TEST(ReuseModes, SyncStaleExploresWithThePreviousWeightsAcrossARestart) {
   constexpr int kIterations = 6;
   const auto dir = testing::make_temp_dir("spotlight-sync-stale");
-  auto args = small_job(dir / "run", kIterations);
-  args.insert(args.begin(), "train");
+  std::vector<std::string> args = {"train"};
+  for (const auto& s : small_job(dir / "run", kIterations))
+    args.insert(args.end(), {"--set", s});
   args.insert(args.end(), {"--set", "exploration.mode=sync-stale"});
   const auto latest = dir / "run" / "checkpoints" / "latest";
   {

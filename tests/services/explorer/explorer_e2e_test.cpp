@@ -17,10 +17,7 @@
 #include <vector>
 
 #include <ATen/Parallel.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/queue/redis_lease_queue.hpp"
@@ -29,11 +26,10 @@
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "tests/common/metrics/http_get.hpp"
+#include "tests/common/process/process.hpp"
 #include "tests/common/redis/redis_server.hpp"
 #include "tests/common/redis/wait_for.hpp"
 #include "tests/services/explorer/explorer_test_support.hpp"
-
-extern char** environ;
 
 namespace spotlight::explorer {
 namespace {
@@ -58,81 +54,34 @@ std::optional<std::string> binary_path() {
     if (::access(p->c_str(), X_OK) != 0) FAIL() << "no executable at " << *p;      \
   } while (0)
 
-// The explorer binary as a child process writing its log to a file in a temp dir. Killed
-// (SIGKILL) when destroyed if still running, and when the test's thread dies (PDEATHSIG).
+// The explorer binary as a child process (common/process) writing its log to a file in a temp
+// dir. Killed (SIGKILL) when destroyed if still running, and when the test's thread dies
+// (PDEATHSIG).
 class ExplorerProcess {
  public:
-  explicit ExplorerProcess(const std::vector<std::string>& args) {
-    char tmpl[] = "/tmp/spotlight-explorer-e2e-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    log_ = dir_ / "explorer.log";
-    std::vector<std::string> argv_s = {*binary_path()};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_s)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
-    // The assertions read its info lines, whatever level the test runs with.
-    std::vector<std::string> env_s;
-    for (char** e = environ; *e != nullptr; ++e) {
-      if (std::strncmp(*e, "SPOTLIGHT_LOG_LEVEL=", 20) != 0) env_s.emplace_back(*e);
-    }
-    env_s.emplace_back("SPOTLIGHT_LOG_LEVEL=info");
-    std::vector<char*> envp;
-    for (auto& e : env_s)
-      envp.push_back(e.data());
-    envp.push_back(nullptr);
-    const std::string log_path = log_.string();
-    const pid_t parent = ::getpid();
-    pid_ = ::fork();
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-    if (pid_ == 0) {  // child: async-signal-safe calls only
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);
-      const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (fd < 0) ::_exit(126);
-      ::dup2(fd, STDOUT_FILENO);
-      ::dup2(fd, STDERR_FILENO);
-      ::execve(argv[0], argv.data(), envp.data());
-      ::_exit(127);
-    }
-  }
-  ~ExplorerProcess() {
-    if (!status_) {
-      ::kill(pid_, SIGKILL);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
+  explicit ExplorerProcess(const std::vector<std::string>& args)
+      : dir_("spotlight-explorer-e2e"), process_(options(args, dir_.path / "explorer.log")) {}
 
-  void signal(int signo) { ::kill(pid_, signo); }
+  void signal(int signo) { process_.signal(signo); }
 
-  // The wait status once the process has exited within `timeout`, else nullopt.
-  std::optional<int> wait_exit(std::chrono::milliseconds timeout) {
-    wait_for(
-        [&] {
-          int status = 0;
-          if (!status_ && ::waitpid(pid_, &status, WNOHANG) == pid_) status_ = status;
-          return status_.has_value();
-        },
-        timeout);
-    return status_;
-  }
+  // The exit status (128 + signal when signalled) once the process has exited within `timeout`,
+  // else nullopt.
+  std::optional<int> wait_exit(std::chrono::milliseconds timeout) { return process_.wait(timeout); }
 
-  std::string output() const {
-    std::ifstream in(log_);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
+  std::string output() const { return process_.log_tail(std::string::npos); }
 
  private:
-  std::filesystem::path dir_;
-  std::filesystem::path log_;
-  pid_t pid_ = -1;
-  std::optional<int> status_;
+  static process::ProcessOptions options(const std::vector<std::string>& args,
+                                         const std::filesystem::path& log) {
+    process::ProcessOptions o;
+    o.argv = {*binary_path()};
+    o.argv.insert(o.argv.end(), args.begin(), args.end());
+    o.env["SPOTLIGHT_LOG_LEVEL"] = "info";  // the assertions read its info lines
+    o.log = log;
+    return o;
+  }
+  spotlight::testing::TempDir dir_;  // removed after the process is gone
+  spotlight::testing::Process process_;
 };
 
 // The "explorer <id> done: ..." line of a log, or "" when there is none.
@@ -236,8 +185,7 @@ TEST_F(ExplorerBinaryTest, CompletesTheTasksThenExitsWhenTheRunEnds) {
            wire::TrainerProgress{.iteration = 1, .finished = true}.encode());
   const auto status = process.wait_exit(20s);
   ASSERT_TRUE(status) << "still running after the run ended\n" << process.output();
-  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << "status " << *status << "\n"
-                                                               << process.output();
+  EXPECT_EQ(*status, 0) << process.output();
   EXPECT_NE(process.output().find("run finished"), std::string::npos) << process.output();
 }
 
@@ -258,8 +206,7 @@ TEST_F(ExplorerBinaryTest, SigtermMidRunExitsInGraceAndLosesNoTask) {
   const auto status = process.wait_exit(std::chrono::seconds(kGraceSeconds));
   ASSERT_TRUE(status) << "still running " << kGraceSeconds << " s after SIGTERM\n"
                       << process.output();
-  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << "status " << *status << "\n"
-                                                               << process.output();
+  EXPECT_EQ(*status, 0) << process.output();
   EXPECT_LT(std::chrono::steady_clock::now() - sent, std::chrono::seconds(kGraceSeconds));
   EXPECT_NE(process.output().find("received SIGTERM"), std::string::npos) << process.output();
 
@@ -314,7 +261,7 @@ TEST_F(ExplorerBinaryTest, NoticeFileCommitsTheChunkInFlightAndAnotherExplorerRe
   }
   const auto status = first.wait_exit(std::chrono::seconds(kGraceSeconds));
   ASSERT_TRUE(status) << "still running after the notice\n" << first.output();
-  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << first.output();
+  EXPECT_EQ(*status, 0) << first.output();
   EXPECT_NE(first.output().find("preemption notice: spot instance reclaim"), std::string::npos)
       << first.output();
   EXPECT_EQ(queue_->result_count(), 0) << "the chunk finished before the notice: vacuous";

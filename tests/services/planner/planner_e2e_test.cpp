@@ -2,24 +2,16 @@
 // enqueues iterations 0 and 1 once trainer_iteration = 0, exits 0 on SIGTERM, and exits 0 by
 // itself once trainer_iteration >= trainer.iterations.
 
-#include <cerrno>
 #include <csignal>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/run/schedule.hpp"
 #include "tests/common/metrics/http_get.hpp"
+#include "tests/common/process/process.hpp"
 #include "tests/common/redis/wait_for.hpp"
 #include "tests/services/planner/planner_fixture.hpp"
-
-extern char** environ;
 
 namespace spotlight::planner::test {
 namespace {
@@ -27,73 +19,29 @@ namespace {
 using namespace std::chrono_literals;
 using spotlight::testing::wait_for;
 
-// One spotlight-planner process; its stdout and stderr go to a file in a fresh temp dir.
+// One spotlight-planner process (common/process); its stdout and stderr go to a file in a fresh
+// temp dir.
 class PlannerProcess {
  public:
-  explicit PlannerProcess(const std::vector<std::string>& args) {
-    const char* binary_dir = std::getenv("SPOTLIGHT_BINARY_DIR");
-    if (binary_dir == nullptr) throw std::runtime_error("SPOTLIGHT_BINARY_DIR is not set");
-    const std::string binary = std::string(binary_dir) + "/services/planner/spotlight-planner";
-    if (::access(binary.c_str(), X_OK) != 0) throw std::runtime_error(binary + " not built");
-    const char* tmp = std::getenv("TMPDIR");
-    std::string dir_template = std::string(tmp != nullptr ? tmp : "/tmp") + "/planner-e2e-XXXXXX";
-    if (::mkdtemp(dir_template.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    dir_ = dir_template;
-    log_ = dir_ / "planner.log";
+  explicit PlannerProcess(const std::vector<std::string>& args)
+      : dir_("planner-e2e"), process_(binary(), args, dir_.path / "planner.log") {}
 
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    std::vector<std::string> argv_strings = {binary};
-    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_strings)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const int rc = ::posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) throw std::runtime_error("posix_spawn failed: " + std::to_string(rc));
-  }
-  ~PlannerProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
+  void signal(int signo) { process_.signal(signo); }
 
-  void signal(int signo) const { ::kill(pid_, signo); }
+  // The exit status (128 + signal when signalled) once the process exited within `timeout`;
+  // nullopt while it still runs.
+  std::optional<int> wait_exit(std::chrono::milliseconds timeout) { return process_.wait(timeout); }
 
-  // The exit status once the process exited within `timeout`; nullopt while it still runs.
-  std::optional<int> wait_exit(std::chrono::milliseconds timeout) {
-    wait_for(
-        [&] {
-          int status = 0;
-          if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-            pid_ = -1;
-            status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-          }
-          return status_.has_value();
-        },
-        timeout);
-    return status_;
-  }
-
-  std::string log() const {
-    std::ifstream in(log_);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
+  std::string log() const { return process_.log_tail(std::string::npos); }
 
  private:
-  std::filesystem::path dir_;
-  std::filesystem::path log_;
-  pid_t pid_ = -1;
-  std::optional<int> status_;
+  static std::filesystem::path binary() {
+    const auto path = spotlight::testing::binary_path("services/planner/spotlight-planner");
+    if (::access(path.c_str(), X_OK) != 0) throw std::runtime_error(path.string() + " not built");
+    return path;
+  }
+  spotlight::testing::TempDir dir_;  // removed after the process is gone
+  spotlight::testing::Process process_;
 };
 
 class PlannerE2eTest : public RedisFixture {

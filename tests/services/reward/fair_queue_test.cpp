@@ -36,26 +36,43 @@ FairQueueOptions options(std::size_t client_units, std::size_t max_batch_units) 
   return o;
 }
 
-TEST(FairQueue, ASmallRequestIsInTheNextBatchBesideHugeOnes) {
+TEST(FairQueue, ASmallRequestWaitsForOneHeavyShareBesideHugeOnes) {
   FairQueue q(options(8, 256));
   for (const char* heavy : {"h1", "h2", "h3", "h4"})
     ASSERT_EQ(q.admit(job(heavy, 5000)), Admission::kAdmitted);
-  auto first = q.take();
-  EXPECT_EQ(shares(first),
-            (std::map<std::string, std::size_t>{{"h1", 8}, {"h2", 8}, {"h3", 8}, {"h4", 8}}));
-  const auto light = job("good", 4);
+  // Heavy clients take turns, one share per batch.
+  EXPECT_EQ(shares(q.take()), (std::map<std::string, std::size_t>{{"h1", 8}}));
+  // Two small requests arrive while that batch is scored: the next batch holds all of both and
+  // the next heavy client's share, nothing more.
+  const auto light = job("good", 4), other = job("other", 8);
   ASSERT_EQ(q.admit(light), Admission::kAdmitted);
-  const auto second = q.take();
-  EXPECT_EQ(shares(second)["good"], 4u);
-  for (const char* heavy : {"h1", "h2", "h3", "h4"})
-    EXPECT_EQ(shares(second)[heavy], 8u) << heavy;
-  // Slices continue where the last one ended.
-  for (const auto& s : second) {
-    if (s.job->client == "h1") {
-      EXPECT_EQ(s.begin, 8u);
-    }
-  }
+  ASSERT_EQ(q.admit(other), Admission::kAdmitted);
+  EXPECT_EQ(shares(q.take()),
+            (std::map<std::string, std::size_t>{{"h2", 8}, {"good", 4}, {"other", 8}}));
   EXPECT_EQ(light->scheduled, 4u);
+  EXPECT_EQ(shares(q.take()), (std::map<std::string, std::size_t>{{"h3", 8}}));
+  EXPECT_EQ(shares(q.take()), (std::map<std::string, std::size_t>{{"h4", 8}}));
+  // Slices continue where the last one ended.
+  const auto fifth = q.take();
+  ASSERT_EQ(fifth.size(), 1u);
+  EXPECT_EQ(fifth[0].job->client, "h1");
+  EXPECT_EQ(fifth[0].begin, 8u);
+  EXPECT_EQ(fifth[0].end, 16u);
+}
+
+// However many small requests wait, every batch keeps one share for a heavy client.
+TEST(FairQueue, SmallRequestsNeverCrowdOutTheHeavyShare) {
+  FairQueue q(options(8, 64));
+  const auto heavy = job("heavy", 1000);
+  q.admit(heavy);
+  for (int c = 0; c < 40; ++c)
+    q.admit(job("small-" + std::to_string(c), 8));
+  for (int round = 0; round < 5; ++round) {
+    const auto batch = shares(q.take());
+    EXPECT_EQ(batch.at("heavy"), 8u) << "round " << round;
+    EXPECT_EQ(batch.size(), 8u) << "round " << round;  // the heavy share and 7 small requests
+  }
+  EXPECT_EQ(heavy->scheduled, 5u * 8u);
 }
 
 TEST(FairQueue, ALoneClientFillsTheBatchAndKeepsItsOrder) {
@@ -74,11 +91,12 @@ TEST(FairQueue, ALoneClientFillsTheBatchAndKeepsItsOrder) {
 
 TEST(FairQueue, ClientsTheBatchHadNoRoomForGoFirstNextTime) {
   FairQueue q(options(10, 20));  // room for two clients' shares per batch
+  q.admit(job("heavy", 1000));
   for (const char* c : {"a", "b", "c"})
-    q.admit(job(c, 1000));
-  EXPECT_EQ(shares(q.take()), (std::map<std::string, std::size_t>{{"a", 10}, {"b", 10}}));
-  EXPECT_EQ(shares(q.take()), (std::map<std::string, std::size_t>{{"a", 10}, {"c", 10}}));
-  EXPECT_EQ(shares(q.take()), (std::map<std::string, std::size_t>{{"b", 10}, {"c", 10}}));
+    q.admit(job(c, 10));
+  EXPECT_EQ(shares(q.take()), (std::map<std::string, std::size_t>{{"heavy", 10}, {"a", 10}}));
+  EXPECT_EQ(shares(q.take()), (std::map<std::string, std::size_t>{{"heavy", 10}, {"b", 10}}));
+  EXPECT_EQ(shares(q.take()), (std::map<std::string, std::size_t>{{"heavy", 10}, {"c", 10}}));
 }
 
 TEST(FairQueue, TheBudgetIsCheckedAtAdmissionAndFreedByFinish) {
@@ -104,9 +122,9 @@ TEST(FairQueue, CancelledAndFinishedJobsAreNotScheduled) {
   const auto a = job("a", 100), b = job("b", 100);
   q.admit(a);
   q.admit(b);
-  q.take();
+  EXPECT_EQ(shares(q.take()), (std::map<std::string, std::size_t>{{"a", 4}}));
   q.cancel(a);
-  EXPECT_EQ(shares(q.take()), (std::map<std::string, std::size_t>{{"b", 100 - 4}}));
+  EXPECT_EQ(shares(q.take()), (std::map<std::string, std::size_t>{{"b", 100}}));
   q.finish(a);
   q.finish(b);
   EXPECT_FALSE(q.has_work());

@@ -8,7 +8,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <optional>
 #include <regex>
 #include <string>
@@ -16,18 +15,17 @@
 #include <vector>
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "common/process/line_reader.hpp"
+#include "common/process/process.hpp"
 #include "common/reward/remote_reward.hpp"
 #include "common/rpc/client.hpp"
 #include "common/rpc/errors.hpp"
@@ -40,8 +38,6 @@
 #include "tests/common/process/process.hpp"
 #include "tests/common/redis/wait_for.hpp"
 #include "tests/services/reward/reward_requests.hpp"
-
-extern char** environ;
 
 namespace spotlight::reward {
 namespace {
@@ -58,107 +54,64 @@ std::optional<std::string> binary_path() {
   return std::string(dir) + "/services/reward/spotlight-reward";
 }
 
-// The reward binary as a child process, its stderr on a pipe. Killed (SIGKILL) when destroyed
-// if still running, and when the test process dies (PR_SET_PDEATHSIG).
+// The reward binary as a child process (common/process), its stdout and stderr on a pipe. Killed
+// (SIGKILL) when destroyed if still running, and when the test process dies (PR_SET_PDEATHSIG).
 class RewardProcess {
  public:
-  explicit RewardProcess(const std::vector<std::string>& args) {
-    const auto path = binary_path();
-    std::vector<std::string> argv_s = {*path};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<std::string> env_s;
-    for (char** e = environ; *e != nullptr; ++e) {
-      if (std::strncmp(*e, "SPOTLIGHT_LOG_LEVEL=", 20) != 0) env_s.emplace_back(*e);
-    }
-    env_s.emplace_back("SPOTLIGHT_LOG_LEVEL=info");
-    std::vector<char*> argv, envp;
-    for (auto& a : argv_s)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (auto& e : env_s)
-      envp.push_back(e.data());
-    envp.push_back(nullptr);
-
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
-    const pid_t parent = ::getpid();
-    pid_ = ::fork();
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-    if (pid_ == 0) {  // child: async-signal-safe calls only
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);
-      ::dup2(fds[1], STDERR_FILENO);
-      ::dup2(fds[1], STDOUT_FILENO);
-      ::execve(argv[0], argv.data(), envp.data());
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    err_ = fds[0];
-    exited_ = std::async(std::launch::async, [pid = pid_] {
-      int status = 0;
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
-      return status;
-    });
-  }
-  ~RewardProcess() {
-    if (!status_) {
-      ::kill(pid_, SIGKILL);
-      exited_.wait();
-    }
-    ::close(err_);
-  }
+  explicit RewardProcess(const std::vector<std::string>& args)
+      : process_(options(args)), lines_(process_.output_fd()) {}
 
   // Reads output until a line matches `pattern`; returns its first capture group, or nullopt
   // when the deadline passes or the process closes its output first.
   std::optional<std::string> wait_for_line(const std::regex& pattern, Clock::duration timeout) {
     const auto deadline = Clock::now() + timeout;
     for (;;) {
-      for (std::size_t nl; (nl = pending_.find('\n')) != std::string::npos;) {
-        const std::string line = pending_.substr(0, nl);
-        pending_.erase(0, nl + 1);
-        std::smatch m;
-        if (std::regex_search(line, m, pattern)) return m.size() > 1 ? m[1].str() : line;
-      }
       const auto left =
-          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() <= 0) return std::nullopt;
-      pollfd item{err_, POLLIN, 0};
-      if (::poll(&item, 1, static_cast<int>(left.count()) + 1) <= 0) continue;
-      char buffer[4096];
-      const ssize_t n = ::read(err_, buffer, sizeof buffer);
-      if (n <= 0) return std::nullopt;
-      pending_.append(buffer, static_cast<std::size_t>(n));
-      output_.append(buffer, static_cast<std::size_t>(n));
+          std::max(std::chrono::milliseconds(0),
+                   std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+      const auto line = lines_.next(left);
+      if (!line) return std::nullopt;
+      output_ += *line + "\n";
+      std::smatch m;
+      if (std::regex_search(*line, m, pattern)) return m.size() > 1 ? m[1].str() : *line;
     }
   }
 
   // Everything the process wrote (reads the rest once it has exited).
   const std::string& output() {
-    if (status_) {
-      char buffer[4096];
-      for (ssize_t n; (n = ::read(err_, buffer, sizeof buffer)) > 0;) {
-        output_.append(buffer, static_cast<std::size_t>(n));
-      }
+    if (process_.exit_status()) {
+      while (const auto line = lines_.next(std::chrono::milliseconds(0)))
+        output_ += *line + "\n";
     }
     return output_;
   }
 
-  void signal(int signo) { ::kill(pid_, signo); }
-  pid_t pid() const { return pid_; }
+  void signal(int signo) { process_.signal(signo); }
+  pid_t pid() const { return process_.pid(); }
 
-  // The wait status once the process has exited within `timeout`, else nullopt.
+  // The wait status (as waitpid() reports it) once the process has exited within `timeout`, else
+  // nullopt.
   std::optional<int> wait_exit(Clock::duration timeout) {
-    if (!status_ && exited_.wait_for(timeout) == std::future_status::ready) status_ = exited_.get();
-    return status_;
+    const auto s =
+        process_.wait_for(std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
+    if (!s) return std::nullopt;
+    return W_EXITCODE(s->code, s->signal);
   }
 
  private:
-  pid_t pid_ = -1;
-  int err_ = -1;
-  std::future<int> exited_;
-  std::optional<int> status_;
-  std::string pending_, output_;
+  static process::ProcessOptions options(const std::vector<std::string>& args) {
+    process::ProcessOptions o;
+    o.argv = {*binary_path()};
+    o.argv.insert(o.argv.end(), args.begin(), args.end());
+    o.env["SPOTLIGHT_LOG_LEVEL"] = "info";
+    o.pipe_stdout = true;
+    o.pipe_stderr = true;
+    return o;
+  }
+
+  process::Process process_;
+  process::LineReader lines_;
+  std::string output_;
 };
 
 #define SPOTLIGHT_REQUIRE_REWARD_BINARY()                                          \
@@ -438,14 +391,11 @@ TEST(RewardBinary, CurveEncryptionWithKeyFilesAndWrongKeysRefused) {
   KeyDir keys;
   const std::string keygen =
       std::string(std::getenv("SPOTLIGHT_BINARY_DIR")) + "/tools/keygen/spotlight-keygen";
-  ASSERT_EQ(
-      std::system((keygen + " " + keys / "reward.key" + " " + keys / "reward.pub" + " > /dev/null")
-                      .c_str()),
-      0);
-  ASSERT_EQ(
-      std::system(
-          (keygen + " " + keys / "other.key" + " " + keys / "other.pub" + " > /dev/null").c_str()),
-      0);
+  for (const std::string name : {"reward", "other"}) {
+    testing::Process run(keygen, {keys / (name + ".key"), keys / (name + ".pub")},
+                         keys / "keygen.log");
+    ASSERT_EQ(run.wait(30s), std::optional<int>(0)) << run.log_tail();
+  }
   EXPECT_EQ(
       std::filesystem::status(keys / "reward.key").permissions() & std::filesystem::perms::all,
       std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);

@@ -496,45 +496,44 @@ double percentile(std::vector<double> v, double q) {
 // Issue #13 (4), its acceptance criterion: four clients looping heavy requests used to cut a
 // normal client from 2521 to 12 requests in 20 s. Now a good client's p99 latency beside four
 // heavy clients (processes of their own, 1000 images a request) stays within twice its p99 when
-// it has the service to itself.
-// Measured in one run, in alternating phases, with the machine kept equally busy in both: while
-// the good client is alone on its service, four more heavy clients load a twin service (same
-// options, same process), so the CPU heavy work takes on a shared 2-core machine is the same in
-// both phases and only the sharing of the service differs. The heavy clients of the idle side
-// are paused (SIGSTOP) and the measurement waits until their last requests are answered.
+// the service is idle.
+// Measured in one run, in ten alternating phases of 100 requests (short, so that both conditions
+// see the same background load of a shared machine): the heavy clients run (beside) or are paused
+// with SIGSTOP (alone: the measurement waits until their last requests are answered, so the service
+// is idle). Real clients run on machines of their own; here they share the test's 2 cores, so
+// they run at nice 19, which gives the cores to the service and the good client whenever those
+// want them, as separate machines would. The service gets no special treatment: it runs in the
+// test's process, at the test's priority, with its default options.
 TEST(RewardService, AGoodClientsP99BesideFourHeavyClientsIsWithinTwiceItsP99Alone) {
-  ServingReward service;  // the defaults: 5 ms batch window, 8 images per client per batch
-  ServingReward twin;
+  ServingReward service;  // the defaults
   const Sample good = samples(4, 70, false);
   const auto heavy_client = testing::binary_path("tests/services/reward/reward_heavy_client");
   const auto logs = testing::make_temp_dir("reward-fairness");
-  const auto queued = [](ServingReward& s) {
-    return s.registry().gauge("spotlight_reward_queued_requests", "").value();
+  const auto queued = [&] {
+    return service.registry().gauge("spotlight_reward_queued_requests", "").value();
   };
-  std::vector<testing::Process> on_service, on_twin;
+  std::vector<testing::Process> heavy;
   for (int c = 0; c < 4; ++c) {
-    on_service.emplace_back(heavy_client, std::vector<std::string>{service.endpoint(), "1000"},
-                            logs / ("service-" + std::to_string(c)));
-    on_twin.emplace_back(heavy_client, std::vector<std::string>{twin.endpoint(), "1000"},
-                         logs / ("twin-" + std::to_string(c)));
+    heavy.emplace_back(heavy_client, std::vector<std::string>{service.endpoint(), "1000", "19"},
+                       logs / ("heavy-" + std::to_string(c)));
   }
-  const auto set_running = [](std::vector<testing::Process>& clients, bool running) {
-    for (auto& c : clients)
+  const auto set_running = [&](bool running) {
+    for (auto& c : heavy)
       c.signal(running ? SIGCONT : SIGSTOP);
   };
   RemoteReward client = service.client(30s);
   std::vector<double> alone, beside;
   double heavy_images = 0;
-  for (int phase = 0; phase < 4; ++phase) {
+  for (int phase = 0; phase < 10; ++phase) {
     const bool sharing = phase % 2 == 1;
-    set_running(on_service, sharing);
-    set_running(on_twin, !sharing);
-    ServingReward& idle = sharing ? twin : service;
-    ServingReward& loaded = sharing ? service : twin;
-    ASSERT_TRUE(testing::wait_for([&] { return queued(idle) == 0; }, 120s));
-    ASSERT_TRUE(testing::wait_for([&] { return queued(loaded) >= 4; }, 120s));
+    set_running(sharing);
+    if (sharing) {
+      ASSERT_TRUE(testing::wait_for([&] { return queued() >= 4; }, 120s));
+    } else {
+      ASSERT_TRUE(testing::wait_for([&] { return queued() == 0; }, 120s));
+    }
     const double scored = service.counter("spotlight_reward_images_scored_total");
-    for (int i = 0; i < 250; ++i) {
+    for (int i = 0; i < 100; ++i) {
       const auto start = std::chrono::steady_clock::now();
       client.score(good.prompts, good.images);
       (sharing ? beside : alone)
@@ -543,14 +542,12 @@ TEST(RewardService, AGoodClientsP99BesideFourHeavyClientsIsWithinTwiceItsP99Alon
     }
     if (sharing) heavy_images += service.counter("spotlight_reward_images_scored_total") - scored;
   }
-  for (auto* clients : {&on_service, &on_twin}) {
-    for (auto& c : *clients) {
-      c.signal(SIGCONT);
-      c.signal(SIGTERM);
-    }
-    for (auto& c : *clients)
-      EXPECT_TRUE(c.wait(120s).has_value()) << c.log_tail();
+  for (auto& c : heavy) {
+    c.signal(SIGCONT);
+    c.signal(SIGTERM);
   }
+  for (auto& c : heavy)
+    EXPECT_TRUE(c.wait(120s).has_value()) << c.log_tail();
   std::filesystem::remove_all(logs);
   const double p50_alone = percentile(alone, 0.5), p99_alone = percentile(alone, 0.99);
   const double p50_beside = percentile(beside, 0.5), p99_beside = percentile(beside, 0.99);

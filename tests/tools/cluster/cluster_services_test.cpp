@@ -8,6 +8,7 @@
 
 #include "common/process/proc_stat.hpp"
 #include "common/redis/client.hpp"
+#include "common/redis/errors.hpp"
 #include "tests/common/process/process.hpp"
 #include "tests/common/redis/redis_server.hpp"
 #include "tests/tools/cluster/fake_services.hpp"
@@ -79,6 +80,71 @@ TEST(ClusterServices, StartsRedisAndTheServicesPinnedAndStopsThemAfterTheTrainer
   EXPECT_EQ(by_name["redis"]["exit_code"], 0) << "redis shuts down cleanly on SIGTERM";
   EXPECT_EQ(by_name["planner"]["stopped_by"], "sigterm");
   EXPECT_EQ(by_name["planner"]["signal"], SIGTERM);
+  std::filesystem::remove_all(dir);
+}
+
+// The hooks end-to-end tests use: Redis first and alone (to be written to before any service
+// runs), with more arguments (a password) that the readiness probe logs in through; a reward
+// server of the test's own; each role's environment (its Redis credentials).
+TEST(ClusterServices, StartsRedisAloneFirstWithItsArgumentsThenTheRestWithEachRolesEnvironment) {
+  SPOTLIGHT_REQUIRE_REDIS_SERVER();
+  const auto dir = testing::make_temp_dir("spotlight-cluster-hooks");
+  ClusterOptions o;
+  // Each stand-in prints the user it was given; the trainer reads the key the test wrote.
+  o.bin_dir = testing::write_fake_services(
+      dir / "bin",
+      {.trainer = "echo \"user=$SPOTLIGHT_REDIS_USER\"; for a; do case \"$a\" in redis.port=*) "
+                  "p=${a#redis.port=};; esac; done; redis-cli -p \"$p\" -a pw --no-auth-warning "
+                  "get prepared",
+       .services = "echo \"user=$SPOTLIGHT_REDIS_USER\"; exec sleep 60"});
+  o.run.overrides = {"run.dir=" + (dir / "run").string(), "run.id=h", "exploration.mode=async"};
+  o.explorers = 1;
+  o.drain_timeout = 100ms;
+  o.grace = 5s;
+  o.redis_server = *testing::RedisServer::find_executable();
+  o.redis_args = {"--requirepass", "pw"};
+  o.redis_password = "pw";
+  o.reward_command = {"/bin/sh", "-c", "echo \"bound to {endpoint}\"; exec sleep 60"};
+  o.role_env = {{"planner", {{"SPOTLIGHT_REDIS_USER", "planner-user"}}},
+                {"explorer", {{"SPOTLIGHT_REDIS_USER", "explorer-user"}}},
+                {"trainer", {{"SPOTLIGHT_REDIS_USER", "trainer-user"}}}};
+  Cluster cluster(o);
+  cluster.start_redis();
+  EXPECT_NE(cluster.process("redis"), nullptr);
+  EXPECT_EQ(cluster.process("planner"), nullptr) << "only Redis runs after start_redis()";
+  EXPECT_EQ(cluster.process("trainer"), nullptr);
+  redis::RedisOptions ro;
+  ro.port = cluster.redis_port();
+  EXPECT_THROW(redis::RedisClient(ro).ping(), redis::RedisError) << "requirepass was not given";
+  ro.password = "pw";
+  redis::RedisClient(ro).command({"SET", "prepared", "before-the-services"});
+  cluster.start_redis();  // idempotent
+  cluster.start();
+  EXPECT_TRUE(cluster.wait_trainer().success()) << cluster.log_tail("trainer");
+  cluster.stop();
+
+  const auto log = [&](const std::string& name) {
+    return read_text(cluster.run_dir() / "logs" / (name + ".log"));
+  };
+  EXPECT_NE(log("trainer").find("before-the-services"), std::string::npos) << log("trainer");
+  EXPECT_NE(log("trainer").find("user=trainer-user"), std::string::npos) << log("trainer");
+  EXPECT_NE(log("planner").find("user=planner-user"), std::string::npos) << log("planner");
+  EXPECT_NE(log("explorer-1").find("user=explorer-user"), std::string::npos) << log("explorer-1");
+  const auto manifest = nlohmann::json::parse(read_text(cluster.write_manifest()));
+  const std::string endpoint =
+      "tcp://127.0.0.1:" + std::to_string(manifest["endpoints"]["reward_port"].get<int>());
+  EXPECT_NE(log("reward").find("bound to " + endpoint), std::string::npos) << log("reward");
+  EXPECT_NE(log("trainer").find("reward.endpoint=" + endpoint), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ClusterServices, RedisAloneNeedsARunWithServices) {
+  const auto dir = testing::make_temp_dir("spotlight-cluster-services");
+  ClusterOptions o;
+  o.bin_dir = testing::write_fake_services(dir / "bin", {});
+  o.run.overrides = {"run.dir=" + (dir / "run").string(), "exploration.mode=none"};
+  Cluster cluster(o);
+  EXPECT_THROW(cluster.start_redis(), ClusterError);
   std::filesystem::remove_all(dir);
 }
 

@@ -14,6 +14,7 @@
 #include "tests/tools/cluster/fake_services.hpp"
 #include "tools/cluster/base_model.hpp"
 #include "tools/cluster/command_line.hpp"
+#include "tools/cluster/launcher.hpp"
 
 namespace spotlight::cluster {
 namespace {
@@ -80,6 +81,20 @@ TEST(LauncherCommandLine, RejectsWhatItDoesNotUnderstandNamingTheFlag) {
   rejects({"--services", "maybe"}, "--services");
   rejects({"--base", "a", "--base-cache", "b"}, "one of them");
   rejects({"--config", "a", "--config", "b"}, "twice");
+}
+
+TEST(LauncherCommandLine, HarnessCommandsExpandTheServiceArgumentsQuotedForTheShell) {
+  const auto o = parse_launcher_command_line(
+      {"--driver", "drive {service-args}", "--driver-stops-job", "--after", "count {redis-port}"},
+      "spotlight-cluster");
+  EXPECT_EQ(o.driver, "drive {service-args}");
+  EXPECT_TRUE(o.driver_stops_job);
+  EXPECT_EQ(o.cluster.stop_with, "driver");
+  EXPECT_EQ(o.after, "count {redis-port}");
+  EXPECT_EQ(expand_command("x {service-args} -p {redis-port}", {"--set", "a=it's b"}, 6390),
+            "x '--set' 'a=it'\\''s b' -p 6390");
+  EXPECT_THROW(parse_launcher_command_line({"--driver-stops-job"}, "spotlight-cluster"),
+               std::invalid_argument);
 }
 
 TEST_F(ClusterTest, EnsureBaseAsksTheTrainerForTheRecipesBaseAndUsesThePathItPrints) {
@@ -176,6 +191,26 @@ TEST_F(ClusterTest, AStopRequestTerminatesTheTrainer) {
   const auto status = cluster.wait_trainer(stop.get_token());
   EXPECT_EQ(status.signal, SIGTERM);
   EXPECT_EQ(cluster.manifest().processes[0].stopped_by, "sigterm");
+}
+
+// The harness hooks of spotlight-cluster: a driver beside the job (here it ends the job), and an
+// --after command that runs once the trainer has ended, with the service arguments expanded.
+TEST_F(ClusterTest, ADriverCanEndTheJobAndTheAfterCommandRunsBeforeTheStop) {
+  LauncherOptions o;
+  o.cluster = options({.trainer = "exec sleep 60"});
+  o.quiet = true;
+  o.driver = "echo \"driver saw: {service-args}\"; exit 7";
+  o.driver_stops_job = true;
+  o.cluster.stop_with = "driver";
+  o.after = "echo \"after: $0\" > " + (dir_ / "after.txt").string();
+  const int code = run_launcher(o, {});
+  EXPECT_EQ(code, 7) << "the driver's verdict is the job's";
+  const std::string driver = read_text(dir_ / "run" / "logs" / "driver.log");
+  EXPECT_NE(driver.find("driver saw: '--set' 'run.dir="), std::string::npos) << driver;
+  EXPECT_NE(read_text(dir_ / "after.txt").find("after: /bin/sh"), std::string::npos);
+  const auto manifest = read_text(dir_ / "run" / "cluster.json");
+  EXPECT_NE(manifest.find("\"stopped_by\": \"sigterm\""), std::string::npos)
+      << "the trainer was stopped: " << manifest;
 }
 
 TEST_F(ClusterTest, ABadRunSettingStopsBeforeAnythingStarts) {

@@ -90,6 +90,66 @@ TEST(LearningModel, ZeroVarianceGroupsTeachNothingAndContrastTeachesMore) {
   EXPECT_GT(m.score(), LearningModel(params(), 1).score());
 }
 
+// The event loops train on level counts (level_counts.hpp): the counts must be those of the very
+// rewards plain_group() / selected_group() return (the same draws), and an update on the counts
+// must be the update on the rewards, so that a run is the same run either way.
+TEST(LearningModel, LevelCountsAreTheSameDrawsAndTheSameUpdate) {
+  for (const int k : {1, 3}) {
+    for (const bool global : {false, true}) {
+      LearningParams p = params();
+      p.reward_levels = k;
+      p.global_std = global;
+      p.step_noise = 0.7;
+      LearningModel by_rewards(p, 5), by_counts(p, 5);
+      LevelCounts batch(k);
+      for (int it = 0; it < 60; ++it) {
+        std::vector<std::vector<double>> groups;
+        batch.clear();
+        for (int i = 0; i < 12; ++i) {
+          const bool select = i % 3 != 0;
+          const bool reuse = i % 3 == 2;
+          auto g = select ? by_rewards.selected_group(it, i, 32, 4, 8, 1, 6, reuse)
+                          : by_rewards.plain_group(it, i, 6);
+          if (select) {
+            by_counts.add_selected_group(it, i, 32, 4, 8, 1, 6, reuse, batch);
+          } else {
+            by_counts.add_plain_group(it, i, 6, batch);
+          }
+          LevelCounts expected(k);
+          expected.add_rewards(g);
+          for (int l = 0; l <= k; ++l)
+            ASSERT_EQ(batch.group(i)[l], expected.group(0)[l]) << "prompt " << i << " level " << l;
+          EXPECT_NEAR(batch.variance(i), rl::variance(g), 1e-12);
+          groups.push_back(std::move(g));
+        }
+        const UpdateReport a = by_rewards.train(groups);
+        const UpdateReport b = by_counts.train(batch);
+        EXPECT_EQ(a.informative, b.informative);
+        EXPECT_EQ(a.zero_groups, b.zero_groups);
+        EXPECT_NEAR(a.mean_std, b.mean_std, 1e-12);
+        EXPECT_NEAR(a.rho, b.rho, 1e-12);
+        ASSERT_NEAR(by_rewards.skill(), by_counts.skill(), 1e-9) << "iteration " << it;
+      }
+    }
+  }
+}
+
+// A group whose rewards are all equal teaches nothing, also where summing G equal rewards misses
+// the reward by a rounding residue (24 x 1/3): no advantage, no informative sample.
+TEST(LearningModel, AnAllEqualGroupOfCountsIsFlatWhateverTheRounding) {
+  LearningParams p = params();
+  p.reward_levels = 3;
+  LevelCounts batch(3);
+  batch.add_rewards(std::vector<double>(24, 1.0 / 3));
+  batch.add_rewards(std::vector<double>(24, 2.0 / 3));
+  const UpdateReport r = LearningModel::measure(batch, p);
+  EXPECT_EQ(r.zero_groups, 2);
+  EXPECT_EQ(r.informative, 0);
+  EXPECT_EQ(r.rho, 0.0);
+  EXPECT_THROW(batch.add_rewards({0.5}), std::invalid_argument);  // not l / 3
+  EXPECT_EQ(batch.groups(), 2);
+}
+
 // selected_group() (counts of observed levels) against observing every candidate and selecting
 // with rl::select_max_variance: the same distribution of trained groups.
 TEST(LearningModel, FastSelectionMatchesSelectingEveryObservedCandidate) {
