@@ -13,6 +13,7 @@
 // Include it only from those two files.
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -105,8 +106,9 @@ SPOTLIGHT_PHILOX_FN double log_open_unit(uint32_t x) {
 // sin and cos of 2 pi u for u = open_unit(x): 4u = q + r with q an integer quadrant and r in
 // [-1/2, 1/2], then Taylor series of sin and cos at (pi/2) r, |(pi/2) r| <= pi/4.
 SPOTLIGHT_PHILOX_FN void sincos_two_pi_open_unit(uint32_t x, double* sin_out, double* cos_out) {
-  const double t = 4.0 * open_unit(x);          // exact
-  const int q = static_cast<int>(t + 0.5);      // t + 0.5 is exact and positive: floor
+  const double t = 4.0 * open_unit(x);  // exact
+  // t + 0.5 is exact and positive, so the cast is floor: round half up, as on the device.
+  const int q = static_cast<int>(t + 0.5);      // NOLINT(bugprone-incorrect-roundings)
   const double r = t - static_cast<double>(q);  // exact
   constexpr double kHalfPi = 1.57079632679489661923;
   const double a = r * kHalfPi;
@@ -160,7 +162,7 @@ SPOTLIGHT_PHILOX_FN void normal_block(uint64_t seed, uint64_t step, uint64_t blo
       philox4x32_10(Block{{static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
                            static_cast<uint32_t>(step), static_cast<uint32_t>(step >> 32)}},
                     static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
-  for (int pair = 0; pair < 2; ++pair) {
+  for (std::size_t pair = 0; pair < 2; ++pair) {
     const double radius = ieee_sqrt(-2.0 * log_open_unit(r.v[2 * pair]));
     double sin_angle = 0.0, cos_angle = 0.0;
     sincos_two_pi_open_unit(r.v[2 * pair + 1], &sin_angle, &cos_angle);
