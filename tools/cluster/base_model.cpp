@@ -25,7 +25,7 @@ std::string last_line_from(const fs::path& path, std::uintmax_t offset) {
 
 }  // namespace
 
-fs::path ensure_base(const BaseOptions& o) {
+std::optional<fs::path> ensure_base(const BaseOptions& o, std::stop_token stop) {
   fs::create_directories(o.cache_dir);
   const fs::path cache = fs::absolute(o.cache_dir);
   const fs::path log = o.log.empty() ? cache / "pretrain.log" : o.log;
@@ -54,8 +54,15 @@ fs::path ensure_base(const BaseOptions& o) {
   process::Process pretrain(po);
   LogFollower echo(log, o.echo);
   std::optional<process::ExitStatus> status;
-  while (!(status = pretrain.wait_for(std::chrono::milliseconds(200))))
+  while (!(status = pretrain.wait_for(std::chrono::milliseconds(200)))) {
     echo.poll();  // paces the echo only: the exit wakes the wait
+    if (stop.stop_requested()) {
+      pretrain.terminate(kDefaultStopGrace);
+      echo.finish();
+      if (o.echo) *o.echo << "== stopped while pretraining the base model ==" << std::endl;
+      return std::nullopt;
+    }
+  }
   echo.finish();
   if (!status->success()) {
     throw ClusterError("pretraining the base model failed (" + status->describe() + "); see " +

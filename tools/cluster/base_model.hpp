@@ -10,7 +10,9 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <ostream>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -30,7 +32,10 @@ struct BaseOptions {
 };
 
 // The base checkpoint of options.run's recipe, pretrained first when the cache lacks it. Throws
-// ClusterError when the trainer fails or prints no checkpoint path.
-std::filesystem::path ensure_base(const BaseOptions& options);
+// ClusterError when the trainer fails or prints no checkpoint path. std::nullopt when `stop` is
+// requested first: the pretraining is terminated (SIGTERM, kDefaultStopGrace, SIGKILL) and, as
+// the trainer writes the base atomically, leaves nothing in the cache.
+std::optional<std::filesystem::path> ensure_base(const BaseOptions& options,
+                                                 std::stop_token stop = {});
 
 }  // namespace spotlight::cluster

@@ -1,5 +1,6 @@
 #include "tools/cluster/launcher.hpp"
 
+#include <csignal>
 #include <iostream>
 #include <optional>
 
@@ -22,12 +23,17 @@ int run_launcher(LauncherOptions o, std::stop_token stop) {
     b.echo = echo;
     const auto run = config::Config::load(run::run_schema(), o.cluster.run);
     b.log = std::filesystem::path(run.get_string("run.dir")) / "logs" / "pretrain.log";
-    const auto base = ensure_base(b);
+    const auto base = ensure_base(b, stop);
+    if (!base) {
+      SPOTLIGHT_LOG(warn) << "cluster: stop requested while pretraining the base model: nothing "
+                          << "else was started";
+      return 128 + SIGTERM;  // as a job whose trainer was stopped
+    }
     if (o.base_only) {
-      std::cout << base.string() << std::endl;
+      std::cout << base->string() << std::endl;
       return 0;
     }
-    o.cluster.run.overrides.push_back("model.base=" + base.string());
+    o.cluster.run.overrides.push_back("model.base=" + base->string());
   }
   Cluster cluster(o.cluster);
   const auto shell = [&](const std::string& command) {

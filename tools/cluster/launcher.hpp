@@ -13,7 +13,8 @@ namespace spotlight::cluster {
 // wait_trainer, drain and the --after command, stop, the manifest. Returns the trainer's exit
 // status as a shell code (0: the job finished), the driver's when it ended the job
 // (--driver-stops-job), and the --after command's when that was 0. A stop request terminates
-// the trainer, then the rest, and still writes the manifest.
+// the trainer, then the rest, and still writes the manifest; one during the base model's
+// pretraining ends it and starts nothing (128 + SIGTERM, no manifest).
 int run_launcher(LauncherOptions options, std::stop_token stop);
 
 }  // namespace spotlight::cluster

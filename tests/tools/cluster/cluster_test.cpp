@@ -4,6 +4,7 @@
 #include "tools/cluster/cluster.hpp"
 
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -11,6 +12,7 @@
 #include "common/process/proc_stat.hpp"
 #include "common/run/run_config.hpp"
 #include "tests/common/process/process.hpp"
+#include "tests/common/redis/wait_for.hpp"
 #include "tests/tools/cluster/fake_services.hpp"
 #include "tools/cluster/base_model.hpp"
 #include "tools/cluster/command_line.hpp"
@@ -115,7 +117,7 @@ TEST_F(ClusterTest, EnsureBaseAsksTheTrainerForTheRecipesBaseAndUsesThePathItPri
   b.log = dir_ / "pretrain.log";
   std::ostringstream notes;
   b.echo = &notes;
-  const auto path = ensure_base(b);
+  const auto path = ensure_base(b).value();
   EXPECT_TRUE(std::filesystem::exists(path));
   EXPECT_EQ(path.parent_path(), std::filesystem::absolute(b.cache_dir));
   const std::string log = read_text(b.log);
@@ -136,6 +138,27 @@ TEST_F(ClusterTest, EnsureBaseAsksTheTrainerForTheRecipesBaseAndUsesThePathItPri
   b.trainer_binary =
       testing::write_fake_services(dir_ / "bin", fake) / "trainer" / "spotlight-trainer";
   EXPECT_THROW(ensure_base(b), ClusterError) << "a trainer that printed no path";
+}
+
+// A Ctrl-C during the first run's pretraining (minutes on the demo) ends the pretraining, and the
+// launcher starts nothing after it. Before, both waited for the pretraining to finish.
+TEST_F(ClusterTest, AStopRequestDuringPretrainingEndsItAndStartsNothing) {
+  LauncherOptions o;
+  o.cluster = options({.trainer = "exec sleep 600"}, "async");
+  o.base_cache = dir_ / "cache";
+  o.quiet = true;
+  std::stop_source stop;
+  std::jthread stopper([&] {
+    // Once the pretraining runs (its log shows the stand-in's argv), ask to stop.
+    const auto log = dir_ / "run" / "logs" / "pretrain.log";
+    testing::wait_for([&] { return read_text(log).find("argv: pretrain") != std::string::npos; },
+                      30s);
+    stop.request_stop();
+  });
+  EXPECT_EQ(run_launcher(o, stop.get_token()), 128 + SIGTERM);
+  EXPECT_TRUE(std::filesystem::is_empty(dir_ / "cache"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "run" / "cluster.json")) << "nothing was started";
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "run" / "logs" / "trainer.log"));
 }
 
 TEST_F(ClusterTest, RunsThePinnedTrainerAloneEchoesItAndRecordsIt) {
