@@ -682,6 +682,9 @@ TEST_F(LeaseQueueTest, InvalidOptionsNameTheField) {
   o = {};
   o.results = "stats";
   expect_field(o, "results");
+  o = {};
+  o.dead_letter_stream = "dead_ids";  // the dead-lettered tasks' hash
+  expect_field(o, "dead_letter_stream");
   EXPECT_THROW(RedisLeaseQueue(redis::RedisOptions{}, o), InvalidQueueOptions);
   EXPECT_NO_THROW(LeaseQueueOptions{}.validate());
   auto q = make_queue();
