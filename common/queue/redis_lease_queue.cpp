@@ -240,14 +240,19 @@ return {len, pending, oldest, redis.call('XLEN', KEYS[2]), redis.call('HLEN', KE
 )lua";
 
 // KEYS: purged, dead ids. ARGV: task ids. Returns {purge reasons, dead-letter errors}, each with
-// one element per task id (nil when the hash has none).
+// one element per task id (nil when the hash has none): one HMGET per hash, in slices of 1000
+// fields beyond that (unpack() is bounded by Lua's C stack).
 constexpr const char* kAbandonedLua = R"lua(
-local purged, dead = {}, {}
-for i = 1, #ARGV do
-  purged[i] = redis.call('HGET', KEYS[1], ARGV[i])
-  dead[i] = redis.call('HGET', KEYS[2], ARGV[i])
+local function hmget(key)
+  if #ARGV <= 1000 then return redis.call('HMGET', key, unpack(ARGV)) end
+  local out = {}
+  for first = 1, #ARGV, 1000 do
+    local part = redis.call('HMGET', key, unpack(ARGV, first, math.min(first + 999, #ARGV)))
+    for i = 1, #part do out[#out + 1] = part[i] end
+  end
+  return out
 end
-return {purged, dead}
+return {hmget(KEYS[1]), hmget(KEYS[2])}
 )lua";
 
 // KEYS: stream, index, purged, counters, notices. ARGV: group, reason, task ids...

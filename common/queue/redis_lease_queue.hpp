@@ -13,7 +13,7 @@
 //   reject         the fail script with no retry left
 //                  (dead-lettering, in any of these scripts: XADD dead, XACK, XDEL, HSET dead_ids,
 //                  ring the notices bell)
-//   abandoned      script: HGET purged, HGET dead_ids per task
+//   abandoned      script: HMGET purged, HMGET dead_ids
 //   quarantine     script: if HGET results == result: HDEL, XADD quarantine; XADD the payload
 //                  again unless the index's entry is still in the stream (then HDEL dead_ids)
 //   purge          script: per task, the index's entry if still in the stream and not pending
@@ -60,7 +60,7 @@ class RedisLeaseQueue final : public LeaseQueue {
   bool wait_result_notice(std::chrono::milliseconds timeout) override;
   std::vector<std::string> purge(std::span<const std::string> task_ids,
                                  std::string_view reason) override;
-  // One script: HGET purged, then HGET dead_ids, per id.
+  // One script: HMGET of purged, then of dead_ids.
   std::vector<std::optional<Abandoned>> abandoned(std::span<const std::string> task_ids) override;
   QuarantineOutcome quarantine(std::string_view task_id, std::string_view result,
                                std::string_view reason) override;

@@ -647,6 +647,34 @@ TEST_F(LeaseQueueTest, QuarantineRequeueForgetsThatATaskWasDeadLettered) {
   EXPECT_EQ(again[0].payload, "payload-t");
 }
 
+// abandoned() answers in the order asked, also past the script's slice of 1000 ids.
+TEST_F(LeaseQueueTest, AbandonedAnswersManyIdsInOrder) {
+  auto q = make_queue();
+  q.enqueue("dead", "p");
+  q.enqueue("purged", "p");
+  const auto leases = q.lease("w", 1, milliseconds(0));
+  ASSERT_EQ(leases.size(), 1u);
+  ASSERT_EQ(q.reject(leases[0], "forged"), FailOutcome::kDeadLettered);
+  ASSERT_EQ(q.purge(std::vector<std::string>{"purged"}, "not needed").size(), 1u);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 2500; ++i)
+    ids.push_back("unknown-" + std::to_string(i));
+  ids[1500] = "purged";
+  ids[2400] = "dead";
+  const auto how = q.abandoned(ids);
+  ASSERT_EQ(how.size(), ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i == 1500) {
+      EXPECT_EQ(how[i], (Abandoned{Abandonment::kPurged, "not needed"}));
+    } else if (i == 2400) {
+      EXPECT_EQ(how[i], (Abandoned{Abandonment::kDeadLettered, "forged"}));
+    } else {
+      ASSERT_FALSE(how[i]) << ids[i];
+    }
+  }
+  EXPECT_TRUE(q.abandoned({}).empty());
+}
+
 TEST_F(LeaseQueueTest, ResultsReadsManyInOrder) {
   auto q = make_queue();
   q.enqueue("a", "p");
