@@ -62,4 +62,8 @@ function(spotlight_add_test name)
   endif()
   set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
     ENVIRONMENT "SPOTLIGHT_SOURCE_DIR=${PROJECT_SOURCE_DIR};SPOTLIGHT_BINARY_DIR=${PROJECT_BINARY_DIR}")
+  # A GPU test that skipped (no device) shows as skipped, not passed (scripts/gpu-check counts).
+  if("gpu" IN_LIST ARG_LABELS)
+    set_tests_properties(${name} PROPERTIES SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+  endif()
 endfunction()

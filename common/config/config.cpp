@@ -6,7 +6,12 @@
 #include <set>
 #include <sstream>
 
+// Without yaml-cpp (SPOTLIGHT_HAVE_YAML unset: a core-only build on a machine without it),
+// configuration comes from --set alone: files and YAML text are a ConfigError saying so, "[a, b]"
+// lists are read by a small flow-list reader and dump() writes YAML by hand.
+#ifdef SPOTLIGHT_HAVE_YAML
 #include <yaml-cpp/yaml.h>
+#endif
 
 #include "common/config/format.hpp"
 
@@ -55,6 +60,7 @@ std::string_view expectation(ValueType type) {
                                      in(origin));
 }
 
+#ifdef SPOTLIGHT_HAVE_YAML
 std::string describe(const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Map:
@@ -71,6 +77,7 @@ std::string describe(const YAML::Node& node) {
 std::string with_line(const std::string& source, const YAML::Mark& mark) {
   return mark.line >= 0 ? source + ":" + std::to_string(mark.line + 1) : source;
 }
+#endif
 
 // One scalar of the entry's scalar (or element) type from its text; nullopt when malformed.
 std::optional<Value> scalar_from_text(ValueType type, std::string_view text) {
@@ -109,6 +116,7 @@ bool is_list(ValueType type) {
   return type == ValueType::kStringList || type == ValueType::kDoubleList;
 }
 
+#ifdef SPOTLIGHT_HAVE_YAML
 Value from_node(const Entry& entry, const YAML::Node& node, const std::string& origin) {
   if (is_list(entry.type())) {
     if (!node.IsSequence()) type_error(entry, describe(node), origin);
@@ -128,13 +136,6 @@ Value from_node(const Entry& entry, const YAML::Node& node, const std::string& o
   return std::move(*v);
 }
 
-std::string trim(std::string_view s) {
-  const auto first = s.find_first_not_of(" \t");
-  if (first == std::string_view::npos) return {};
-  const auto last = s.find_last_not_of(" \t");
-  return std::string(s.substr(first, last - first + 1));
-}
-
 YAML::Node parse_yaml(const std::string& text, const std::string& source) {
   try {
     return YAML::Load(text);
@@ -142,6 +143,89 @@ YAML::Node parse_yaml(const std::string& text, const std::string& source) {
     throw ConfigError("", "config: cannot parse " + with_line(source, e.mark) + ": " + e.msg);
   }
 }
+#endif
+
+std::string trim(std::string_view s) {
+  const auto first = s.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  const auto last = s.find_last_not_of(" \t");
+  return std::string(s.substr(first, last - first + 1));
+}
+
+#ifndef SPOTLIGHT_HAVE_YAML
+[[noreturn]] void no_yaml(const std::string& source) {
+  throw ConfigError("", "config: cannot read " + source +
+                            ": this build has no YAML support (yaml-cpp was not found when it "
+                            "was configured); give every setting with --set key=value");
+}
+
+// The items of a flow list of scalars, "[a, 'b c', \"d\"]"; nesting is a type error.
+std::vector<std::string> flow_list_items(const Entry& entry, const std::string& text,
+                                         const std::string& origin) {
+  if (text.size() < 2 || text.back() != ']') type_error(entry, detail::quote(text), origin);
+  const std::string inner = trim(std::string_view(text).substr(1, text.size() - 2));
+  std::vector<std::string> items;
+  if (inner.empty()) return items;
+  std::string item;
+  char quote = 0;
+  bool quoted = false;
+  const auto finish = [&] {
+    std::string value = quoted ? item : trim(item);
+    items.push_back(std::move(value));
+    item.clear();
+    quoted = false;
+  };
+  for (std::size_t i = 0; i < inner.size(); ++i) {
+    const char c = inner[i];
+    if (quote != 0) {
+      if (c == quote) {
+        quote = 0;
+      } else {
+        item += c;
+      }
+    } else if (c == '\'' || c == '"') {
+      if (!trim(item).empty()) type_error(entry, detail::quote(text), origin);
+      item.clear();
+      quote = c;
+      quoted = true;
+    } else if (c == ',') {
+      finish();
+    } else if (c == '[' || c == ']' || c == '{' || c == '}') {
+      type_error(entry, "a nested collection in " + detail::quote(text), origin);
+    } else if (!quoted) {
+      item += c;
+    } else if (c != ' ' && c != '\t') {
+      type_error(entry, detail::quote(text), origin);
+    }
+  }
+  if (quote != 0) type_error(entry, detail::quote(text), origin);
+  if (quoted || !trim(item).empty()) finish();  // "[a, b,]": a trailing comma ends the list
+  return items;
+}
+
+// A YAML double-quoted scalar.
+std::string yaml_quoted(const std::string& text) {
+  std::string out = "\"";
+  for (const unsigned char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 0xf];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+#endif
 
 Value from_override_text(const Entry& entry, const std::string& text, const std::string& origin) {
   if (!is_list(entry.type())) {
@@ -151,7 +235,11 @@ Value from_override_text(const Entry& entry, const std::string& text, const std:
   }
   const std::string trimmed = trim(text);
   if (!trimmed.empty() && trimmed.front() == '[') {
+#ifdef SPOTLIGHT_HAVE_YAML
     return from_node(entry, parse_yaml(trimmed, origin), origin);
+#else
+    return list_from_texts(entry, flow_list_items(entry, trimmed, origin), origin);
+#endif
   }
   std::vector<std::string> items;
   if (!trimmed.empty()) {
@@ -167,6 +255,7 @@ Value from_override_text(const Entry& entry, const std::string& text, const std:
   return list_from_texts(entry, items, origin);
 }
 
+#ifdef SPOTLIGHT_HAVE_YAML
 // Applies one YAML document (nested maps) on top of `out`. A key may appear once per document.
 void apply_yaml(const Schema& schema, const YAML::Node& root, const std::string& source,
                 Assignments& out) {
@@ -211,6 +300,8 @@ void apply_yaml(const Schema& schema, const YAML::Node& root, const std::string&
   }
 }
 
+#endif
+
 // A regular file of at most kMaxConfigFileBytes: a directory, a device (/dev/zero), a FIFO or a
 // huge file is refused before anything is read from it.
 std::string read_file(const std::filesystem::path& path) {
@@ -252,6 +343,7 @@ struct Trie {
   const Value* value = nullptr;
 };
 
+#ifdef SPOTLIGHT_HAVE_YAML
 void emit_value(YAML::Emitter& out, const Value& value) {
   std::visit(
       [&out](const auto& v) {
@@ -291,11 +383,54 @@ void emit_trie(YAML::Emitter& out, const Trie& trie) {
   }
   out << YAML::EndMap;
 }
+#else
+std::string plain_value(const Value& value) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::int64_t>) {
+          return std::to_string(v);
+        } else if constexpr (std::is_same_v<T, double>) {
+          return detail::format_double(v);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          return v ? "true" : "false";
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          return yaml_quoted(v);
+        } else {
+          std::string out = "[";
+          for (std::size_t i = 0; i < v.size(); ++i) {
+            if (i) out += ", ";
+            if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+              out += yaml_quoted(v[i]);
+            } else {
+              out += detail::format_double(v[i]);
+            }
+          }
+          return out + "]";
+        }
+      },
+      value);
+}
+
+void emit_plain(std::string& out, const Trie& trie, int indent) {
+  for (const auto& [name, child] : trie.children) {
+    out.append(indent, ' ');
+    out += name + ":";
+    if (child.value != nullptr) {
+      out += " " + plain_value(*child.value) + "\n";
+    } else {
+      out += "\n";
+      emit_plain(out, child, indent + 2);
+    }
+  }
+}
+#endif
 
 }  // namespace
 
 Config Config::load(const Schema& schema, const ConfigSources& sources) {
   Assignments assigned;
+#ifdef SPOTLIGHT_HAVE_YAML
   if (sources.file) {
     const std::string source = sources.file->string();
     apply_yaml(schema, parse_yaml(read_file(*sources.file), source), source, assigned);
@@ -303,6 +438,13 @@ Config Config::load(const Schema& schema, const ConfigSources& sources) {
   if (sources.yaml) {
     apply_yaml(schema, parse_yaml(*sources.yaml, sources.yaml_name), sources.yaml_name, assigned);
   }
+#else
+  if (sources.file) {
+    read_file(*sources.file);  // an unreadable file is named as such first
+    no_yaml(sources.file->string());
+  }
+  if (sources.yaml) no_yaml(sources.yaml_name);
+#endif
   for (const std::string& item : sources.overrides) {
     const std::size_t eq = item.find('=');
     if (eq == std::string::npos || eq == 0) {
@@ -404,6 +546,7 @@ std::string Config::dump() const {
     }
     node->value = &s.value;
   }
+#ifdef SPOTLIGHT_HAVE_YAML
   YAML::Emitter out;
   if (root.children.empty()) {
     out << YAML::BeginMap << YAML::EndMap;
@@ -411,6 +554,12 @@ std::string Config::dump() const {
     emit_trie(out, root);
   }
   return std::string(out.c_str()) + "\n";
+#else
+  if (root.children.empty()) return "{}\n";
+  std::string out;
+  emit_plain(out, root, 0);
+  return out;
+#endif
 }
 
 }  // namespace spotlight::config

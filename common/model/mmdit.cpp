@@ -4,6 +4,9 @@
 #include <stdexcept>
 
 #include <torch/torch.h>
+#include <torch/version.h>
+
+#include "common/model/autocast.hpp"
 
 namespace spotlight::model {
 namespace F = torch::nn::functional;
@@ -89,14 +92,28 @@ MMDiTOptions mmdit_preset(const std::string& name) {
   if (name == "tiny") return MMDiTOptions(128, 4, 4).text_depth(1);
   if (name == "small") return MMDiTOptions(256, 8, 8).text_depth(2);
   if (name == "base") return MMDiTOptions(512, 12, 8).text_depth(2);
+  // Qwen-Image's MMDiT in width, depth and sequence (hidden 3072, 24 heads of 128, 60 joint
+  // blocks: about 20B parameters; 4096 image tokens as at 1024x1024), on the task's RGB latents
+  // (128 x 128 in patches of 2) instead of its VAE's. For benchmarks (bench.depth builds fewer
+  // blocks); its text encoder is the embedded one, not a 7B language model.
+  if (name == "qwen-image-like") {
+    return MMDiTOptions(3072, 60, 24).text_depth(1).image_size(128).patch(2);
+  }
   throw std::invalid_argument("model: unknown preset '" + name +
-                              "' (known: micro, mini, tiny, small, base)");
+                              "' (known: micro, mini, tiny, small, base, qwen-image-like)");
 }
 
 at::Tensor softmax_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+#if TORCH_VERSION_MAJOR >= 2
+  // The same function through LibTorch's fused kernels (flash / memory-efficient on CUDA).
+  return at::scaled_dot_product_attention(q, k, v);
+#else
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
-  auto weights = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) * scale, -1);
+  // The softmax in fp32 whatever the scores' dtype (bf16 under autocast).
+  auto weights = torch::softmax(torch::matmul(q, k.transpose(-2, -1)) * scale, -1, at::kFloat)
+                     .to(v.scalar_type());
   return torch::matmul(weights, v);
+#endif
 }
 
 StreamWeightsImpl::StreamWeightsImpl(int64_t hidden, int64_t mlp_ratio) {
@@ -205,7 +222,12 @@ at::Tensor MMDiTImpl::unpatchify(const at::Tensor& x) const {
 }
 
 std::pair<at::Tensor, at::Tensor> MMDiTImpl::encode_text(const at::Tensor& tokens) {
-  auto text = text_encoder->forward(tokens);
+  at::Tensor text;
+  {
+    const AutocastGuard guard(tokens.device().type(), autocast_);
+    text = text_encoder->forward(tokens);
+  }
+  text = text.to(image_position.scalar_type());
   return {text, text.mean(1)};
 }
 
@@ -221,6 +243,16 @@ at::Tensor MMDiTImpl::condition(const at::Tensor& t, const at::Tensor& pooled_te
 
 at::Tensor MMDiTImpl::forward_encoded(const at::Tensor& x, const at::Tensor& t,
                                       const at::Tensor& text, const at::Tensor& pooled_text) {
+  at::Tensor velocity;
+  {
+    const AutocastGuard guard(x.device().type(), autocast_);
+    velocity = forward_blocks(x, t, text, pooled_text);
+  }
+  return velocity.to(x.scalar_type());
+}
+
+at::Tensor MMDiTImpl::forward_blocks(const at::Tensor& x, const at::Tensor& t,
+                                     const at::Tensor& text, const at::Tensor& pooled_text) {
   auto cond = condition(t, pooled_text);
   auto h = per_sample(patch_embed, patchify(x)) + image_position;
   auto c = text;

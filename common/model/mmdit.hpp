@@ -7,8 +7,10 @@
 // flow-matching velocity v = dx/dt with t = 1 noise and t = 0 image; output shape equals x_t's.
 
 #include <functional>
+#include <optional>
 #include <string>
 
+#include <c10/core/ScalarType.h>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/modules/embedding.h>
@@ -39,10 +41,12 @@ struct MMDiTOptions {
   int64_t macs_per_sample() const;
 };
 
-// Named size presets: "micro" (tests), "tiny" (demo), "small".
+// Named size presets: "micro" (tests), "mini", "tiny" (demo), "small", "base", and
+// "qwen-image-like" (Qwen-Image's MMDiT dimensions, for benchmarks).
 MMDiTOptions mmdit_preset(const std::string& name);
 
-// Attention over [B, heads, L, head_dim] tensors. The default is exact softmax attention; the
+// Attention over [B, heads, L, head_dim] tensors. The default is exact softmax attention
+// (LibTorch 2.x: at::scaled_dot_product_attention; 1.13: matmul, fp32 softmax, matmul); the
 // sequence-parallel runtime substitutes an all-to-all wrapper around it.
 using AttentionFn =
     std::function<at::Tensor(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v)>;
@@ -96,6 +100,11 @@ struct MMDiTImpl : torch::nn::Module {
 
   const MMDiTOptions& options() const { return options_; }
   void set_attention(AttentionFn attention) { attention_ = std::move(attention); }
+  // Mixed precision (common/model/autocast.hpp): with a dtype, encode_text and forward_encoded
+  // run their matrix products in it under autocast; parameters stay as they are, and both return
+  // tensors in the parameters' dtype. nullopt (the default): no autocast.
+  void set_autocast(std::optional<c10::ScalarType> dtype) { autocast_ = dtype; }
+  std::optional<c10::ScalarType> autocast() const { return autocast_; }
 
   TextEncoder text_encoder{nullptr};
   torch::nn::Linear patch_embed{nullptr}, time_fc1{nullptr}, time_fc2{nullptr}, pooled_fc{nullptr};
@@ -105,8 +114,12 @@ struct MMDiTImpl : torch::nn::Module {
   torch::nn::ModuleList blocks;
 
  private:
+  at::Tensor forward_blocks(const at::Tensor& x, const at::Tensor& t, const at::Tensor& text,
+                            const at::Tensor& pooled_text);
+
   MMDiTOptions options_;
   AttentionFn attention_ = softmax_attention;
+  std::optional<c10::ScalarType> autocast_;
 };
 TORCH_MODULE(MMDiT);
 

@@ -6,7 +6,7 @@
 #ifndef USE_C10D_GLOO
 #define USE_C10D_GLOO 1
 #endif
-#if defined(SPOTLIGHT_WITH_CUDA) && !defined(USE_C10D_NCCL)
+#if defined(SPOTLIGHT_WITH_NCCL) && !defined(USE_C10D_NCCL)
 #define USE_C10D_NCCL 1
 #endif
 
@@ -15,7 +15,7 @@
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/torch.h>
-#ifdef SPOTLIGHT_WITH_CUDA
+#ifdef SPOTLIGHT_WITH_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -110,7 +110,7 @@ std::unique_ptr<Communicator> make_communicator(const c10::intrusive_ptr<c10d::S
   if (size == 1) return std::make_unique<LocalCommunicator>();
   try {
     if (is_cuda(options.device)) {
-#ifdef SPOTLIGHT_WITH_CUDA
+#ifdef SPOTLIGHT_WITH_NCCL
       auto nccl = c10d::ProcessGroupNCCL::Options::create();
       nccl->timeout = options.timeout;
       auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, nccl);
@@ -118,7 +118,7 @@ std::unique_ptr<Communicator> make_communicator(const c10::intrusive_ptr<c10d::S
                                                                         size, "nccl");
 #else
       throw std::invalid_argument("sp: device '" + options.device +
-                                  "' needs a build with SPOTLIGHT_WITH_CUDA (NCCL)");
+                                  "' needs a build with SPOTLIGHT_WITH_CUDA and NCCL's headers");
 #endif
     }
     if (options.device != "cpu") {

@@ -1,7 +1,8 @@
 #pragma once
 // A sequence-parallel group's collectives, over a c10d process group (Gloo on CPU, NCCL on CUDA
-// when built with SPOTLIGHT_WITH_CUDA). The interface hides which c10d type backs it: LibTorch
-// 1.x has ProcessGroupGloo derive from ProcessGroup, 2.x from Backend; both share these calls.
+// when built with SPOTLIGHT_WITH_CUDA and NCCL's headers: SPOTLIGHT_WITH_NCCL). The interface hides
+// which c10d type backs it: LibTorch 1.x has ProcessGroupGloo derive from ProcessGroup, 2.x from
+// Backend; both share these calls.
 //
 // Every rank of a group must call the collectives in the same order with tensors of the same
 // shape. A collective that fails (a peer died, the op timed out) throws CommunicatorError: the
@@ -23,7 +24,7 @@ namespace spotlight::parallel {
 inline constexpr std::chrono::milliseconds kDefaultOpTimeout{5000};
 
 struct GroupOptions {
-  std::string device = "cpu";  // "cpu" -> Gloo, "cuda[:N]" -> NCCL (SPOTLIGHT_WITH_CUDA only)
+  std::string device = "cpu";  // "cpu" -> Gloo, "cuda[:N]" -> NCCL (SPOTLIGHT_WITH_NCCL only)
   std::chrono::milliseconds timeout = kDefaultOpTimeout;  // rendezvous and every collective
   std::string hostname = "127.0.0.1";  // address this rank's Gloo transport listens on
 };

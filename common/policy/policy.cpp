@@ -5,6 +5,7 @@
 #include <fnmatch.h>
 #include <torch/torch.h>
 
+#include "common/model/autocast.hpp"
 #include "common/policy/prompt_embeddings.hpp"
 #include "common/policy/torchscript_model.hpp"
 #include "common/task/errors.hpp"
@@ -129,6 +130,16 @@ Policy::Policy(const PolicyOptions& options, const task::TaskOptions& task)
     throw std::invalid_argument("policy: reward_input must be images or latents, got '" +
                                 options.reward_input + "'");
   }
+  const auto autocast = model::parse_autocast(options.autocast);
+  if (autocast && dtype != at::kFloat) {
+    throw std::invalid_argument("policy: autocast " + options.autocast +
+                                " needs float32 parameters, not " + options.dtype);
+  }
+  if (autocast && options.kind != "native") {
+    throw std::invalid_argument("policy: autocast " + options.autocast +
+                                " applies to the native model only, not to model.kind " +
+                                options.kind);
+  }
   if (options.kind == "native") {
     auto model_options = model::mmdit_preset(options.preset);
     model_options.vocab_size(task::Vocabulary().size())
@@ -138,6 +149,7 @@ Policy::Policy(const PolicyOptions& options, const task::TaskOptions& task)
     torch::manual_seed(options.init_seed);
     model_ = model::MMDiT(model_options);
     model_->to(torch::Device(options.device), dtype);
+    model_->set_autocast(autocast);
     velocity_model_ = std::make_unique<NativeModel>(model_, torch::Device(options.device));
   } else if (options.kind == "torchscript") {
     if (options.path.empty()) throw PolicyError("model.kind torchscript needs model.path");

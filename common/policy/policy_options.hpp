@@ -13,6 +13,10 @@ struct PolicyOptions {
   std::string device = "cpu";     // "cpu", "cuda", "cuda:1", ...
   std::string dtype = "float32";  // "float32" or "bfloat16"
   uint64_t init_seed = 0;         // native: weights initialisation
+  // "none" or "bfloat16": the DiT forward's matrix products under bf16 autocast, parameters and
+  // the sampler in fp32 (model::AutocastGuard). Needs dtype float32 and
+  // kind native.
+  std::string autocast = "none";
   // "native": the built-in MMDiT of `preset`, conditioned on the embedded task's tokens.
   // "torchscript": a user's transformer exported with torch.jit (`path`), conditioned on the
   // precomputed embeddings of a prompt file (`embeddings_file`); see docs/your-model.md.

@@ -53,11 +53,16 @@ const config::Schema& run_schema() {
           .at_least(0),
       Entry::integer("run.threads", 0, "Intra-op CPU threads (0: LibTorch's default).").at_least(0),
       Entry::string("model.preset", "tiny", "Model size preset.")
-          .one_of({"micro", "mini", "tiny", "small", "base"}),
+          .one_of({"micro", "mini", "tiny", "small", "base", "qwen-image-like"}),
       Entry::string("model.device", "cpu", "Device of every tensor: cpu, cuda, cuda:N.")
           .check("must be cpu, cuda or cuda:<index>", valid_device),
       Entry::string("model.dtype", "float32", "Parameter and activation dtype.")
           .one_of({"float32", "bfloat16"}),
+      Entry::string("model.autocast", "none",
+                    "bfloat16: the DiT forward's matrix products in bf16 under autocast, the "
+                    "parameters, sampler and log-probabilities in fp32 (needs model.dtype "
+                    "float32); none: all in model.dtype.")
+          .one_of({"none", "bfloat16"}),
       Entry::integer("model.init_seed", 0, "Seed of the weight initialisation.").at_least(0),
       Entry::string("model.base", "",
                     "Base checkpoint (safetensors) to start RL from; empty: fresh weights "
@@ -184,6 +189,30 @@ const config::Schema& run_schema() {
           .at_least(0),
       Entry::integer("audit.prompts", 4, "Prompts re-scored by the staleness audit.")
           .range(1, 4096),
+      // spotlight-trainer bench (services/trainer/bench.hpp).
+      Entry::integer("bench.batch", 64, "bench: samples per forward and per sampler batch.")
+          .range(1, 65536),
+      Entry::real("bench.seconds", 2.0, "bench: measure each phase for at least this long.")
+          .range(0.01, 3600),
+      Entry::integer("bench.hidden", 0,
+                     "bench: build the model this wide (same head size); 0: the preset's width.")
+          .range(0, 65536),
+      Entry::integer("bench.depth", 0,
+                     "bench: build this many joint blocks; 0: the preset's depth. The report adds "
+                     "the preset's forward time at the measured FLOP rate.")
+          .range(0, 1000),
+      Entry::integer("bench.image_size", 0,
+                     "bench: the latent's height and width (a multiple of the patch, so the image "
+                     "tokens); 0: the preset's.")
+          .range(0, 4096),
+      Entry::integer("bench.matmul_size", 0,
+                     "bench: n of the n x n x n peak matrix product; 0: 8192 on CUDA, 1024 on CPU.")
+          .range(0, 65536),
+      Entry::boolean("bench.sampler", true, "bench: also measure the sampler."),
+      Entry::boolean("bench.grpo", false,
+                     "bench: also time two GRPO iterations of the trainer.* settings, with a "
+                     "stand-in reward that trains every chunk (the second one is reported)."),
+      Entry::string("bench.output", "", "bench: also write the JSON report to this file."),
       Entry::string("run.id", "default",
                     "Run id: every Redis key of the run is under spotlight:<run.id>.")
           .non_empty(),
@@ -345,10 +374,16 @@ const config::Schema& run_schema() {
       Entry::string("bus.curve.client_secret_file", "",
                     "Planner, explorers: zcert key pair of this subscriber (empty: an "
                     "ephemeral pair).")};
-  // metrics.bind (empty: off), metrics.max_request_bytes, metrics.request_timeout_ms; the reward
-  // service's client keys (reward.*).
+  // The reward service's client keys (reward.*), which a core-only build reads too (reward.input,
+  // and reward.endpoint to refuse a prompt file it cannot score).
+#ifdef SPOTLIGHT_RUN_SERVICES
+  // metrics.bind (empty: off), metrics.max_request_bytes, metrics.request_timeout_ms.
   static const config::Schema schema =
       config::Schema(entries).add(metrics::metrics_schema("")).add(reward::remote_reward_schema());
+#else
+  // A core-only build (SPOTLIGHT_CORE_ONLY) serves no metrics: no metrics.* keys.
+  static const config::Schema schema = config::Schema(entries).add(reward::remote_reward_schema());
+#endif
   return schema;
 }
 
@@ -360,6 +395,9 @@ void check_model_config(const config::Config& c) {
   const bool prompt_file = c.get_string("task.kind") == "prompt_file";
   if (torchscript && c.get_string("model.path").empty()) {
     fail("model.path", "must name the exported module when model.kind is torchscript");
+  }
+  if (torchscript && c.get_string("model.autocast") != "none") {
+    fail("model.autocast", "applies to the built-in MMDiT only, not to model.kind torchscript");
   }
   if (torchscript != prompt_file) {
     fail("task.kind", torchscript ? "must be prompt_file when model.kind is torchscript (a "
@@ -412,6 +450,12 @@ policy::PolicyOptions policy_options(const config::Config& c) {
   o.preset = c.get_string("model.preset");
   o.device = c.get_string("model.device");
   o.dtype = c.get_string("model.dtype");
+  o.autocast = c.get_string("model.autocast");
+  if (o.autocast != "none" && o.dtype != "float32") {
+    throw config::ConfigError("model.autocast", "config: 'model.autocast' " + o.autocast +
+                                                    " needs model.dtype float32, got " + o.dtype +
+                                                    " (in " + c.origin("model.dtype") + ")");
+  }
   o.init_seed = c.get<uint64_t>("model.init_seed");
   return o;
 }
@@ -432,6 +476,8 @@ sampler::SamplerOptions sampler_options(const config::Config& c) {
   return o;
 }
 
+// The services' settings (Redis, ZeroMQ): not part of a core-only build.
+#ifdef SPOTLIGHT_RUN_SERVICES
 redis::RedisOptions redis_options(const config::Config& c) {
   redis::RedisOptions o;
   o.host = c.get_string("redis.host");
@@ -480,6 +526,7 @@ queue::LeaseQueueOptions explore_queue_options(const config::Config& c) {
   o.max_deliveries = c.get<int>("exploration.max_deliveries");
   return o;
 }
+#endif
 
 store::TrajectoryStoreOptions trajectory_store_options(const config::Config& c) {
   store::TrajectoryStoreOptions o;

@@ -1,6 +1,8 @@
 #pragma once
 // Seeded noise tensors for a batch of samples: row b is stream (seeds[b], step) laid out over the
-// sample's elements in row-major order. Computed on the CPU and moved to `options`' device.
+// sample's elements in row-major order. Computed on the CPU and moved to `options`' device; for
+// CUDA devices in builds with SPOTLIGHT_WITH_CUDA, computed on the device by the CUDA twin (the
+// same floats, queued on LibTorch's current stream).
 
 #include <cstdint>
 #include <vector>

@@ -4,9 +4,10 @@
 // A seed fixes the whole noise stream of a sample: the initial latent (step 0) and the eps of
 // every SDE step (step k+1 for the step leaving grid point k). Each value is a pure function of
 // (seed, step, element index): Philox4x32-10 keyed by the 64-bit seed, counter
-// (element / 4, step), then Box-Muller in double precision rounded to float. The result does not
-// depend on batch composition, thread count, SP rank layout or device: a CUDA twin computes the
-// same function.
+// (element / 4, step), then Box-Muller in double precision rounded to float, with log, sin and
+// cos as fixed polynomials (philox_math.hpp) rather than libm's, whose last bits vary between
+// libraries. The result does not depend on batch composition, thread count, SP rank layout,
+// machine or device: the CUDA twin (philox_cuda.hpp) computes the same floats.
 
 #include <cstdint>
 

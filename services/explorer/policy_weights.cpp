@@ -91,8 +91,9 @@ bool PolicyWeights::load_bytes(std::int64_t version, const std::string& bytes,
   metrics_.weights_loaded.inc();
   metrics_.weights_version.set(static_cast<double>(version));
   log::info("loaded weights version {} ({} bytes, {} s)", version, bytes.size(), seconds);
-  set_loaded(version);
+  // The checksum first: a thread that sees the new version through loaded() sees its checksum.
   loaded_checksum_ = store::to_hex(store::xxh64(bytes));
+  set_loaded(version);
   return true;
 }
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include <nlohmann/json.hpp>
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include "common/durable/durable_file.hpp"
@@ -37,6 +38,11 @@ struct Abandoned {};
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Waits for the work queued on a CUDA device, so a phase's clock reading includes its kernels.
+void finish_device_work(const at::TensorOptions& options) {
+  if (options.device().is_cuda()) torch::cuda::synchronize(options.device().index());
 }
 
 Json to_json(const ValidationReport& v) {
@@ -240,6 +246,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
         rollouts[missing[next++]] = std::move(r);
     }
   }
+  finish_device_work(policy_.tensor_options());
   report.rollouts_sampled = static_cast<int>(missing.size());
   report.rollouts_reused = static_cast<int>(rollouts.size() - missing.size());
   report.rollout_sampler_steps = static_cast<std::int64_t>(missing.size()) * o_.sampler.steps;
@@ -411,6 +418,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
     report.clip_fraction = static_cast<double>(clipped) / static_cast<double>(trained);
   }
   report.ratio_max_abs_log = max_abs_log;
+  finish_device_work(policy_.tensor_options());
   report.train_seconds = seconds_since(train_start);
 
   // 5. Staleness audit after the update (v_k explored vs v_{k+1}); stale exploration audits

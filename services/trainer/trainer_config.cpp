@@ -66,4 +66,21 @@ GrpoOptions grpo_options(const config::Config& c) {
   return o;
 }
 
+BenchOptions bench_options(const config::Config& c) {
+  BenchOptions o;
+  o.policy = run::policy_options(c);
+  o.base = c.get_string("model.base");
+  o.hidden = c.get_int("bench.hidden");
+  o.depth = c.get_int("bench.depth");
+  o.image_size = c.get_int("bench.image_size");
+  o.batch = c.get_int("bench.batch");
+  o.seconds = c.get_double("bench.seconds");
+  o.matmul_size = c.get_int("bench.matmul_size");
+  o.sampler = c.get_bool("bench.sampler");
+  o.sampling = run::sampler_options(c);
+  o.grpo = c.get_bool("bench.grpo");
+  o.grpo_options = grpo_options(c);
+  return o;
+}
+
 }  // namespace spotlight::trainer

@@ -5,6 +5,7 @@
 #include "common/config/schema.hpp"
 #include "common/policy/policy.hpp"
 #include "common/run/run_config.hpp"
+#include "services/trainer/bench.hpp"
 #include "services/trainer/grpo_trainer.hpp"
 #include "services/trainer/pretrain.hpp"
 
@@ -17,5 +18,6 @@ using run::policy_options;
 using run::task_options;
 PretrainOptions pretrain_options(const config::Config& config);
 GrpoOptions grpo_options(const config::Config& config);
+BenchOptions bench_options(const config::Config& config);
 
 }  // namespace spotlight::trainer

@@ -19,6 +19,7 @@
 #include "common/report/page_json.hpp"
 #include "tools/simulator/calibration.hpp"
 #include "tools/simulator/calibrations.hpp"
+#include "tools/simulator/measured_step_time.hpp"
 #include "tools/simulator/study.hpp"
 
 namespace spotlight::simulator {
@@ -175,6 +176,10 @@ int study_command(const std::vector<std::string>& words) {
   parser.option("fitted", "FITTED.json", "spotlight-sim fit's parameters")
       .option("out", "STUDY.jsonl", "where the study's JSON lines go")
       .option("hardware", "H100|H200", "per-step costs of this GPU (step_costs.hpp)", "H200")
+      .option("gpu-results", "RESULTS.json",
+              "t measured by scripts/gpu-check on that GPU (default: deploy/gpu/<hardware>.json "
+              "when it exists)")
+      .flag("estimate", "t from the estimate, even where deploy/gpu/ has a measurement")
       .option("reserved", "GPUS", "reserved GPUs of the trainer", "32")
       .option("offsets", "N", "trace offsets (paired runs) per configuration", "30")
       .option("ratios", "R,R,...", "spot GPUs per reserved GPU")
@@ -189,7 +194,18 @@ int study_command(const std::vector<std::string>& words) {
     return 0;
   }
   StudyOptions s;
-  s.base.costs = estimated_step_costs(a.text("hardware"));
+  StepTimeChoice step_time;
+  if (a.given("gpu-results")) step_time.results = a.text("gpu-results");
+  step_time.estimate = a.flag("estimate");
+  if (step_time.results && step_time.estimate) {
+    throw ConfigError("", "options --gpu-results and --estimate exclude each other");
+  }
+  const char* src = std::getenv("SPOTLIGHT_SOURCE_DIR");
+  step_time.source_dir = src ? src : ".";
+  s.base.costs = step_costs_for(a.text("hardware"), step_time);
+  std::fprintf(stderr, "t = %g s per sample-step on %s, %s\n", s.base.costs.seconds_per_sample_step,
+               s.base.costs.hardware.c_str(),
+               s.base.costs.measured ? s.base.costs.source.c_str() : "estimated (not measured)");
   s.base.reserved_gpus = integer(a, "reserved");
   s.base.prompts = 48;
   s.base.group_size = 24;

@@ -11,6 +11,7 @@
 #include "common/config/arguments.hpp"
 #include "common/config/command_line.hpp"
 #include "common/config/env.hpp"
+#include "tests/common/config/plain_dump_fixture.hpp"
 
 namespace spotlight::config {
 namespace {
@@ -414,6 +415,20 @@ TEST(Config, DumpReloadsToTheSameValues) {
 }
 
 // --- schema ------------------------------------------------------------------------------------
+
+// What a build without yaml-cpp writes as config.yaml (config_noyaml_test) reads back here.
+TEST(Config, HandWrittenDumpOfTheNoYamlBuildLoads) {
+  const Schema schema = test::every_type_schema();
+  ConfigSources from_set;
+  from_set.overrides = test::every_type_overrides();
+  const Config expected = Config::load(schema, from_set);
+  ConfigSources from_dump;
+  from_dump.yaml = test::every_type_dump();
+  const Config loaded = Config::load(schema, from_dump);
+  for (const auto& entry : schema.entries()) {
+    EXPECT_EQ(loaded.value(entry.key()), expected.value(entry.key())) << entry.key();
+  }
+}
 
 TEST(Schema, HelpListsEveryKeyWithDefaultRulesAndDoc) {
   const Schema schema = test_schema();

@@ -94,6 +94,7 @@ TEST_F(WeightsPrefetchTest, LoadsEachNewVersionOnItsNoticeVerified) {
   for (std::int64_t v = 0; v < 3; ++v) {
     const std::string checksum = publish(v);
     ASSERT_TRUE(loads(v)) << "version " << v;
+    const auto pinned = weights_->pin();  // the checksum is the pinning owner's to read
     EXPECT_EQ(weights_->loaded_checksum(), checksum);  // of the bytes it loaded
   }
   EXPECT_EQ(policy_->weights_bytes(), testing::micro_policy(102)->weights_bytes());
