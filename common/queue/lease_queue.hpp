@@ -29,8 +29,13 @@
 //                                        task is remembered (purged() is true, never enqueued
 //                                        again) and counted apart: purged is not lost
 //
+// Dead-lettered and purged tasks are remembered with their reason: abandoned(ids) tells a consumer
+// of results which of the tasks it waits for will never have one (until quarantine() enqueues a
+// dead-lettered task again, which forgets that it was dead-lettered).
+//
 // Result notices: complete() that records a result also rings the queue's result bell (in the same
-// atomic step), so does a purge() that purged something (those results will never come), and
+// atomic step), so does a purge() that purged something and every step that dead-letters a task
+// (fail, reject, reclaim, reclaim_from: those results will never come), and
 // wait_result_notice(timeout) blocks until it rang since the last call. The bell is one flag, not a
 // count: many results between two waits wake one wait. A consumer of results (the trainer) waits on
 // it instead of polling, and still re-reads what it misses after each timeout (a bell rung for
@@ -69,8 +74,9 @@ inline constexpr int kDefaultMaxDeliveries = 5;
 
 // Key layout (Redis): <key_prefix>:<stream> (tasks), <key_prefix>:<dead_letter_stream>,
 // <key_prefix>:<results> (hash task id -> result), plus <key_prefix>:{index,errors,stats,
-// payloads,quarantine,notices} (payloads: task id -> payload as enqueued; quarantine: a stream of
-// quarantined results and why; notices: the result bell, a list of at most one element).
+// payloads,quarantine,notices,purged,dead_ids} (payloads: task id -> payload as enqueued;
+// quarantine: a stream of quarantined results and why; notices: the result bell, a list of at most
+// one element; purged and dead_ids: task id -> why it was purged or dead-lettered).
 struct LeaseQueueOptions {
   std::string key_prefix =
       "spotlight";  // one per run (and per queue), e.g. "spotlight:run-42:explore"
@@ -131,6 +137,18 @@ struct QuarantineOutcome {
   bool still_queued = false;  // not requeued: it is still waiting or leased (it will complete)
   // quarantined && !requeued && !still_queued: no payload kept (enqueued before payloads were
   // kept, or never): the task cannot run again.
+};
+
+// How a task left the queue without a result: none will come from the queue.
+enum class Abandonment {
+  kPurged,        // purge(): nobody needed it any more (not lost)
+  kDeadLettered,  // fail() or reclaim() past max_deliveries, or reject(): a problem to look at
+};
+
+struct Abandoned {
+  Abandonment how = Abandonment::kPurged;
+  std::string reason;  // purge()'s reason, or the error the dead letter carries
+  bool operator==(const Abandoned&) const = default;
 };
 
 struct QuarantinedResult {
@@ -222,8 +240,17 @@ class LeaseQueue {
                                          std::string_view reason) {
     return {};
   }
-  // Whether purge() removed the task (its result will never come).
-  virtual bool purged(std::string_view task_id) { return false; }
+  // For each of `task_ids`, in order, in one round trip where the store allows: how the task left
+  // the queue without a result, or nullopt (waiting, leased, completed, never enqueued):
+  //   for id in task_ids:
+  //     out += purged(id) ? {kPurged, purge reason} : dead-lettered(id) ? {kDeadLettered, error}
+  //                                                                       : nullopt
+  // A dead-lettered task can still get a result from a duplicate run (a holder whose lease expired
+  // completes late): read results first and trust a recorded one. The default (a queue that keeps
+  // no such record) answers nullopt for every id.
+  virtual std::vector<std::optional<Abandoned>> abandoned(std::span<const std::string> task_ids);
+  // Whether purge() removed the task (its result will never come): abandoned() of the one id.
+  bool purged(std::string_view task_id);
   // Moves the recorded result of `task_id` aside with `reason` if it is still `result` (nothing
   // happens otherwise), then enqueues the task again unless it is still waiting or leased.
   // Atomic. For the consumer of results that found one invalid.

@@ -12,7 +12,10 @@ using redis::Reply;
 using redis::Script;
 
 // Shared by the scripts that dead-letter. KEYS[1] stream, KEYS[2] dead letters, KEYS[3] errors,
-// KEYS[4] counters.
+// KEYS[4] counters, KEYS[5] dead ids, KEYS[6] notices.
+// A dead-lettered task is remembered (dead ids: task id -> error, for abandoned()) and rings the
+// result bell, as a purge does: a trainer waiting for its result learns at once that none will
+// come.
 constexpr const char* kPrelude = R"lua(
 local function field(fields, name)
   for i = 1, #fields, 2 do
@@ -34,6 +37,9 @@ local function dead_letter(group, id, fields, deliveries, consumer, fallback_err
   redis.call('XACK', KEYS[1], group, id)
   redis.call('XDEL', KEYS[1], id)
   redis.call('HINCRBY', KEYS[4], 'dead_lettered', 1)
+  redis.call('HSET', KEYS[5], task, err)
+  redis.call('LPUSH', KEYS[6], task)
+  redis.call('LTRIM', KEYS[6], 0, 0)
 end
 -- Re-delivers pending entry p ({id, owner, idle, count}) to `consumer`, or dead-letters it when
 -- it already had max_deliveries. Appends a re-delivered lease to `out`; returns 1 if it was.
@@ -111,8 +117,8 @@ end
 return {recorded, acked}
 )lua";
 
-// KEYS: stream, dead, errors, counters. ARGV: group, entry id, task id, consumer, error,
-// max deliveries, lease timeout (ms), parking consumer.
+// KEYS: stream, dead, errors, counters, dead ids, notices. ARGV: group, entry id, task id,
+// consumer, error, max deliveries, lease timeout (ms), parking consumer.
 constexpr const char* kFailLua = R"lua(
 local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
 if #p == 0 or p[1][2] ~= ARGV[4] then return 'not_held' end
@@ -148,9 +154,11 @@ redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[3], 0, ARGV[2], 'JUSTID')
 return 1
 )lua";
 
-// KEYS: stream, results, index, payloads, quarantine, counters. ARGV: task id, result, reason.
-// Returns {quarantined, requeued, still queued}: the result moves aside only if it is still
+// KEYS: stream, results, index, payloads, quarantine, counters, dead ids. ARGV: task id, result,
+// reason. Returns {quarantined, requeued, still queued}: the result moves aside only if it is still
 // `result`; the task is enqueued again (its first payload) unless its entry is still in the stream.
+// A task enqueued again is no longer dead-lettered (it may have been, if a holder whose lease had
+// expired completed it after the dead-lettering).
 constexpr const char* kQuarantineLua = R"lua(
 if redis.call('HGET', KEYS[2], ARGV[1]) ~= ARGV[2] then return {0, 0, 0} end
 redis.call('HDEL', KEYS[2], ARGV[1])
@@ -163,13 +171,14 @@ local payload = redis.call('HGET', KEYS[4], ARGV[1])
 if not payload then return {1, 0, 0} end
 local id = redis.call('XADD', KEYS[1], '*', 'task', ARGV[1], 'payload', payload)
 redis.call('HSET', KEYS[3], ARGV[1], id)
+redis.call('HDEL', KEYS[7], ARGV[1])
 redis.call('HINCRBY', KEYS[6], 'requeued', 1)
 return {1, 1, 0}
 )lua";
 
-// KEYS: stream, dead, errors, counters. ARGV: group, consumer, min idle (ms), max count,
-// max deliveries. XAUTOCLAIM's semantics, as XPENDING IDLE + XCLAIM so that each entry's delivery
-// count and last holder are known before choosing between re-delivery and dead-letter.
+// KEYS: stream, dead, errors, counters, dead ids, notices. ARGV: group, consumer, min idle (ms),
+// max count, max deliveries. XAUTOCLAIM's semantics, as XPENDING IDLE + XCLAIM so that each entry's
+// delivery count and last holder are known before choosing between re-delivery and dead-letter.
 constexpr const char* kReclaimLua = R"lua(
 local group, consumer, min_idle = ARGV[1], ARGV[2], ARGV[3]
 local budget, max_deliveries = tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -192,8 +201,8 @@ end
 return out
 )lua";
 
-// KEYS: stream, dead, errors, counters. ARGV: group, dead consumer, consumer, max count,
-// max deliveries.
+// KEYS: stream, dead, errors, counters, dead ids, notices. ARGV: group, dead consumer, consumer,
+// max count, max deliveries.
 constexpr const char* kReclaimFromLua = R"lua(
 local group, dead, consumer = ARGV[1], ARGV[2], ARGV[3]
 local max_deliveries = tonumber(ARGV[5])
@@ -228,6 +237,22 @@ while pending > 0 do
 end
 return {len, pending, oldest, redis.call('XLEN', KEYS[2]), redis.call('HLEN', KEYS[3]),
         redis.call('HGETALL', KEYS[4])}
+)lua";
+
+// KEYS: purged, dead ids. ARGV: task ids. Returns {purge reasons, dead-letter errors}, each with
+// one element per task id (nil when the hash has none): one HMGET per hash, in slices of 1000
+// fields beyond that (unpack() is bounded by Lua's C stack).
+constexpr const char* kAbandonedLua = R"lua(
+local function hmget(key)
+  if #ARGV <= 1000 then return redis.call('HMGET', key, unpack(ARGV)) end
+  local out = {}
+  for first = 1, #ARGV, 1000 do
+    local part = redis.call('HMGET', key, unpack(ARGV, first, math.min(first + 999, #ARGV)))
+    for i = 1, #part do out[#out + 1] = part[i] end
+  end
+  return out
+end
+return {hmget(KEYS[1]), hmget(KEYS[2])}
 )lua";
 
 // KEYS: stream, index, purged, counters, notices. ARGV: group, reason, task ids...
@@ -273,6 +298,7 @@ struct Scripts {
   Script stats{kStatsLua};
   Script quarantine{kQuarantineLua};
   Script purge{kPurgeLua};
+  Script abandoned{kAbandonedLua};
 };
 
 const Scripts& scripts() {
@@ -323,7 +349,8 @@ void LeaseQueueOptions::validate() const {
   for (const auto& [name, value] : names) {
     if (value->empty()) throw InvalidQueueOptions(name, "must not be empty");
     if (*value == "index" || *value == "errors" || *value == "stats" || *value == "payloads" ||
-        *value == "quarantine" || *value == "notices" || *value == "purged") {
+        *value == "quarantine" || *value == "notices" || *value == "purged" ||
+        *value == "dead_ids") {
       throw InvalidQueueOptions(name, "'" + *value + "' is reserved");
     }
   }
@@ -351,7 +378,8 @@ RedisLeaseQueue::RedisLeaseQueue(redis::RedisClient client, LeaseQueueOptions op
                p + ":payloads",
                p + ":quarantine",
                p + ":notices",
-               p + ":purged"};
+               p + ":purged",
+               p + ":dead_ids"};
 }
 
 RedisLeaseQueue::~RedisLeaseQueue() = default;
@@ -484,10 +512,11 @@ FailOutcome RedisLeaseQueue::fail_with(const Lease& lease, std::string_view erro
   return call([&] {
     const std::string max = std::to_string(max_deliveries);
     const std::string idle = std::to_string(options_.lease_timeout.count());
-    const Reply r =
-        client_.eval(scripts().fail, {keys_.stream, keys_.dead, keys_.errors, keys_.stats},
-                     {options_.group, lease.entry_id, lease.task_id, lease.consumer, error, max,
-                      idle, kParkingConsumer});
+    const Reply r = client_.eval(
+        scripts().fail,
+        {keys_.stream, keys_.dead, keys_.errors, keys_.stats, keys_.dead_ids, keys_.notices},
+        {options_.group, lease.entry_id, lease.task_id, lease.consumer, error, max, idle,
+         kParkingConsumer});
     const std::string& outcome = r.as_text();
     if (outcome == "retry") return FailOutcome::kRetry;
     if (outcome == "dead") return FailOutcome::kDeadLettered;
@@ -521,9 +550,10 @@ std::vector<Lease> RedisLeaseQueue::reclaim(std::string_view consumer,
     const std::string idle = std::to_string(std::max<std::int64_t>(min_idle.count(), 0));
     const std::string count = std::to_string(max_count);
     const std::string max = std::to_string(options_.max_deliveries);
-    const Reply r =
-        client_.eval(scripts().reclaim, {keys_.stream, keys_.dead, keys_.errors, keys_.stats},
-                     {options_.group, consumer, idle, count, max});
+    const Reply r = client_.eval(
+        scripts().reclaim,
+        {keys_.stream, keys_.dead, keys_.errors, keys_.stats, keys_.dead_ids, keys_.notices},
+        {options_.group, consumer, idle, count, max});
     return parse_script_leases(r, consumer);
   });
 }
@@ -534,9 +564,10 @@ std::vector<Lease> RedisLeaseQueue::reclaim_from(std::string_view dead_consumer,
   return call([&] {
     const std::string count = std::to_string(max_count);
     const std::string max = std::to_string(options_.max_deliveries);
-    const Reply r =
-        client_.eval(scripts().reclaim_from, {keys_.stream, keys_.dead, keys_.errors, keys_.stats},
-                     {options_.group, dead_consumer, consumer, count, max});
+    const Reply r = client_.eval(
+        scripts().reclaim_from,
+        {keys_.stream, keys_.dead, keys_.errors, keys_.stats, keys_.dead_ids, keys_.notices},
+        {options_.group, dead_consumer, consumer, count, max});
     return parse_script_leases(r, consumer);
   });
 }
@@ -596,19 +627,42 @@ std::vector<std::string> RedisLeaseQueue::purge(std::span<const std::string> tas
   });
 }
 
-bool RedisLeaseQueue::purged(std::string_view task_id) {
+std::vector<std::optional<Abandoned>> RedisLeaseQueue::abandoned(
+    std::span<const std::string> task_ids) {
+  std::vector<std::optional<Abandoned>> out;
+  if (task_ids.empty()) return out;
   return call([&] {
-    return client_.command({"HEXISTS", keys_.purged, task_id}).as_integer() == 1;
+    const std::vector<std::string_view> argv(task_ids.begin(), task_ids.end());
+    const std::array<std::string_view, 2> keys{keys_.purged, keys_.dead_ids};
+    const Reply r = client_.eval(scripts().abandoned, keys, argv);
+    const auto& purged = r.as_array().at(0).as_array_or_empty();
+    const auto& dead = r.as_array().at(1).as_array_or_empty();
+    if (purged.size() != task_ids.size() || dead.size() != task_ids.size()) {
+      throw QueueError("lease queue " + keys_.stream + ": abandoned() answered " +
+                       std::to_string(purged.size()) + "/" + std::to_string(dead.size()) +
+                       " values for " + std::to_string(task_ids.size()) + " task ids");
+    }
+    out.clear();
+    for (std::size_t i = 0; i < task_ids.size(); ++i) {
+      if (auto reason = purged[i].as_optional_string()) {
+        out.emplace_back(Abandoned{Abandonment::kPurged, std::move(*reason)});
+      } else if (auto error = dead[i].as_optional_string()) {
+        out.emplace_back(Abandoned{Abandonment::kDeadLettered, std::move(*error)});
+      } else {
+        out.emplace_back();
+      }
+    }
+    return out;
   });
 }
 
 QuarantineOutcome RedisLeaseQueue::quarantine(std::string_view task_id, std::string_view result,
                                               std::string_view reason) {
   return call([&] {
-    const Reply r = client_.eval(
-        scripts().quarantine,
-        {keys_.stream, keys_.results, keys_.index, keys_.payloads, keys_.quarantine, keys_.stats},
-        {task_id, result, reason});
+    const Reply r = client_.eval(scripts().quarantine,
+                                 {keys_.stream, keys_.results, keys_.index, keys_.payloads,
+                                  keys_.quarantine, keys_.stats, keys_.dead_ids},
+                                 {task_id, result, reason});
     const auto& a = r.as_array();
     return QuarantineOutcome{a.at(0).as_integer() == 1, a.at(1).as_integer() == 1,
                              a.at(2).as_integer() == 1};
@@ -710,7 +764,8 @@ QueueStats RedisLeaseQueue::stats() {
 void RedisLeaseQueue::destroy() {
   call([&] {
     client_.command({"DEL", keys_.notices, keys_.stream, keys_.dead, keys_.results, keys_.index,
-                     keys_.errors, keys_.stats, keys_.payloads, keys_.quarantine, keys_.purged});
+                     keys_.errors, keys_.stats, keys_.payloads, keys_.quarantine, keys_.purged,
+                     keys_.dead_ids});
     group_ready_ = false;
   });
 }

@@ -11,8 +11,11 @@
 //   reclaim        script: XAUTOCLAIM, dead-letter those past max_deliveries
 //   reclaim_from   script: XPENDING of the dead consumer, XCLAIM, XGROUP DELCONSUMER when empty
 //   reject         the fail script with no retry left
+//                  (dead-lettering, in any of these scripts: XADD dead, XACK, XDEL, HSET dead_ids,
+//                  ring the notices bell)
+//   abandoned      script: HMGET purged, HMGET dead_ids
 //   quarantine     script: if HGET results == result: HDEL, XADD quarantine; XADD the payload
-//                  again unless the index's entry is still in the stream
+//                  again unless the index's entry is still in the stream (then HDEL dead_ids)
 //   purge          script: per task, the index's entry if still in the stream and not pending
 //                  (or pending under "~released"): XACK, XDEL, HSET purged; counted
 //
@@ -57,7 +60,8 @@ class RedisLeaseQueue final : public LeaseQueue {
   bool wait_result_notice(std::chrono::milliseconds timeout) override;
   std::vector<std::string> purge(std::span<const std::string> task_ids,
                                  std::string_view reason) override;
-  bool purged(std::string_view task_id) override;
+  // One script: HMGET of purged, then of dead_ids.
+  std::vector<std::optional<Abandoned>> abandoned(std::span<const std::string> task_ids) override;
   QuarantineOutcome quarantine(std::string_view task_id, std::string_view result,
                                std::string_view reason) override;
   std::vector<QuarantinedResult> quarantined(int max_count) override;
@@ -83,7 +87,8 @@ class RedisLeaseQueue final : public LeaseQueue {
 
  private:
   struct Keys {
-    std::string stream, dead, results, index, errors, stats, payloads, quarantine, notices, purged;
+    std::string stream, dead, results, index, errors, stats, payloads, quarantine, notices, purged,
+        dead_ids;
   };
   FailOutcome fail_with(const Lease& lease, std::string_view error, int max_deliveries);
   template <typename Fn>

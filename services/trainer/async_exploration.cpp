@@ -80,12 +80,14 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   std::vector<std::vector<int>> quarantines(n, std::vector<int>(static_cast<size_t>(candidates)));
   std::vector<std::vector<bool>> lost(n, std::vector<bool>(static_cast<size_t>(candidates)));
   size_t missing = n * static_cast<size_t>(candidates);
-  int quarantined = 0, lost_tasks = 0, purged = 0;
+  int quarantined = 0, lost_tasks = 0, purged = 0, dead_lettered = 0;
   // Read the missing results (one batch per round) until all are in (or lost) or the deadline
   // passes; between rounds sleep on the result bell, or poll without one.
   const bool bell = o_.notices && queue_.has_result_notices();
   std::vector<std::string> ids;
   std::vector<std::pair<size_t, int>> where;  // (prompt, candidate) of ids[k]
+  std::vector<std::string> absent;            // ids without a result this round
+  std::vector<size_t> absent_at;              // their k
   while (missing > 0) {
     ids.clear();
     where.clear();
@@ -97,24 +99,36 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
       }
     }
     const auto values = call(retry_, [&] { return queue_.results(ids); });
-    // The planner purges a prompt's waiting tasks together (its contrast is reached): one look per
-    // prompt and round at its first missing task, then at the others only if that one was purged.
-    std::vector<std::optional<bool>> prompt_purged(n);
+    // Tasks without a result that left the queue without one will never have one: purged by the
+    // planner (not needed), or dead-lettered (rejected, or failed or expired past max_deliveries:
+    // a problem, warned about once per task). One batch per round; both ring the result bell.
+    absent.clear();
+    absent_at.clear();
+    for (size_t k = 0; k < ids.size() && k < values.size(); ++k) {
+      if (values[k]) continue;
+      absent.push_back(ids[k]);
+      absent_at.push_back(k);
+    }
+    std::vector<std::optional<queue::Abandoned>> gone;
+    if (!absent.empty()) gone = call(retry_, [&] { return queue_.abandoned(absent); });
+    for (size_t a = 0; a < absent.size() && a < gone.size(); ++a) {
+      if (!gone[a]) continue;
+      const auto [i, j] = where[absent_at[a]];
+      lost[i][j] = true;
+      --missing;
+      if (gone[a]->how == queue::Abandonment::kPurged) {
+        ++purged;
+        continue;
+      }
+      ++dead_lettered;
+      SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": task '" << absent[a]
+                          << "' was dead-lettered (" << gone[a]->reason
+                          << "); its candidate is lost for this iteration";
+    }
     for (size_t k = 0; k < ids.size() && k < values.size(); ++k) {
       const auto& bytes = values[k];
       const auto [i, j] = where[k];
-      if (!bytes) {
-        if (prompt_purged[i].value_or(true) &&
-            call(retry_, [&] { return queue_.purged(ids[k]); })) {
-          lost[i][j] = true;  // it will never come
-          ++purged;
-          --missing;
-          prompt_purged[i] = true;
-        } else if (!prompt_purged[i]) {
-          prompt_purged[i] = false;
-        }
-        continue;
-      }
+      if (!bytes) continue;
       const std::string& id = ids[k];
       const run::ExpectedResult expected{
           id, o_.run_id, iteration, static_cast<int64_t>(i),
@@ -200,6 +214,7 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   out.explore_seconds = std::chrono::duration<double>(Clock::now() - start).count();
   out.quarantined_results = quarantined;
   out.lost_tasks = lost_tasks;
+  out.dead_lettered_tasks = dead_lettered;
   if (missing > 0) {
     SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": " << missing << " of "
                         << n * static_cast<size_t>(candidates)
@@ -211,6 +226,12 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
     SPOTLIGHT_LOG(info) << "iteration " << iteration << ": " << purged
                         << " candidates not explored (the planner purged them: their prompts "
                            "had their contrast)";
+  }
+  if (dead_lettered > 0) {
+    SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": " << dead_lettered << " of "
+                        << n * static_cast<size_t>(candidates)
+                        << " candidates lost: their tasks were dead-lettered (see "
+                           "the dead-letter stream)";
   }
   if (quarantined > 0) {
     SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": " << quarantined

@@ -2,14 +2,17 @@
 // The trainer's side of exploration.mode=async and offload (docs/iteration.md, docs/reuse.md):
 //  - AsyncSeedSource reads what the explorers found for an iteration from the lease queue's
 //    results, waiting up to a deadline, and selects the G of maximum variance per prompt;
-//    prompts with fewer than G explored seeds fall back to random seeds (counted). Tasks the
-//    planner purged (exploration.allocation=adaptive: their prompt had its contrast) are not
-//    waited for. offload
+//    prompts with fewer than G explored seeds fall back to random seeds (counted). offload
 //    selects nothing: the G seeds of a prompt are its candidates 0..G-1 (none's seeds), which
 //    the explorers sampled with the current weights.
+//    Tasks that will never have a result are not waited for (LeaseQueue::abandoned, one batch
+//    per round): those the planner purged (exploration.allocation=adaptive: their prompt had its
+//    contrast; an iteration passed), and those the queue dead-lettered (an explorer rejected
+//    them, or they failed or expired past exploration.max_deliveries), which are lost for the
+//    iteration, counted (SeedSelection::dead_lettered_tasks) and warned about once per task.
 //    The wait sleeps on the queue's result bell (rung by complete() in the script that records a
-//    result) and reads the missing results in one batch when it rings; it re-reads them every
-//    `resync` anyway, so a lost wake-up costs at most that long.
+//    result, and by purges and dead-letterings) and reads the missing results in one batch when it
+//    rings; it re-reads them every `resync` anyway, so a lost wake-up costs at most that long.
 //    Every result is checked against its task first (run::check_result); one that does not check
 //    out (poisoned: garbage, another task's, a reward that is not finite) is quarantined with its
 //    reason and the task runs again (LeaseQueue::quarantine), so the wait goes on for the real

@@ -85,6 +85,7 @@ Json to_json(const IterationReport& r) {
          {"ratio_max_abs_log", r.ratio_max_abs_log},
          {"clip_fraction", r.clip_fraction},
          {"fallback_prompts", r.fallback_prompts},
+         {"dead_lettered_tasks", r.dead_lettered_tasks},
          {"optimizer_steps", r.optimizer_steps},
          {"first_ratio_max_deviation", r.first_ratio_max_deviation}};
   if (r.explore_weights_version >= 0) j["explore_weights_version"] = r.explore_weights_version;
@@ -199,6 +200,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   report.explore_seconds = selection.explore_seconds;
   report.selected_variance = selection.selected_variance;
   report.fallback_prompts = selection.fallback_prompts;
+  report.dead_lettered_tasks = selection.dead_lettered_tasks;
   report.explore_weights_version = selection.explore_weights_version;
   report.explore_sampler_steps = selection.explore_sampler_steps;
   report.trajectories_rejected = selection.rejected_trajectories;

@@ -123,6 +123,8 @@ struct IterationReport {
   std::vector<std::pair<std::string, double>> reward_components;
   int optimizer_steps = 0;
   int fallback_prompts = 0;
+  // async: candidates lost because their tasks were dead-lettered (SeedSelection).
+  int dead_lettered_tasks = 0;
   std::optional<double> kendall_tau;  // staleness audit, when run
   std::optional<ValidationReport> validation;
   // Per prompt, for fitting the simulator's learning model offline (tools/simulator): the rewards

@@ -47,6 +47,9 @@ struct SeedSelection {
   // given up for this iteration because of them (could not run again, or kept being poisoned).
   int quarantined_results = 0;
   int lost_tasks = 0;
+  // async: tasks the queue dead-lettered (rejected, or failed or expired past max_deliveries),
+  // lost for this iteration; not waited for.
+  int dead_lettered_tasks = 0;
 };
 
 class SeedSource {

@@ -16,6 +16,9 @@ TrainerMetrics::TrainerMetrics(metrics::Registry& r, int iterations, int samples
           r.counter("spotlight_trainer_samples_total", "On-policy rollout samples trained on.")),
       fallback_prompts_total_(r.counter("spotlight_trainer_fallback_prompts_total",
                                         "Prompts that fell back to random seeds.")),
+      dead_lettered_tasks_total_(
+          r.counter("spotlight_trainer_dead_lettered_tasks_total",
+                    "Explored candidates lost because the queue dead-lettered their tasks.")),
       iteration_seconds_(r.histogram("spotlight_trainer_iteration_seconds",
                                      "Wall time of one iteration (audit excluded).",
                                      metrics::exponential_buckets(0.25, 2, 14))),
@@ -75,6 +78,7 @@ void TrainerMetrics::observe(const IterationReport& r) {
   iterations_total_.inc();
   samples_total_.inc(samples_per_iteration_);
   fallback_prompts_total_.inc(r.fallback_prompts);
+  dead_lettered_tasks_total_.inc(r.dead_lettered_tasks);
   iteration_seconds_.observe(r.iteration_seconds);
   const std::array<double, kPhases.size()> phases = {
       r.rollout_seconds, r.reward_seconds, r.train_seconds, r.explore_seconds, r.audit_seconds};

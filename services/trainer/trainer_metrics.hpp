@@ -38,6 +38,7 @@ class TrainerMetrics {
   metrics::Counter iterations_total_;
   metrics::Counter samples_total_;
   metrics::Counter fallback_prompts_total_;
+  metrics::Counter dead_lettered_tasks_total_;
   metrics::Histogram iteration_seconds_;
   std::array<metrics::Counter, kPhases.size()> phase_seconds_total_;
   std::array<metrics::Gauge, kPhases.size()> phase_last_seconds_;

@@ -164,6 +164,11 @@ TEST_F(RedisAclTest, EveryRoleDoesItsWorkAndExplorersCannotWriteWhatIsNotTheirs)
       {"LPOP", p + "explore:notices"},
       {"LRANGE", p + "explore:notices", "0", "-1"},
       {"DEL", p + "explore:notices"},
+      // Dead-lettered task ids: written only by the dead-lettering scripts, never read or deleted
+      // by an explorer (a deleted mark would make the trainer wait for a task that is gone).
+      {"HGET", p + "explore:dead_ids", "i0/p0/c2"},
+      {"HDEL", p + "explore:dead_ids", "i0/p0/c2"},
+      {"DEL", p + "explore:dead_ids"},
       {"LPUSH", p + "explore:results", "x"},
       {"LPUSH", p + kKeys.trainer_iteration, "x"},
       {"INCRBY", p + "cost:reserved:busy_ms", "1"},
@@ -207,8 +212,15 @@ TEST_F(RedisAclTest, EveryRoleDoesItsWorkAndExplorersCannotWriteWhatIsNotTheirs)
   const auto found = trainer_queue.results(ids);
   ASSERT_EQ(found.size(), 3u);
   EXPECT_EQ(found[0], "result");
-  EXPECT_EQ(found[1], "result-2");    // failed once, then reclaimed and completed
-  EXPECT_EQ(found[2], std::nullopt);  // rejected
+  EXPECT_EQ(found[1], "result-2");                 // failed once, then reclaimed and completed
+  EXPECT_EQ(found[2], std::nullopt);               // rejected
+  const auto gone = trainer_queue.abandoned(ids);  // and the trainer can tell: dead-lettered
+  ASSERT_EQ(gone.size(), 3u);
+  EXPECT_FALSE(gone[0]);
+  EXPECT_FALSE(gone[1]);
+  ASSERT_TRUE(gone[2]);
+  EXPECT_EQ(gone[2]->how, queue::Abandonment::kDeadLettered);
+  EXPECT_EQ(gone[2]->reason, "unsigned");
   EXPECT_TRUE(trainer_queue.wait_result_notice(std::chrono::milliseconds(10)));
   EXPECT_FALSE(trainer_queue.wait_result_notice(std::chrono::milliseconds(10)));  // one flag
   // The trainer may quarantine a result (its role).

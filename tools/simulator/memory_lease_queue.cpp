@@ -98,6 +98,7 @@ queue::FailOutcome MemoryLeaseQueue::fail_with(const queue::Lease& lease, std::s
   if (it->deliveries >= max_deliveries) {
     dead_.push_back(queue::DeadLetter{it->entry_id, it->task_id, it->payload, std::string(error),
                                       it->consumer, it->deliveries});
+    dead_ids_[it->task_id] = std::string(error);
     ++totals_.dead_lettered_total;
     entries_.erase(it);
     return queue::FailOutcome::kDeadLettered;
@@ -131,6 +132,7 @@ bool MemoryLeaseQueue::redeliver(Entries::iterator& e, std::string_view consumer
         queue::DeadLetter{e->entry_id, e->task_id, e->payload,
                           error != errors_.end() ? error->second : "delivery limit reached",
                           e->consumer, e->deliveries});
+    dead_ids_[e->task_id] = dead_.back().error;
     ++totals_.dead_lettered_total;
     e = entries_.erase(e);
     return false;
@@ -180,6 +182,21 @@ std::optional<std::string> MemoryLeaseQueue::result(std::string_view task_id) {
   const auto it = results_.find(task_id);
   if (it == results_.end()) return std::nullopt;
   return it->second;
+}
+
+std::vector<std::optional<queue::Abandoned>> MemoryLeaseQueue::abandoned(
+    std::span<const std::string> task_ids) {
+  std::vector<std::optional<queue::Abandoned>> out;
+  out.reserve(task_ids.size());
+  for (const auto& id : task_ids) {
+    const auto it = dead_ids_.find(id);
+    if (it == dead_ids_.end()) {
+      out.emplace_back();
+    } else {
+      out.emplace_back(queue::Abandoned{queue::Abandonment::kDeadLettered, it->second});
+    }
+  }
+  return out;
 }
 
 queue::QuarantineOutcome MemoryLeaseQueue::quarantine(std::string_view task_id,

@@ -2,11 +2,11 @@
 // queue::LeaseQueue in memory on a caller-supplied clock, for the cluster simulator: the same
 // contract as the Redis queue (common/queue/lease_queue.hpp) — leases, idempotent results,
 // release, reclaim of idle leases, reclaim_from a dead consumer, the delivery limit and the
-// dead-letter list; quarantine() moves a result aside but does not re-enqueue (payloads of
-// acknowledged tasks are not kept) — so the simulated explorers and the real planner-side code
-// (ExplorerReaper) drive the scheduling logic the services run. lease() never blocks (simulated
-// time does not pass inside a call). Single-threaded. Leases cost O(1), reclaims and completions
-// O(tasks leased).
+// dead-letter list, abandoned() for dead-lettered tasks; quarantine() moves a result aside but does
+// not re-enqueue (payloads of acknowledged tasks are not kept); no purge, no result bell — so the
+// simulated explorers and the real planner-side code (ExplorerReaper) drive the scheduling logic
+// the services run. lease() never blocks (simulated time does not pass inside a call).
+// Single-threaded. Leases cost O(1), reclaims and completions O(tasks leased).
 
 #include <cstdint>
 #include <functional>
@@ -38,6 +38,8 @@ class MemoryLeaseQueue final : public queue::LeaseQueue {
   std::vector<queue::Lease> reclaim_from(std::string_view dead_consumer, std::string_view consumer,
                                          int max_count) override;
   std::optional<std::string> result(std::string_view task_id) override;
+  std::vector<std::optional<queue::Abandoned>> abandoned(
+      std::span<const std::string> task_ids) override;
   queue::QuarantineOutcome quarantine(std::string_view task_id, std::string_view result,
                                       std::string_view reason) override;
   std::vector<queue::QuarantinedResult> quarantined(int max_count) override;
@@ -76,6 +78,7 @@ class MemoryLeaseQueue final : public queue::LeaseQueue {
   std::map<std::string, std::string, std::less<>> results_;
   std::map<std::string, std::string, std::less<>> errors_;
   std::vector<queue::DeadLetter> dead_;
+  std::map<std::string, std::string, std::less<>> dead_ids_;  // task id -> dead letter's error
   std::vector<queue::QuarantinedResult> quarantined_;
   std::int64_t next_entry_ = 0;
   queue::QueueStats totals_;

@@ -527,6 +527,154 @@ TEST_F(LeaseQueueTest, PurgeRemovesOnlyUnrunTasksAndKeepsTheAccountingExact) {
             s.acked_total + s.dead_lettered_total + s.purged_total + s.length);
 }
 
+// A waiter (the trainer) must tell a dead-lettered task from one still running: it reads as
+// abandoned with the dead letter's error, and the step that dead-lettered it rang the result bell.
+// A task that completed, failed once (retried), waits or is leased does not.
+TEST_F(LeaseQueueTest, RejectedTaskReadsAsDeadLetteredAndRingsTheBell) {
+  auto q = make_queue();       // max_deliveries = 3
+  auto waiter = make_queue();  // the trainer's own connection
+  for (const char* id : {"rejected", "done", "failed-once", "leased", "waiting"})
+    q.enqueue(id, "p");
+  std::map<std::string, Lease> held;
+  for (const Lease& l : q.lease("w", 4, milliseconds(0)))
+    held[l.task_id] = l;
+  ASSERT_EQ(held.size(), 4u);
+  const std::vector<std::string> ids{"rejected", "done",    "failed-once",
+                                     "leased",   "waiting", "unknown"};
+  EXPECT_EQ(waiter.abandoned(ids), std::vector<std::optional<Abandoned>>(ids.size()));
+
+  ASSERT_TRUE(q.complete(held["done"], "r").recorded);
+  EXPECT_TRUE(waiter.wait_result_notice(kPatience));
+  ASSERT_EQ(q.fail(held["failed-once"], "transient"), FailOutcome::kRetry);
+  EXPECT_FALSE(waiter.wait_result_notice(milliseconds(20))) << "a retry is no news for a waiter";
+
+  ASSERT_EQ(q.reject(held["rejected"], "outside the run's limits"), FailOutcome::kDeadLettered);
+  EXPECT_TRUE(waiter.wait_result_notice(kPatience)) << "dead-lettering rings the result bell";
+  const auto how = waiter.abandoned(ids);
+  ASSERT_EQ(how.size(), ids.size());
+  ASSERT_TRUE(how[0]);
+  EXPECT_EQ(how[0]->how, Abandonment::kDeadLettered);
+  EXPECT_EQ(how[0]->reason, "outside the run's limits");
+  for (std::size_t i = 1; i < ids.size(); ++i)
+    EXPECT_FALSE(how[i]) << ids[i];
+  EXPECT_FALSE(waiter.purged("rejected")) << "dead-lettered is not purged";
+
+  const QueueStats s = q.stats();
+  EXPECT_EQ(s.dead_lettered_total, 1);
+  EXPECT_EQ(s.enqueued_total + s.requeued_total,
+            s.acked_total + s.dead_lettered_total + s.purged_total + s.length);
+}
+
+TEST_F(LeaseQueueTest, TaskFailedPastMaxDeliveriesReadsAsDeadLetteredAndRingsTheBell) {
+  auto q = make_queue();  // max_deliveries = 3
+  auto waiter = make_queue();
+  q.enqueue("bad", "p");
+  const std::vector<std::string> ids{"bad"};
+  auto leases = q.lease("a", 1, milliseconds(0));
+  for (int delivery = 1; delivery <= 3; ++delivery) {
+    ASSERT_EQ(leases.size(), 1u) << "delivery " << delivery;
+    const FailOutcome outcome = q.fail(leases[0], "boom " + std::to_string(delivery));
+    if (delivery < 3) {
+      ASSERT_EQ(outcome, FailOutcome::kRetry);
+      EXPECT_FALSE(waiter.abandoned(ids)[0]) << "delivery " << delivery << " may still succeed";
+      EXPECT_FALSE(waiter.wait_result_notice(milliseconds(20))) << "delivery " << delivery;
+      leases = q.reclaim("w" + std::to_string(delivery), kLeaseTimeout, 10);
+    } else {
+      ASSERT_EQ(outcome, FailOutcome::kDeadLettered);
+    }
+  }
+  EXPECT_TRUE(waiter.wait_result_notice(kPatience));
+  const auto how = waiter.abandoned(ids);
+  ASSERT_EQ(how.size(), 1u);
+  ASSERT_TRUE(how[0]);
+  EXPECT_EQ(how[0]->how, Abandonment::kDeadLettered);
+  EXPECT_EQ(how[0]->reason, "boom 3");
+}
+
+// A poison task kills every holder: reclaim() (idle leases) and reclaim_from() (a dead consumer)
+// dead-letter it past max_deliveries, in the same step that marks it and rings the bell.
+TEST_F(LeaseQueueTest, TaskReclaimedPastMaxDeliveriesReadsAsDeadLetteredAndRingsTheBell) {
+  LeaseQueueOptions o = options();
+  o.max_deliveries = 2;
+  auto q = make_queue(o);
+  auto waiter = make_queue(o);
+  q.enqueue("poison", "p");
+  ASSERT_EQ(q.lease("a", 1, milliseconds(0)).size(), 1u);
+  ASSERT_EQ(q.reclaim("b", milliseconds(0), 10).size(), 1u);  // "a" died: delivery 2
+  EXPECT_FALSE(waiter.wait_result_notice(milliseconds(20)));
+  EXPECT_FALSE(waiter.abandoned(std::vector<std::string>{"poison"})[0]);
+  EXPECT_TRUE(q.reclaim("c", milliseconds(0), 10).empty());  // "b" died too: dead-lettered
+  EXPECT_TRUE(waiter.wait_result_notice(kPatience));
+  auto how = waiter.abandoned(std::vector<std::string>{"poison"});
+  ASSERT_TRUE(how.at(0));
+  EXPECT_EQ(how[0]->how, Abandonment::kDeadLettered);
+  EXPECT_NE(how[0]->reason.find("lease expired after 2 deliveries"), std::string::npos)
+      << how[0]->reason;
+
+  q.enqueue("poison-2", "p");
+  ASSERT_EQ(q.lease("d", 1, milliseconds(0)).size(), 1u);
+  ASSERT_EQ(q.reclaim_from("d", "e", 10).size(), 1u);  // delivery 2
+  EXPECT_FALSE(waiter.wait_result_notice(milliseconds(20)));
+  EXPECT_TRUE(q.reclaim_from("e", "f", 10).empty());  // dead-lettered
+  EXPECT_TRUE(waiter.wait_result_notice(kPatience));
+  how = waiter.abandoned(std::vector<std::string>{"poison-2"});
+  ASSERT_TRUE(how.at(0));
+  EXPECT_EQ(how[0]->how, Abandonment::kDeadLettered);
+
+  const QueueStats s = q.stats();
+  EXPECT_EQ(s.dead_lettered_total, 2);
+  EXPECT_EQ(s.enqueued_total + s.requeued_total,
+            s.acked_total + s.dead_lettered_total + s.purged_total + s.length);
+}
+
+// A dead-lettered task whose expired holder still completed it has a result; once that result is
+// quarantined and the task enqueued again, it runs again and is no longer abandoned.
+TEST_F(LeaseQueueTest, QuarantineRequeueForgetsThatATaskWasDeadLettered) {
+  auto q = make_queue();
+  q.enqueue("t", "payload-t");
+  const auto first = q.lease("slow", 1, milliseconds(0));
+  ASSERT_EQ(first.size(), 1u);
+  const auto second = q.reclaim_from("slow", "fast", 10);
+  ASSERT_EQ(second.size(), 1u);
+  ASSERT_EQ(q.reject(second[0], "forged"), FailOutcome::kDeadLettered);
+  EXPECT_TRUE(q.complete(first[0], "garbage").recorded);  // the expired holder, late
+  ASSERT_TRUE(q.abandoned(std::vector<std::string>{"t"})[0]);
+  const auto moved = q.quarantine("t", "garbage", "wrong seed");
+  ASSERT_TRUE(moved.requeued);
+  EXPECT_FALSE(q.abandoned(std::vector<std::string>{"t"})[0]);
+  const auto again = q.lease("w", 1, milliseconds(0));
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].payload, "payload-t");
+}
+
+// abandoned() answers in the order asked, also past the script's slice of 1000 ids.
+TEST_F(LeaseQueueTest, AbandonedAnswersManyIdsInOrder) {
+  auto q = make_queue();
+  q.enqueue("dead", "p");
+  q.enqueue("purged", "p");
+  const auto leases = q.lease("w", 1, milliseconds(0));
+  ASSERT_EQ(leases.size(), 1u);
+  ASSERT_EQ(q.reject(leases[0], "forged"), FailOutcome::kDeadLettered);
+  ASSERT_EQ(q.purge(std::vector<std::string>{"purged"}, "not needed").size(), 1u);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 2500; ++i)
+    ids.push_back("unknown-" + std::to_string(i));
+  ids[1500] = "purged";
+  ids[2400] = "dead";
+  const auto how = q.abandoned(ids);
+  ASSERT_EQ(how.size(), ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i == 1500) {
+      EXPECT_EQ(how[i], (Abandoned{Abandonment::kPurged, "not needed"}));
+    } else if (i == 2400) {
+      EXPECT_EQ(how[i], (Abandoned{Abandonment::kDeadLettered, "forged"}));
+    } else {
+      ASSERT_FALSE(how[i]) << ids[i];
+    }
+  }
+  EXPECT_TRUE(q.abandoned({}).empty());
+}
+
 TEST_F(LeaseQueueTest, ResultsReadsManyInOrder) {
   auto q = make_queue();
   q.enqueue("a", "p");
@@ -562,6 +710,9 @@ TEST_F(LeaseQueueTest, InvalidOptionsNameTheField) {
   o = {};
   o.results = "stats";
   expect_field(o, "results");
+  o = {};
+  o.dead_letter_stream = "dead_ids";  // the dead-lettered tasks' hash
+  expect_field(o, "dead_letter_stream");
   EXPECT_THROW(RedisLeaseQueue(redis::RedisOptions{}, o), InvalidQueueOptions);
   EXPECT_NO_THROW(LeaseQueueOptions{}.validate());
   auto q = make_queue();

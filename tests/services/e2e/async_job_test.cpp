@@ -3,6 +3,8 @@
 // in exploration.mode=async, on the micro model. The job must finish with every seed task of every
 // iteration accounted for exactly once.
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -122,6 +124,89 @@ TEST(AsyncJob, FinishesWithEveryTaskAccountedForExactlyOnce) {
   EXPECT_EQ(fallbacks, 0) << "with a 120 s deadline every prompt should have explored seeds";
   const auto summary = nlohmann::json::parse(std::ifstream(dir / "run" / "summary.json"));
   EXPECT_TRUE(summary.contains("final_geneval_score"));
+  cluster.stop();
+  if (!HasFailure()) std::filesystem::remove_all(dir);
+}
+
+// The ablation study's stall: an explorer refuses every task of prompt 1 (outside the limits of
+// the run as it sees it), so each of those tasks is dead-lettered at its first failure
+// (max_deliveries 1) and never gets a result. The trainer must count them lost and go on, not wait
+// max_wait_seconds (an hour here, far above this test's timeout) in every iteration.
+TEST(AsyncJob, DeadLetteredTasksAreLostNotWaitedFor) {
+  SPOTLIGHT_REQUIRE_REDIS_SERVER();
+  const auto dir = testing::make_temp_dir("spotlight-e2e");
+  const std::string run_id = "e2e-dead";
+  constexpr int kDeadIterations = 2;
+  constexpr int kDeadCandidates = 4;
+  cluster::ClusterOptions o;
+  o.bin_dir = testing::binary_path("services");
+  o.explorers = 0;  // the one below, with its own view of the run
+  o.run.overrides = {
+      "run.id=" + run_id,
+      "run.dir=" + (dir / "run").string(),
+      "model.preset=micro",
+      "exploration.mode=async",
+      "exploration.candidates=" + std::to_string(kDeadCandidates),
+      "exploration.max_wait_seconds=3600",
+      "exploration.max_deliveries=1",
+      "trainer.iterations=" + std::to_string(kDeadIterations),
+      "trainer.prompts_per_iteration=" + std::to_string(kPrompts),
+      "trainer.group_size=2",
+      "trainer.micro_batch=4",
+      "sampler.steps=4",
+      "validation.prompts=2",
+      "validation.steps=3",
+      "validation.every=100",
+      "run.threads=1",
+      "explorer.batch=4",
+      "explorer.heartbeat_ms=200",
+      "planner.poll_ms=50",
+  };
+  cluster::Cluster cluster(o);
+  cluster.start();
+  std::vector<std::string> explorer{
+      testing::binary_path("services/explorer/spotlight-explorer").string()};
+  for (const auto& a : cluster.service_args())
+    explorer.push_back(a);
+  explorer.insert(explorer.end(),
+                  {"--set", "explorer.id=explorer-1", "--set", "trainer.prompts_per_iteration=1"});
+  cluster.add("explorer-1", "explorer", explorer);
+
+  const auto trainer_status = cluster.process("trainer")->wait_for(600s);
+  ASSERT_TRUE(trainer_status.has_value()) << "trainer did not finish\n"
+                                          << cluster.log_tail("trainer");
+  ASSERT_TRUE(trainer_status->success()) << cluster.log_tail("trainer");
+
+  // Every task of prompt 1 was dead-lettered as out of limits, and nothing else.
+  queue::LeaseQueueOptions queue_options;
+  queue_options.key_prefix = run::RunKeys(run_id).explore_queue;
+  redis::RedisOptions redis_options;
+  redis_options.port = cluster.redis_port();
+  queue::RedisLeaseQueue queue(redis_options, queue_options);
+  const auto dead = queue.dead_letters(100);
+  for (const auto& d : dead) {
+    const auto id = run::parse_seed_task_id(d.task_id);
+    ASSERT_TRUE(id) << d.task_id;
+    EXPECT_EQ(id->prompt, 1) << d.task_id;
+    EXPECT_NE(d.error.find("out_of_limits"), std::string::npos) << d.error;
+  }
+  EXPECT_EQ(dead.size(), static_cast<std::size_t>(kDeadIterations * kDeadCandidates));
+
+  // The trainer counted each of them lost in its iteration; prompt 1 fell back to its own seeds.
+  std::ifstream metrics(dir / "run" / "metrics.jsonl");
+  int dead_lettered = 0, fallbacks = 0, trained = 0;
+  for (std::string line; std::getline(metrics, line);) {
+    const auto m = nlohmann::json::parse(line);
+    if (m.at("iteration").get<int64_t>() < 0) continue;
+    ++trained;
+    EXPECT_EQ(m.value("dead_lettered_tasks", -1), kDeadCandidates) << line.substr(0, 300);
+    dead_lettered += m.value("dead_lettered_tasks", 0);
+    fallbacks += m.value("fallback_prompts", 0);
+  }
+  EXPECT_EQ(trained, kDeadIterations);
+  EXPECT_EQ(dead_lettered, kDeadIterations * kDeadCandidates);
+  EXPECT_EQ(fallbacks, kDeadIterations);
+  EXPECT_NE(cluster.log_tail("trainer", 100000).find("was dead-lettered"), std::string::npos);
   cluster.stop();
   if (!HasFailure()) std::filesystem::remove_all(dir);
 }

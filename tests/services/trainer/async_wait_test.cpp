@@ -130,6 +130,42 @@ TEST_F(AsyncWaitTest, AResultThatRangNoBellIsReadAtTheNextResync) {
     EXPECT_EQ(rewards.size(), static_cast<std::size_t>(kCandidates));
 }
 
+// Candidates an explorer rejected or that failed past max_deliveries never get a result: the wait
+// counts them lost as dead-lettered and ends once nothing else is missing. max_wait is far above
+// the test's CTest TIMEOUT (300 s), so a wait that ignored them would time the test out.
+TEST_F(AsyncWaitTest, DeadLetteredCandidatesAreLostInsteadOfWaitedFor) {
+  for (int i = 0; i < kPrompts; ++i) {
+    for (int j = 0; j < kCandidates; ++j)
+      queue_->enqueue(run::seed_task_id(kIteration, i, j), "task");
+  }
+  auto o = options(1s);
+  o.max_wait = std::chrono::hours(1);
+  queue::LeaseQueueOptions one_delivery = options_;
+  one_delivery.max_deliveries = 1;  // an explorer whose first failure dead-letters the task
+  queue::RedisLeaseQueue explorer(server_->client_options(), one_delivery);
+  const std::string rejected = run::seed_task_id(kIteration, 1, 1);
+  const std::string failed = run::seed_task_id(kIteration, 1, 2);
+  const auto [selection, seconds] = select_async(o, [&] {
+    ASSERT_TRUE(spotlight::testing::wait_for([&] { return trainer_waits_on_bell(); }, 10s));
+    for (const auto& lease : explorer.lease("explorer", kPrompts * kCandidates, 0ms)) {
+      if (lease.task_id == rejected) {
+        EXPECT_EQ(explorer.reject(lease, "outside the run's limits"),
+                  queue::FailOutcome::kDeadLettered);
+      } else if (lease.task_id == failed) {
+        EXPECT_EQ(explorer.fail(lease, "sampler crashed"), queue::FailOutcome::kDeadLettered);
+      } else {
+        EXPECT_TRUE(explorer.complete(lease, result_of(lease.task_id)).recorded);
+      }
+    }
+  });
+  EXPECT_EQ(selection.dead_lettered_tasks, 2);
+  EXPECT_EQ(selection.lost_tasks, 0);  // lost to quarantines: none
+  ASSERT_EQ(selection.candidate_rewards.size(), static_cast<std::size_t>(kPrompts));
+  EXPECT_EQ(selection.candidate_rewards[0].size(), static_cast<std::size_t>(kCandidates));
+  EXPECT_EQ(selection.candidate_rewards[1].size(), 1u);  // two of three dead-lettered
+  EXPECT_EQ(selection.fallback_prompts, 1);              // fewer than G = 2 explored
+}
+
 TEST_F(AsyncWaitTest, WithoutNoticesItPollsAsBefore) {
   auto o = options(20s);
   o.notices = false;  // main's behaviour before the bell: re-read every `poll`

@@ -40,6 +40,7 @@ TEST(TrainerMetrics, ReportsBecomeMetrics) {
   r.explore_seconds = 1;
   r.iteration_seconds = 6.5;
   r.kendall_tau = 0.75;
+  r.dead_lettered_tasks = 3;
   m.observe(r);
   r.iteration = 1;
   r.kendall_tau.reset();
@@ -51,6 +52,7 @@ TEST(TrainerMetrics, ReportsBecomeMetrics) {
   EXPECT_EQ(value_of(registry, "spotlight_trainer_reward_mean"), 0.4);
   EXPECT_EQ(value_of(registry, "spotlight_trainer_zero_std_group_ratio"), 0.125);
   EXPECT_EQ(value_of(registry, "spotlight_trainer_kendall_tau"), 0.75);  // kept until re-audited
+  EXPECT_EQ(value_of(registry, "spotlight_trainer_dead_lettered_tasks_total"), 6);
   EXPECT_EQ(value_of(registry, "spotlight_trainer_step_seconds_total{phase=\"rollout\"}"), 4);
   EXPECT_EQ(value_of(registry, "spotlight_trainer_step_seconds_total{phase=\"wait_for_seeds\"}"),
             2);

@@ -4,6 +4,10 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -59,6 +63,58 @@ TEST(MemoryLeaseQueue, KeepsTheLeaseContract) {
   EXPECT_EQ(s.length, 0);
   EXPECT_EQ(s.results, 1);
   EXPECT_EQ(s.acked_total, 1);
+}
+
+// As the Redis queue: a dead-lettered task (reject, fail or reclaim past max_deliveries) reads as
+// abandoned with the dead letter's error, so a waiter stops waiting for it; others do not.
+TEST(MemoryLeaseQueue, DeadLetteredTasksReadAsAbandoned) {
+  std::int64_t now = 0;
+  queue::LeaseQueueOptions o;
+  o.lease_timeout = std::chrono::milliseconds(1000);
+  o.max_deliveries = 2;
+  MemoryLeaseQueue q(o, [&] { return now; });
+  for (const char* id : {"rejected", "failed", "expired", "done", "failed-once", "waiting"})
+    q.enqueue(id, "p");
+  std::map<std::string, queue::Lease> held;
+  for (const auto& l : q.lease("x", 5, std::chrono::milliseconds(0)))
+    held[l.task_id] = l;
+  ASSERT_EQ(held.size(), 5u);
+  const std::vector<std::string> ids{"rejected",    "failed",  "expired", "done",
+                                     "failed-once", "waiting", "unknown"};
+  EXPECT_EQ(q.abandoned(ids), std::vector<std::optional<queue::Abandoned>>(ids.size()));
+
+  EXPECT_EQ(q.reject(held["rejected"], "outside the run's limits"),
+            queue::FailOutcome::kDeadLettered);
+  EXPECT_TRUE(q.complete(held["done"], "r").recorded);
+  EXPECT_EQ(q.fail(held["failed"], "boom 1"), queue::FailOutcome::kRetry);
+  EXPECT_EQ(q.fail(held["failed-once"], "transient"), queue::FailOutcome::kRetry);
+  auto again = q.reclaim("y", o.lease_timeout, 10);  // both given back: delivery 2
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_FALSE(q.abandoned(std::vector<std::string>{"failed-once"})[0]) << "it may succeed";
+  for (const auto& l : again) {
+    if (l.task_id == "failed") EXPECT_EQ(q.fail(l, "boom 2"), queue::FailOutcome::kDeadLettered);
+    if (l.task_id == "failed-once") EXPECT_TRUE(q.complete(l, "r").recorded);
+  }
+  now += 5000;  // "x" hung on "expired": delivery 2, then it hangs again
+  ASSERT_EQ(q.reclaim("z", o.lease_timeout, 10).size(), 1u);
+  now += 5000;
+  EXPECT_TRUE(q.reclaim("w", o.lease_timeout, 10).empty());  // past the limit
+
+  const auto how = q.abandoned(ids);
+  ASSERT_EQ(how.size(), ids.size());
+  EXPECT_EQ(how[0],
+            (queue::Abandoned{queue::Abandonment::kDeadLettered, "outside the run's limits"}));
+  EXPECT_EQ(how[1], (queue::Abandoned{queue::Abandonment::kDeadLettered, "boom 2"}));
+  ASSERT_TRUE(how[2]);
+  EXPECT_EQ(how[2]->how, queue::Abandonment::kDeadLettered);
+  EXPECT_FALSE(how[3]) << "completed";
+  EXPECT_FALSE(how[4]) << "failed once, then completed";
+  EXPECT_FALSE(how[5]) << "waiting";
+  EXPECT_FALSE(how[6]) << "unknown";
+  const auto s = q.stats();
+  EXPECT_EQ(s.dead_lettered_total, 3);
+  EXPECT_EQ(s.enqueued_total + s.requeued_total,
+            s.acked_total + s.dead_lettered_total + s.purged_total + s.length);
 }
 
 TEST(Trace, LoadsAShippedTraceAndScalesIt) {
