@@ -14,8 +14,12 @@ TEST(SequenceShard, BlocksCoverEveryTokenOnceWithPaddingOnlyAtTheEnd) {
         std::int64_t text_seen = 0, image_seen = 0;
         for (int rank = 0; rank < size; ++rank) {
           const auto shard = make_sequence_shard(text, image, 60, rank, size);
-          if (shard.text_count() > 0) EXPECT_EQ(shard.text_begin(), text_seen);
-          if (shard.image_count() > 0) EXPECT_EQ(shard.image_begin(), image_seen);
+          if (shard.text_count() > 0) {
+            EXPECT_EQ(shard.text_begin(), text_seen);
+          }
+          if (shard.image_count() > 0) {
+            EXPECT_EQ(shard.image_begin(), image_seen);
+          }
           text_seen += shard.text_count();
           image_seen += shard.image_count();
           EXPECT_LE(shard.text_count(), shard.text_block());

@@ -61,8 +61,12 @@ TEST(Driver, FollowsTheTraceWithBothSignalsAndReapsEverything) {
     const auto kind = e["event"].get<std::string>();
     if (kind == "exit") {
       ++exits[serial];
-      if (how[serial] == "kill") EXPECT_EQ(e["status"].get<int>(), 137) << serial;
-      if (how[serial] == "term") EXPECT_EQ(e["status"].get<int>(), 0) << serial;
+      if (how[serial] == "kill") {
+        EXPECT_EQ(e["status"].get<int>(), 137) << serial;
+      }
+      if (how[serial] == "term") {
+        EXPECT_EQ(e["status"].get<int>(), 0) << serial;
+      }
     } else if (kind != "start") {
       how[serial] = kind;
     }
