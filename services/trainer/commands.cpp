@@ -245,7 +245,7 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
   double last_wall = 0;
   std::vector<double> taus;
   double explore_seconds = 0, iteration_seconds = 0;
-  int fallback_prompts = 0, iterations_run = 0;
+  int fallback_prompts = 0, dead_lettered_tasks = 0, iterations_run = 0;
   // Reuse totals (per iteration in metrics.jsonl).
   std::int64_t reused = 0, sampled = 0, off_policy = 0, rejected = 0, rollout_steps = 0;
   double max_abs_log_ratio = 0, clip_fraction_sum = 0, ratio_sum = 0;
@@ -261,6 +261,7 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
     hooks.iteration_done(r, explore_seconds);
     iteration_seconds += r.iteration_seconds;
     fallback_prompts += r.fallback_prompts;
+    dead_lettered_tasks += r.dead_lettered_tasks;
     ++iterations_run;
     reused += r.rollouts_reused;
     sampled += r.rollouts_sampled;
@@ -286,6 +287,10 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
              << r.ratio_max_abs_log << " clipped " << std::setprecision(2) << r.clip_fraction;
       }
     }
+    // Prompts trained on random seeds because too little was explored in time, and candidates
+    // that will never come (dead-lettered: an operator should look at the queue's dead letters).
+    if (r.fallback_prompts > 0) line << " fallback " << r.fallback_prompts;
+    if (r.dead_lettered_tasks > 0) line << " dead-lettered " << r.dead_lettered_tasks;
     if (r.kendall_tau) line << " tau " << std::setprecision(2) << *r.kendall_tau;
     if (r.validation) {
       last_validation = r.validation;
@@ -320,6 +325,7 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
     summary["mean_explore_seconds_on_critical_path"] = explore_seconds / iterations_run;
     summary["mean_iteration_seconds"] = iteration_seconds / iterations_run;
     summary["fallback_prompts"] = fallback_prompts;
+    summary["dead_lettered_tasks"] = dead_lettered_tasks;
     summary["reuse"] = {{"setting", c.get_string("exploration.reuse")},
                         {"rollouts_reused", reused},
                         {"rollouts_sampled", sampled},

@@ -206,7 +206,13 @@ TEST(AsyncJob, DeadLetteredTasksAreLostNotWaitedFor) {
   EXPECT_EQ(trained, kDeadIterations);
   EXPECT_EQ(dead_lettered, kDeadIterations * kDeadCandidates);
   EXPECT_EQ(fallbacks, kDeadIterations);
-  EXPECT_NE(cluster.log_tail("trainer", 100000).find("was dead-lettered"), std::string::npos);
+  const std::string trainer_log = cluster.log_tail("trainer", 100000);
+  EXPECT_NE(trainer_log.find("was dead-lettered"), std::string::npos);
+  EXPECT_NE(trainer_log.find("fallback 1 dead-lettered " + std::to_string(kDeadCandidates)),
+            std::string::npos)
+      << "the iteration line shows both";
+  const auto summary = nlohmann::json::parse(std::ifstream(dir / "run" / "summary.json"));
+  EXPECT_EQ(summary.value("dead_lettered_tasks", -1), kDeadIterations * kDeadCandidates);
   cluster.stop();
   if (!HasFailure()) std::filesystem::remove_all(dir);
 }
