@@ -40,11 +40,14 @@ std::vector<double> group_advantages(const std::vector<double>& rewards,
     const auto begin = rewards.begin() + static_cast<std::ptrdiff_t>(g);
     const Moments group = moments(begin, begin + o.group_size);
     const double std = o.global_std ? global.std : group.std;
+    // An all-equal group gives exactly 0, never a rounding residue: its mean need not equal its
+    // rewards (eight rewards of 0.1 average to 0.09999999999999999), and ~1e-13 advantages would
+    // keep samples that teach nothing in the loss, which drops only exact zeros.
+    const bool flat =
+        std::all_of(begin, begin + o.group_size, [&](double r) { return r == *begin; });
     for (int i = 0; i < o.group_size; ++i) {
       const double centred = rewards[g + i] - group.mean;
-      // An all-equal group gives exactly 0, never a rounding residue.
-      out[g + i] =
-          group.std == 0.0 ? 0.0 : std::clamp(centred / (std + o.epsilon), -o.clip, o.clip);
+      out[g + i] = flat ? 0.0 : std::clamp(centred / (std + o.epsilon), -o.clip, o.clip);
     }
   }
   return out;

@@ -68,6 +68,23 @@ TEST(Advantages, CentredScaledClippedAndZeroForFlatGroups) {
   EXPECT_THROW(group_advantages(r, o), std::invalid_argument);
 }
 
+// Equal rewards whose mean rounds off (8 x 0.1 averages to 0.09999999999999999) still give exact
+// zeros, per group std or global, so the loss drops those samples.
+TEST(Advantages, FlatGroupsAreExactlyZeroEvenWhenTheirMeanRoundsOff) {
+  AdvantageOptions o;
+  o.group_size = 8;
+  std::vector<double> r(8, 0.1);
+  for (int i = 0; i < 8; ++i)
+    r.push_back(i % 2);
+  for (bool global : {false, true}) {
+    o.global_std = global;
+    const auto a = group_advantages(r, o);
+    for (int i = 0; i < 8; ++i)
+      EXPECT_EQ(a[i], 0.0) << "sample " << i << (global ? " (global std)" : "");
+    EXPECT_NE(a[8], 0.0);
+  }
+}
+
 TEST(Advantages, GlobalStdUsesTheWholeBatch) {
   AdvantageOptions o;
   o.group_size = 2;
