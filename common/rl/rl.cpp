@@ -27,6 +27,11 @@ Moments moments(std::vector<double>::const_iterator begin,
   return m;
 }
 
+// True when every reward in [begin, end) equals the first: a flat group, exactly.
+bool all_equal(std::vector<double>::const_iterator begin, std::vector<double>::const_iterator end) {
+  return std::all_of(begin, end, [&](double r) { return r == *begin; });
+}
+
 }  // namespace
 
 std::vector<double> group_advantages(const std::vector<double>& rewards,
@@ -43,8 +48,7 @@ std::vector<double> group_advantages(const std::vector<double>& rewards,
     // An all-equal group gives exactly 0, never a rounding residue: its mean need not equal its
     // rewards (eight rewards of 0.1 average to 0.09999999999999999), and ~1e-13 advantages would
     // keep samples that teach nothing in the loss, which drops only exact zeros.
-    const bool flat =
-        std::all_of(begin, begin + o.group_size, [&](double r) { return r == *begin; });
+    const bool flat = all_equal(begin, begin + o.group_size);
     for (int i = 0; i < o.group_size; ++i) {
       const double centred = rewards[g + i] - group.mean;
       out[g + i] = flat ? 0.0 : std::clamp(centred / (std + o.epsilon), -o.clip, o.clip);
@@ -58,7 +62,7 @@ double zero_std_group_ratio(const std::vector<double>& rewards, int group_size) 
   size_t groups = 0, flat = 0;
   for (size_t g = 0; g + group_size <= rewards.size(); g += group_size, ++groups) {
     const auto begin = rewards.begin() + static_cast<std::ptrdiff_t>(g);
-    flat += std::all_of(begin, begin + group_size, [&](double r) { return r == *begin; });
+    flat += all_equal(begin, begin + group_size);
   }
   return groups == 0 ? 0.0 : static_cast<double>(flat) / static_cast<double>(groups);
 }
