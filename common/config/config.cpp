@@ -204,7 +204,7 @@ std::vector<std::string> flow_list_items(const Entry& entry, const std::string& 
 }
 
 // A YAML double-quoted scalar.
-std::string yaml_quoted(const std::string& text) {
+std::string yaml_quoted(std::string_view text) {
   std::string out = "\"";
   for (const unsigned char c : text) {
     if (c == '"' || c == '\\') {
@@ -384,40 +384,12 @@ void emit_trie(YAML::Emitter& out, const Trie& trie) {
   out << YAML::EndMap;
 }
 #else
-std::string plain_value(const Value& value) {
-  return std::visit(
-      [](const auto& v) -> std::string {
-        using T = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<T, std::int64_t>) {
-          return std::to_string(v);
-        } else if constexpr (std::is_same_v<T, double>) {
-          return detail::format_double(v);
-        } else if constexpr (std::is_same_v<T, bool>) {
-          return v ? "true" : "false";
-        } else if constexpr (std::is_same_v<T, std::string>) {
-          return yaml_quoted(v);
-        } else {
-          std::string out = "[";
-          for (std::size_t i = 0; i < v.size(); ++i) {
-            if (i) out += ", ";
-            if constexpr (std::is_same_v<T, std::vector<std::string>>) {
-              out += yaml_quoted(v[i]);
-            } else {
-              out += detail::format_double(v[i]);
-            }
-          }
-          return out + "]";
-        }
-      },
-      value);
-}
-
 void emit_plain(std::string& out, const Trie& trie, int indent) {
   for (const auto& [name, child] : trie.children) {
     out.append(indent, ' ');
     out += name + ":";
     if (child.value != nullptr) {
-      out += " " + plain_value(*child.value) + "\n";
+      out += " " + format_value(*child.value, yaml_quoted) + "\n";
     } else {
       out += "\n";
       emit_plain(out, child, indent + 2);

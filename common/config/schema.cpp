@@ -68,8 +68,12 @@ ValueType type_of(const Value& value) {
 }
 
 std::string format_value(const Value& value) {
+  return format_value(value, detail::quote);
+}
+
+std::string format_value(const Value& value, std::string (*quote_string)(std::string_view)) {
   return std::visit(
-      [](const auto& v) -> std::string {
+      [&](const auto& v) -> std::string {
         using T = std::decay_t<decltype(v)>;
         if constexpr (std::is_same_v<T, std::int64_t>) {
           return std::to_string(v);
@@ -78,13 +82,13 @@ std::string format_value(const Value& value) {
         } else if constexpr (std::is_same_v<T, bool>) {
           return v ? "true" : "false";
         } else if constexpr (std::is_same_v<T, std::string>) {
-          return detail::quote(v);
+          return quote_string(v);
         } else {
           std::string out = "[";
           for (std::size_t i = 0; i < v.size(); ++i) {
             if (i > 0) out += ", ";
             if constexpr (std::is_same_v<T, std::vector<std::string>>) {
-              out += detail::quote(v[i]);
+              out += quote_string(v[i]);
             } else {
               out += detail::format_double(v[i]);
             }

@@ -40,8 +40,10 @@ using Value = std::variant<std::int64_t, double, bool, std::string, std::vector<
 // "int", "double", "bool", "string", "string list", "double list".
 std::string_view to_string(ValueType type);
 ValueType type_of(const Value& value);
-// A value as written in YAML/help: 3, 0.0001, true, async, [a, b], [0.5, 1.0].
+// A value as written in YAML/help: 3, 0.0001, true, async, [a, b], [0.5, 1.0]. Strings, alone or
+// in a list, go through `quote_string` (the one-argument form: detail::quote).
 std::string format_value(const Value& value);
+std::string format_value(const Value& value, std::string (*quote_string)(std::string_view));
 
 // One key of a schema. Build with the named constructors and chain validators.
 class Entry {
