@@ -27,6 +27,26 @@ constexpr int kIterations = 3;
 constexpr int kPrompts = 2;
 constexpr int kCandidates = 6;
 
+// What both jobs share: an async run of the micro preset with short sampling and fast explorer
+// and planner periods, kPrompts prompts an iteration, one thread a process.
+std::vector<std::string> micro_job_settings(const std::filesystem::path& dir,
+                                            const std::string& run_id) {
+  return {
+      "run.id=" + run_id,
+      "run.dir=" + (dir / "run").string(),
+      "model.preset=micro",
+      "exploration.mode=async",
+      "trainer.prompts_per_iteration=" + std::to_string(kPrompts),
+      "trainer.micro_batch=4",
+      "sampler.steps=4",
+      "validation.steps=3",
+      "run.threads=1",
+      "explorer.batch=4",
+      "explorer.heartbeat_ms=200",
+      "planner.poll_ms=50",
+  };
+}
+
 TEST(AsyncJob, FinishesWithEveryTaskAccountedForExactlyOnce) {
   SPOTLIGHT_REQUIRE_REDIS_SERVER();
   const auto dir = testing::make_temp_dir("spotlight-e2e");
@@ -35,28 +55,18 @@ TEST(AsyncJob, FinishesWithEveryTaskAccountedForExactlyOnce) {
   cluster::ClusterOptions o;
   o.bin_dir = testing::binary_path("services");
   o.explorers = 2;
-  o.run.overrides = {
-      "run.id=" + run_id,
-      "run.dir=" + (dir / "run").string(),
-      "model.preset=micro",
-      "exploration.mode=async",
-      "exploration.candidates=" + std::to_string(kCandidates),
-      "exploration.max_wait_seconds=120",
-      "trainer.iterations=" + std::to_string(kIterations),
-      "trainer.prompts_per_iteration=" + std::to_string(kPrompts),
-      "trainer.group_size=4",
-      "trainer.micro_batch=4",
-      "sampler.steps=4",
-      "validation.prompts=5",
-      "validation.steps=3",
-      "validation.every=2",
-      "audit.every=1",
-      "audit.prompts=1",
-      "run.threads=1",
-      "explorer.batch=4",
-      "explorer.heartbeat_ms=200",
-      "planner.poll_ms=50",
-  };
+  o.run.overrides = micro_job_settings(dir, run_id);
+  o.run.overrides.insert(o.run.overrides.end(),
+                         {
+                             "exploration.candidates=" + std::to_string(kCandidates),
+                             "exploration.max_wait_seconds=120",
+                             "trainer.iterations=" + std::to_string(kIterations),
+                             "trainer.group_size=4",
+                             "validation.prompts=5",
+                             "validation.every=2",
+                             "audit.every=1",
+                             "audit.prompts=1",
+                         });
   cluster::Cluster cluster(o);
   cluster.start();
 
@@ -141,27 +151,17 @@ TEST(AsyncJob, DeadLetteredTasksAreLostNotWaitedFor) {
   cluster::ClusterOptions o;
   o.bin_dir = testing::binary_path("services");
   o.explorers = 0;  // the one below, with its own view of the run
-  o.run.overrides = {
-      "run.id=" + run_id,
-      "run.dir=" + (dir / "run").string(),
-      "model.preset=micro",
-      "exploration.mode=async",
-      "exploration.candidates=" + std::to_string(kDeadCandidates),
-      "exploration.max_wait_seconds=3600",
-      "exploration.max_deliveries=1",
-      "trainer.iterations=" + std::to_string(kDeadIterations),
-      "trainer.prompts_per_iteration=" + std::to_string(kPrompts),
-      "trainer.group_size=2",
-      "trainer.micro_batch=4",
-      "sampler.steps=4",
-      "validation.prompts=2",
-      "validation.steps=3",
-      "validation.every=100",
-      "run.threads=1",
-      "explorer.batch=4",
-      "explorer.heartbeat_ms=200",
-      "planner.poll_ms=50",
-  };
+  o.run.overrides = micro_job_settings(dir, run_id);
+  o.run.overrides.insert(o.run.overrides.end(),
+                         {
+                             "exploration.candidates=" + std::to_string(kDeadCandidates),
+                             "exploration.max_wait_seconds=3600",
+                             "exploration.max_deliveries=1",
+                             "trainer.iterations=" + std::to_string(kDeadIterations),
+                             "trainer.group_size=2",
+                             "validation.prompts=2",
+                             "validation.every=100",
+                         });
   cluster::Cluster cluster(o);
   cluster.start();
   std::vector<std::string> explorer{
