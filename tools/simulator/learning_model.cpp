@@ -48,6 +48,17 @@ int successes(Mix64& rng, double p, int levels) {
   return n;
 }
 
+// rho = S / sqrt(S^2 + c N) of an update (the header's model) from its informative samples' sums:
+// `signal` of advantage x centred reward, `squares` of advantage^2; 0 when none is informative.
+void set_rho(UpdateReport& r, double signal, double squares, double noise_weight) {
+  if (r.informative == 0) return;
+  const double n = r.informative;
+  signal /= n;
+  const double noise = squares / (n * n);
+  const double denominator = std::sqrt(signal * signal + noise_weight * noise);
+  r.rho = denominator > 0 ? signal / denominator : 0.0;
+}
+
 }  // namespace
 
 double uniform01(std::uint64_t key) {
@@ -305,12 +316,7 @@ UpdateReport LearningModel::measure(const std::vector<std::vector<double>>& grou
     signal += a[j] * centred[j];
     squares += a[j] * a[j];
   }
-  if (r.informative == 0) return r;
-  const double n = r.informative;
-  signal /= n;
-  const double noise = squares / (n * n);
-  const double denominator = std::sqrt(signal * signal + params.noise * noise);
-  r.rho = denominator > 0 ? signal / denominator : 0.0;
+  set_rho(r, signal, squares, params.noise);
   return r;
 }
 
@@ -378,12 +384,7 @@ UpdateReport LearningModel::measure(const LevelCounts& groups, const LearningPar
     }
   }
   r.mean_std = std_sum / n_groups;
-  if (r.informative == 0) return r;
-  const double n = r.informative;
-  signal /= n;
-  const double noise = squares / (n * n);
-  const double denominator = std::sqrt(signal * signal + params.noise * noise);
-  r.rho = denominator > 0 ? signal / denominator : 0.0;
+  set_rho(r, signal, squares, params.noise);
   return r;
 }
 
