@@ -4,13 +4,18 @@
   check_architecture.py --source DIR --build DIR     the CMake target graph of a configured build
                                                      (re-configured into a scratch folder with
                                                      cmake --graphviz) and the #include graph
+  check_architecture.py --source DIR --build DIR --define KEY=VALUE
+                                                     the same, configured with KEY=VALUE instead
+                                                     of the cache's (e.g. SPOTLIGHT_CUDA_KERNELS=OFF:
+                                                     the build of a machine without a CUDA compiler)
   check_architecture.py --source DIR --dot FILE      the same with a graph already written
   check_architecture.py --self-test                  plants violations in a scratch tree and
                                                      checks that each one is reported
 
 Rules (deploy/architecture.json says which modules and groups exist):
   - every CMake target belongs to exactly one module, is a test target, or is a known
-    third-party library;
+    third-party library; every listed target is in the build unless optional_targets names it
+    (a target that exists only with an optional toolchain, such as a CUDA compiler);
   - a link edge A -> B between modules needs B in A's deps; A -> a third-party library needs
     its group in A's external ("system" is allowed everywhere);
   - a torch_free target reaches no LibTorch library through any chain of links;
@@ -44,6 +49,7 @@ class Architecture:
         self.restricted = spec.get("restricted_headers", {})
         self.torch_free = set(spec.get("torch_free", []))
         self.unchecked = [re.compile(p) for p in spec.get("unchecked_targets", [])]
+        self.optional = dict(spec.get("optional_targets", {}))
         self.target_module = {}
         self.problems = []
         for module, entry in self.modules.items():
@@ -52,6 +58,9 @@ class Architecture:
                     self.problems.append(f"architecture: target {target} is listed under both "
                                          f"{self.target_module[target]} and {module}")
                 self.target_module[target] = module
+        for target in sorted(self.optional):
+            if target not in self.target_module:
+                self.problems.append(f"architecture: optional target {target} is in no module")
             for dep in entry.get("deps", []) + entry.get("header_deps", []):
                 if dep not in self.modules:
                     self.problems.append(f"architecture: {module} allows unknown module {dep}")
@@ -115,7 +124,7 @@ def check_targets(arch, dot_text):
             problems.append(f"target {label}: in no module of deploy/architecture.json (declare "
                             "its module, or its third-party group)")
     declared = set(arch.target_module)
-    missing = declared - set(labels.values())
+    missing = declared - set(labels.values()) - set(arch.optional)
     for target in sorted(missing):
         problems.append(f"target {target}: listed in deploy/architecture.json but not in the build")
     out = {}
@@ -221,7 +230,7 @@ def check_includes(arch, source):
     return problems, len(files), count
 
 
-def graph_of_build(source, build):
+def graph_of_build(source, build, defines=()):
     """cmake --graphviz of the build's configuration, configured again in a scratch folder so that
     the build's own files are not touched."""
     cache = {}
@@ -230,6 +239,9 @@ def graph_of_build(source, build):
             m = re.match(r"^([A-Za-z_][A-Za-z0-9_]*):[A-Z_]+=(.*)$", line.strip())
             if m:
                 cache[m.group(1)] = m.group(2)
+    for define in defines:
+        key, _, value = define.partition("=")
+        cache[key] = value
     scratch = tempfile.mkdtemp(prefix="spotlight-architecture-")
     try:
         with open(os.path.join(scratch, "CMakeGraphVizOptions.cmake"), "w") as f:
@@ -278,7 +290,9 @@ def self_test():
         "restricted_headers": {"common/low/raw.hpp": ["common/mid"]},
         "torch_free": ["app"],
         "unchecked_targets": ["_test$"],
+        "optional_targets": {"low_cuda": "only with a CUDA compiler"},
     }
+    spec["modules"]["common/low"]["targets"].append("low_cuda")
     clean_files = {
         "common/low/low.hpp": "#pragma once\n#include <zmq.hpp>\n",
         "common/low/raw.hpp": "#pragma once\n",
@@ -334,6 +348,14 @@ def self_test():
         ({}, ['    "node1" -> "node7" // mid -> app_test'],
          "link mid -> app_test: a module links test code"),
     ]
+    # (spec edit, the text the report must contain): a required target absent from the build, an
+    # optional target that belongs to no module.
+    planted_specs = [
+        (lambda s: s["modules"]["common/low"]["targets"].append("low_extra"),
+         "target low_extra: listed in deploy/architecture.json but not in the build"),
+        (lambda s: s["optional_targets"].update({"ghost": "never"}),
+         "architecture: optional target ghost is in no module"),
+    ]
 
     def make_tree(files):
         root = tempfile.mkdtemp(prefix="spotlight-architecture-selftest-")
@@ -360,11 +382,21 @@ def self_test():
             shutil.rmtree(root, ignore_errors=True)
         if not any(expected in p for p in problems):
             failures.append(f"not reported: {expected!r}; got {problems}")
+    for edit, expected in planted_specs:
+        edited = json.loads(json.dumps(spec))
+        edit(edited)
+        root = make_tree(clean_files)
+        try:
+            problems, _ = run_checks(root, edited, clean_dot)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        if not any(expected in p for p in problems):
+            failures.append(f"not reported: {expected!r}; got {problems}")
     if failures:
         print("architecture self-test FAILED:\n" + "\n".join(failures))
         return 1
-    print(f"architecture self-test: the clean tree passes, all {len(planted)} planted violations "
-          "are reported")
+    print(f"architecture self-test: the clean tree passes (its optional target absent), all "
+          f"{len(planted) + len(planted_specs)} planted violations are reported")
     return 0
 
 
@@ -373,6 +405,8 @@ def main():
     parser.add_argument("--source", help="the repository root")
     parser.add_argument("--build", help="a configured build folder (its CMakeCache.txt)")
     parser.add_argument("--dot", help="a cmake --graphviz file instead of --build")
+    parser.add_argument("--define", action="append", default=[], metavar="KEY=VALUE",
+                        help="configure with this cache entry instead of the build's (repeatable)")
     parser.add_argument("--spec", help="default: <source>/deploy/architecture.json")
     parser.add_argument("--self-test", action="store_true")
     args = parser.parse_args()
@@ -387,7 +421,7 @@ def main():
         with open(args.dot, encoding="utf-8") as f:
             dot_text = f.read()
     else:
-        dot_text = graph_of_build(args.source, args.build)
+        dot_text = graph_of_build(args.source, args.build, args.define)
     problems, summary = run_checks(args.source, spec, dot_text)
     for p in problems:
         print(p)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Runs scripts/gpu-check --cpu (a core-only build without yaml-cpp, the GPU tests, every
-measurement at tiny sizes) and checks what it built and wrote:
+"""Runs scripts/gpu-check --cpu --no-cuda (a core-only build without yaml-cpp, configured as on a
+machine without a CUDA compiler whatever this one has; the GPU tests; every measurement at tiny
+sizes) and checks what it built and wrote:
 
   - gpu-check succeeded and its results say so (mode cpu, every step ok, GPU tests skipped with
     a reason, every measurement present and positive, a trained GRPO iteration timed, the train
@@ -31,8 +32,8 @@ def check(condition, what):
 
 
 jobs = os.environ.get("SPOTLIGHT_JOBS", str(os.cpu_count() or 1))
-run = subprocess.run([os.path.join(args.source, "scripts", "gpu-check"), "--cpu", "--build-dir",
-                      args.build, "--out", args.out, "--jobs", jobs], text=True)
+run = subprocess.run([os.path.join(args.source, "scripts", "gpu-check"), "--cpu", "--no-cuda",
+                      "--build-dir", args.build, "--out", args.out, "--jobs", jobs], text=True)
 check(run.returncode == 0, f"scripts/gpu-check --cpu exits 0 (got {run.returncode})")
 results_path = os.path.join(args.out, "results.json")
 if not os.path.exists(results_path):
@@ -74,6 +75,8 @@ for lib in ["libzmq", "libhiredis", "libmsgpack", "libprometheus", "libyaml-cpp"
     check(lib not in needed, f"the core-only trainer does not link {lib}")
 cache = open(os.path.join(args.build, "CMakeCache.txt")).read()
 check("SPOTLIGHT_CORE_ONLY:BOOL=ON" in cache, "the build is core-only")
+check("SPOTLIGHT_CUDA_KERNELS:BOOL=OFF" in cache,
+      "the build is configured as without a CUDA compiler (SPOTLIGHT_CUDA_KERNELS=OFF)")
 
 async_run = subprocess.run([trainer, "train", "--set", "exploration.mode=async", "--set",
                             f"run.dir={args.out}/async", "--set", "model.preset=micro"],
