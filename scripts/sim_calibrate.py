@@ -19,9 +19,9 @@ a refit from a new results.json one command:
   scripts/sim-calibrate RESULTS.json --base deploy/sim/calibration/measured.json
 
 A results.json that keeps the per-prompt rewards in its runs' iterations (the fields metrics.jsonl
-has: candidate_rewards, group_rewards, selected), as the strict-reward regime study does, needs
-no run directory: those iterations are read as the run's metrics. Binary rewards need no option:
-the fit reads K = 1 off the base's candidate rewards.
+has: candidate_rewards, group_rewards, selected) needs no run directory: those iterations are read
+as the run's metrics. Binary rewards need no option: the fit reads K = 1 off the base's candidate
+rewards.
 
 Writes to --out (default deploy/sim/calibration):
   measured.json  what the fit uses, made from the inputs above (configurations = mode x N x S,

@@ -468,6 +468,9 @@ def main():
              "six-mode study: 0.051 against none's 0.018"],
             ["async: least wait share", f"{costs.get('async_wait_share', 0)}",
              "measured (embedded)", "six-mode study: trainer wait share 0.254 (one spot core)"],
+            ["offload-pipelined: progress of one-version-old rollouts relative to fresh ones",
+             "; ".join(f"{c['name']} {c['learning']['offpolicy_efficiency']}"
+                       for c in head["calibrations"]), "assumed", "not measured"],
             ["none-matched: data-parallel efficiency per doubling",
              f"{costs['dp_efficiency_per_doubling']}", "assumed",
              "until the data-parallel trainer measures it"],
