@@ -180,6 +180,7 @@ struct SimulatedMoments {
 SimulatedMoments simulate_moments(const LearningParams& p, const ReplayOptions& o, int runs) {
   SimulatedMoments m;
   std::vector<ReplayRun> all;
+  all.reserve(static_cast<std::size_t>(std::max(0, runs)));
   for (int r = 0; r < runs; ++r)
     all.push_back(replay(p, o, 1000 + static_cast<std::uint64_t>(r)));
   const std::size_t points = all.front().validations.size();
@@ -230,7 +231,7 @@ double curve_objective(const LearningParams& p, const std::vector<CurveTarget>& 
 
 // Nelder-Mead on f over x (2 dimensions here), from a start and initial step sizes.
 std::vector<double> minimise(const std::function<double(const std::vector<double>&)>& f,
-                             std::vector<double> x0, const std::vector<double>& step,
+                             const std::vector<double>& x0, const std::vector<double>& step,
                              int iterations) {
   const std::size_t n = x0.size();
   std::vector<std::vector<double>> xs{x0};
@@ -240,6 +241,7 @@ std::vector<double> minimise(const std::function<double(const std::vector<double
     xs.push_back(x);
   }
   std::vector<double> fs;
+  fs.reserve(xs.size());
   for (const auto& x : xs)
     fs.push_back(f(x));
   for (int it = 0; it < iterations; ++it) {
@@ -610,7 +612,7 @@ FitReport fit(const Measured& measured, const FitOptions& options) {
   }
   if (den > 0) p.steps_gamma = std::max(0.01, num / den);
   for (const auto& t : measured.taus) {
-    LearningParams q = p;
+    const LearningParams& q = p;
     report.taus.emplace_back(t.what + " S=" + std::to_string(t.steps) + "/" +
                                  std::to_string(t.rollout_steps) +
                                  " staleness=" + std::to_string(t.staleness) + " measured",
@@ -646,14 +648,19 @@ FitReport fit(const Measured& measured, const FitOptions& options) {
     // A coarse grid first (the surface has a long valley along eta ~ sqrt(c)), then Nelder-Mead.
     std::vector<double> best{std::log(0.05), std::log(1.0)};
     double best_value = kInf;
-    for (double le = std::log(0.003); le <= std::log(1.0); le += 0.35) {
-      for (double lc = std::log(0.01); lc <= std::log(100.0); lc += 0.7) {
+    // (while loops: the grid's values summed step by step, as the committed fit's were)
+    double le = std::log(0.003);
+    while (le <= std::log(1.0)) {
+      double lc = std::log(0.01);
+      while (lc <= std::log(100.0)) {
         const double v = objective({le, lc});
         if (v < best_value) {
           best_value = v;
           best = {le, lc};
         }
+        lc += 0.7;
       }
+      le += 0.35;
     }
     best = minimise(objective, best, {0.2, 0.4}, 40);
     p.eta = std::exp(best[0]);
@@ -674,14 +681,17 @@ FitReport fit(const Measured& measured, const FitOptions& options) {
       };
       std::vector<double> best{std::log(0.05), 1.0};
       double value = kInf;
-      for (double le = std::log(0.002); le <= std::log(2.0); le += 0.35) {
-        for (double e = 0.0; e <= 3.0 + 1e-9; e += 0.5) {
+      double le = std::log(0.002);
+      while (le <= std::log(2.0)) {
+        for (int step = 0; step <= 6; ++step) {
+          const double e = 0.5 * step;
           const double v = objective({le, e});
           if (v < value) {
             value = v;
             best = {le, e};
           }
         }
+        le += 0.35;
       }
       best = minimise(objective, best, {0.2, 0.25}, 40);
       value = objective(best);

@@ -226,6 +226,83 @@ int check_command(const std::vector<std::string>& words) {
   return all ? 0 : 1;
 }
 
+// The law's gain of selection in a benchmark's configuration it was not fitted on: another reward
+// (K), other categories' starting rates, another N. Progress is the expected score's (no
+// validation noise), at the end of the budget, over plain GRPO's.
+int predict_command(const std::vector<std::string>& words) {
+  ArgumentParser parser(
+      "usage: spotlight-sim predict --fitted FITTED.json [--reward-levels K] [--category-rates "
+      "R,...] [--candidates N,...]\n"
+      "The fitted law's gain of sync and async over none (end progress, expected score) in an\n"
+      "embedded benchmark's configuration, e.g. the strict reward (K = 1) at measured "
+      "per-category\n"
+      "base rates.");
+  parser.option("fitted", "FITTED.json", "spotlight-sim fit's parameters (law contrast)")
+      .option("reward-levels", "K", "1: right or wrong (strict); else partial credit")
+      .option("category-rates", "R,R,...",
+              "base success rate per category (sets C, the offsets and z0)")
+      .option("prompts", "P", "prompts per iteration", "8")
+      .option("group-size", "G", "samples trained per prompt", "4")
+      .option("candidates", "N,N,...", "explored candidates per prompt", "16")
+      .option("steps", "S", "sampler steps (explored = rolled out)", "8")
+      .option("iterations", "I", "the budget", "30")
+      .option("replays", "R", "simulated runs per configuration", "400");
+  const auto a = parser.parse(words);
+  if (a.help()) {
+    std::cout << parser.help();
+    return 0;
+  }
+  LearningParams p = load_fitted(a.text("fitted"));
+  if (a.given("reward-levels")) p.reward_levels = integer(a, "reward-levels");
+  double base = LearningModel(p, 0).score();
+  if (a.given("category-rates")) {
+    const auto rates = parse_list<double>("category-rates", a.text("category-rates"));
+    double mean_logit = 0;
+    base = 0;
+    for (const double r : rates) {
+      if (!(r > 0 && r < 1)) throw ConfigError("", "option --category-rates: each in (0, 1)");
+      mean_logit += std::log(r / (1 - r)) / static_cast<double>(rates.size());
+      base += r / static_cast<double>(rates.size());
+    }
+    p.categories = static_cast<int>(rates.size());
+    p.category_offsets.clear();
+    for (const double r : rates)
+      p.category_offsets.push_back(std::log(r / (1 - r)) - mean_logit);
+    p.validation_offset = 0;
+    double lo = -10, hi = 10;
+    for (int i = 0; i < 60; ++i) {
+      p.z0 = 0.5 * (lo + hi);
+      (LearningModel(p, 0).score() < base ? lo : hi) = p.z0;
+    }
+  }
+  ReplayOptions o;
+  o.prompts = integer(a, "prompts");
+  o.group_size = integer(a, "group-size");
+  o.explore_steps = o.rollout_steps = integer(a, "steps");
+  o.iterations = integer(a, "iterations");
+  o.target = 2;  // never reached: progress only
+  const int replays = integer(a, "replays");
+  const auto progress = [&](const ReplayOptions& r) {
+    const ReplaySummary s = replay_many(p, r, replays, 5000);
+    return s.mean_expected.back() - s.mean_expected.front();
+  };
+  const double none = progress(o);
+  std::printf("law %s, K %d, C %d, base %.4f, %d prompts x G %d, %d iterations: none %.4f\n",
+              to_string(p.law), p.reward_levels, p.categories, base, o.prompts, o.group_size,
+              o.iterations, none);
+  for (const int n : parse_list<int>("candidates", a.text("candidates"))) {
+    for (const Mode mode : {Mode::kSync, Mode::kAsync}) {
+      ReplayOptions r = o;
+      r.mode = mode;
+      r.candidates = n;
+      const double mine = progress(r);
+      std::printf("%-6s N=%-4d progress %.4f  gain %.2f\n", to_string(mode), n, mine,
+                  none > 0 ? mine / none : 0.0);
+    }
+  }
+  return 0;
+}
+
 std::vector<Trace> load_traces(const std::vector<std::string>& given) {
   std::vector<std::string> paths = given;
   if (paths.empty()) {
@@ -411,6 +488,7 @@ constexpr const char* kUsage =
     "usage: spotlight-sim COMMAND [options]   (spotlight-sim COMMAND --help: its options)\n"
     "  fit    fit the learning model to what scripts/sim-calibrate measured\n"
     "  check  replay every measured configuration with the fitted parameters\n"
+    "  predict  the fitted law's gain of selection in another configuration\n"
     "  study  the cluster study over traces, ratios and modes (JSON lines)\n"
     "  page   a report page's JSON as one self-contained HTML file\n";
 
@@ -425,11 +503,12 @@ int run_command_line(int argc, const char* const* argv) {
   const std::vector<std::string> words(argv + std::min(argc, 2), argv + argc);
   if (command == "fit") return fit_command(words);
   if (command == "check") return check_command(words);
+  if (command == "predict") return predict_command(words);
   if (command == "study") return study_command(words);
   if (command == "page") return page_command(words);
-  throw ConfigError("", command.empty()
-                            ? "no command (fit, check, study or page)"
-                            : "unknown command '" + command + "' (fit, check, study or page)");
+  throw ConfigError("", command.empty() ? "no command (fit, check, predict, study or page)"
+                                        : "unknown command '" + command +
+                                              "' (fit, check, predict, study or page)");
 }
 
 }  // namespace spotlight::simulator

@@ -5,6 +5,7 @@
 #include <numbers>
 #include <random>
 #include <stdexcept>
+#include <utility>
 
 #include "common/rl/advantages.hpp"
 #include "common/seeds/seeds.hpp"
@@ -152,10 +153,10 @@ double sigmoid(double x) {
 }
 
 LearningModel::LearningModel(LearningParams params, std::uint64_t run_seed)
-    : p_(params),
+    : p_(std::move(params)),
       seed_(run_seed),
-      z_(params.z0),
-      u_(static_cast<std::size_t>(std::max(1, params.categories)), 0.0) {
+      z_(p_.z0),
+      u_(static_cast<std::size_t>(std::max(1, p_.categories)), 0.0) {
   if (p_.reward_levels < 1) throw std::invalid_argument("learning model: reward_levels < 1");
   if (p_.categories < 1 || !(p_.local_share >= 0 && p_.local_share <= 1) ||
       !(p_.selection_efficiency >= 0)) {

@@ -82,6 +82,7 @@ std::vector<ClusterResult> for_offsets(int n, int jobs, const F& f) {
     return out;
   }
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(jobs));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(jobs));
   for (int j = 0; j < jobs; ++j) {
     threads.emplace_back([&, j] {
