@@ -8,7 +8,8 @@
 //       line per loss (Redis restarted with an empty AOF, a FLUSHALL, deleted keys) and counted
 //       (spotlight_planner_state_losses_total); the run goes on with what is left
 //     c = trainer_iteration (wire::TrainerProgress)      absent: kWaitingForTrainer
-//     if finished or c >= iterations: kFinished
+//     if finished or c >= iterations: acknowledge what explorers parked (LeaseQueue::reconcile
+//       with no task), kFinished
 //     every heartbeat period: reap dead explorers (explorer_reaper.hpp; an error other than
 //                             unavailability is only logged), refresh gauges; the explorers
 //                             reaped over the live explorer-seconds since the last reap feed the
@@ -29,10 +30,12 @@
 //       once every task has a result or was purged: log and record the measured exploration
 //       time against the predicted one
 //     every heartbeat period: reconcile (LeaseQueue::reconcile) the tasks of the open iterations
-//       (enqueued by this planner, t >= c) that have no result and were not purged: one that
+//       (enqueued by this planner, t >= c) that have no result and were not purged, and every task
+//       of the iterations t >= c an earlier planner enqueued (from their plan records): one that
 //       vanished from the queue is enqueued again (spotlight_planner_tasks_reconciled_total, one
 //       warning line per pass); one whose payload vanished too is signed and enqueued again from
-//       the open iteration (also counted spotlight_planner_tasks_lost_total, an error line); the
+//       the open iteration (also counted spotlight_planner_tasks_lost_total, an error line; one of
+//       an earlier planner's iteration is only counted and reported, once); the
 //       parked completions and dead letters of explorers (which may not acknowledge) are
 //       acknowledged
 //     for t in [max(c, planner_state + 1), min(c + lookahead, iterations - 1)]:
@@ -76,6 +79,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
@@ -195,6 +199,8 @@ struct PlannerStatus {
   std::int64_t uniform_prompts = 0;               // prompts whose explored rewards were all alike
   std::int64_t tasks_reconciled = 0;              // vanished from the queue, enqueued again
   std::int64_t tasks_lost = 0;                    // vanished, nothing to enqueue them again from
+  std::int64_t reconcile_passes = 0;              // LeaseQueue::reconcile calls (one script each)
+  double reconcile_seconds = 0;                   // their total wall time
   std::optional<int> desired_explorers;           // at the last plan
   std::optional<int> live_explorers;              // at the last reap
 };
@@ -283,6 +289,10 @@ class Planner {
   std::chrono::steady_clock::time_point next_reap_{};
   std::chrono::steady_clock::time_point next_reconcile_{};
   std::chrono::steady_clock::time_point next_state_check_{};
+  // Iterations t >= c enqueued by an earlier planner (not in open_): their plan's N, reconciled.
+  std::map<std::int64_t, int> adopted_;
+  std::int64_t adopted_through_ = -1;
+  std::set<std::string> given_up_;  // lost tasks of adopted iterations (reported once)
   Witness witness_;
   std::map<std::int64_t, int> candidates_;  // iteration -> N enqueued by this object
   std::int64_t fed_back_through_ = -1;      // last iteration whose outcome the policy saw

@@ -342,6 +342,30 @@ TEST_F(PlannerTest, TasksThatVanishFromTheQueueAreEnqueuedAgain) {
   EXPECT_NE(registry->text().find("spotlight_planner_tasks_reconciled_total 7"), std::string::npos);
 }
 
+// A restarted planner reconciles the iterations its predecessor enqueued too (from their plan
+// records): a task deleted by hand is enqueued again.
+TEST_F(PlannerTest, ARestartedPlannerReconcilesWhatItsPredecessorEnqueued) {
+  const auto c = make_config();
+  set_trainer_iteration(0);
+  make_planner(c, nullptr)->step();  // enqueues iterations 0 and 1, then stops
+  auto q = make_queue(c);
+  const std::string stream = keys().explore_queue + ":tasks";
+  const std::string entry = q.enqueue(run::seed_task_id(1, 2, 4), "").entry_id;
+  client().command({"XDEL", stream, entry});
+  auto registry = std::make_shared<metrics::Registry>("planner");
+  auto restarted = make_planner(c, registry);
+  EXPECT_TRUE(wait_for(
+      [&] {
+        restarted->step();
+        return registry->text().find("spotlight_planner_tasks_reconciled_total 1") !=
+               std::string::npos;
+      },
+      kPatience))
+      << registry->text();
+  EXPECT_EQ(restarted->status().tasks_enqueued, 0);
+  EXPECT_EQ(q.lease("explorer-a", 100, 0ms).size(), 30u);
+}
+
 // The error lines logged while it lives.
 class ErrorLines {
  public:
