@@ -52,11 +52,13 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(o_.max_wait);
   const size_t n = prompts.size();
-  // Longer than the last iteration (start to start): say why, once.
+  // Longer than the last iteration (start to start, at least explain_floor): say why, once.
+  const auto half_wait = std::chrono::duration_cast<Clock::duration>(o_.max_wait / 2);
   const Clock::duration usual =
-      std::min(last_start_ ? start - *last_start_
-                           : std::chrono::duration_cast<Clock::duration>(o_.max_wait / 2),
-               std::chrono::duration_cast<Clock::duration>(o_.max_wait / 2));
+      last_start_
+          ? std::min(std::max<Clock::duration>(start - *last_start_, o_.explain_floor), half_wait)
+          : half_wait;
+
   last_start_ = start;
   bool explained = false;
   const auto explain_if_long = [&](bool have_plan, size_t missing) {

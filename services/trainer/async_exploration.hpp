@@ -17,8 +17,9 @@
 //    out (poisoned: garbage, another task's, a reward that is not finite) is quarantined with its
 //    reason and the task runs again (LeaseQueue::quarantine), so the wait goes on for the real
 //    result instead of stalling on the bad one; counted in SeedSelection.
-//    A wait that runs longer than the trainer's last iteration (start to start; max_wait / 2 for
-//    the first) logs why, once per iteration: no planner progress (no plan record, or the planner
+//    A wait that runs longer than the trainer's last iteration (start to start, and at least
+//    explain_floor; max_wait / 2 for the first, and at most max_wait / 2) logs why, once per
+//    iteration: no planner progress (no plan record, or the planner
 //    has not enqueued the iteration), an empty queue (none of the missing tasks is waiting or
 //    leased), no explorers (tasks wait, none is leased), or slow exploration (what is leased).
 //    With trajectories (exploration.reuse=off_policy, offload) the chosen seeds' kept
@@ -71,6 +72,9 @@ struct AsyncSeedOptions {
   // Quarantines of one task's results per iteration before it is given up as lost (a writer
   // that keeps poisoning it).
   int max_quarantines_per_task = 3;
+  // A wait is explained (above) once longer than the last iteration and than this: iterations of
+  // milliseconds do not make every small wait a warning.
+  std::chrono::milliseconds explain_floor{2000};
   std::stop_token stop;  // ends the wait early (select() returns what it has)
   bool offload = false;  // exploration.mode=offload: no selection (above)
   // Train on the chosen seeds' kept trajectories (needs the trajectory and weight stores).
