@@ -488,7 +488,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
   } catch (const std::exception& e) {
     log::error("sampling {} task(s) failed: {}", active.size(), e.what());
     for (Held* h : active)
-      fail(*h, std::string("sampling: ") + e.what());
+      fail_with_version(*h, std::string("sampling: ") + e.what(), version);
     return;
   }
   // Pixels that are not finite (a diverged model) are not scored: the reward service would refuse
@@ -497,7 +497,8 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
     const auto& rgb = images[i].rgb;
     if (std::all_of(rgb.begin(), rgb.end(), [](float v) { return std::isfinite(v); })) continue;
     metrics_.non_finite_samples.inc();
-    fail(*active[i], "sampling produced pixels that are not finite (NaN or Inf)");
+    fail_with_version(*active[i], "sampling produced pixels that are not finite (NaN or Inf)",
+                      version);
     active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
     prompts.erase(prompts.begin() + static_cast<std::ptrdiff_t>(i));
     images.erase(images.begin() + static_cast<std::ptrdiff_t>(i));
@@ -514,7 +515,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
   } catch (const std::invalid_argument& e) {  // the input was bad: retrying will not help
     metrics_.reward_errors.inc();
     for (Held* h : active)
-      fail(*h, std::string("reward: ") + e.what());
+      fail_with_version(*h, std::string("reward: ") + e.what(), version);
     return;
   } catch (const std::exception&) {
     metrics_.reward_errors.inc();
@@ -549,7 +550,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
     if (const auto problem =
             run::result_problem(result, run::expected_result(active[i]->lease.task_id, task))) {
       metrics_.invalid_results.inc();
-      fail(*active[i], "result not recorded: " + *problem);
+      fail_with_version(*active[i], "result not recorded: " + *problem, version);
       continue;
     }
     explored_images_.maybe_record(task, images[i]);  // before the result: the trainer reads both
@@ -713,6 +714,25 @@ void Explorer::complete(Held& held, const std::string& result, const std::string
 void Explorer::fail(Held& held, const std::string& error) {
   held.settled = true;
   fail(held.lease, error);
+}
+
+void Explorer::fail_with_version(Held& held, const std::string& error, std::int64_t version) {
+  constexpr std::int64_t kVersionFailuresLogged = 3;
+  constexpr std::size_t kVersionsKept = 8;
+  const std::int64_t n = ++failures_by_version_[version];
+  while (failures_by_version_.size() > kVersionsKept)
+    failures_by_version_.erase(failures_by_version_.begin());
+  // At the threshold, then at every doubling of it (3, 6, 12, ...): not one line per failure.
+  const std::int64_t multiple = n / kVersionFailuresLogged;
+  const bool log_now =
+      n % kVersionFailuresLogged == 0 && multiple > 0 && (multiple & (multiple - 1)) == 0;
+  if (log_now) {
+    log::error(
+        "weights version {}: {} task failures with it on this explorer (last: {}); the version "
+        "itself may be bad (weights that are not finite, another model's blob)",
+        version, n, error);
+  }
+  fail(held, error);
 }
 
 void Explorer::fail(const queue::Lease& lease, const std::string& error) {

@@ -59,11 +59,14 @@
 // propagate): Redis unavailable -> count, back off (doubling from min_backoff to max_backoff),
 // retry, logging one line per change of state (outage::OutageTracker); a result is "done" only
 // after complete() returned, and leases that cannot be completed or released are left to expire
-// (re-delivered to another explorer). A sampling error fails the chunk's leases; a reward error
-// releases them (the reward service may be down) unless the input was invalid (fail). After a stop
-// request the chunk being sampled stops at its next step boundary (committed, then released; a
-// chunk already past its last step is scored and completed), the rest is released, and run()
-// returns within grace_period of the request plus one sampler step (plus one scoring call).
+// (re-delivered to another explorer). Tasks failed after sampling with a weights version (a
+// sampling error, pixels not finite, an invalid input to the reward, a result that does not check
+// out) are counted per version: the 3rd failure on one version is logged as an error naming the
+// version, then every doubling (6, 12, 24, ...). A sampling error fails the chunk's leases; a
+// reward error releases them (the reward service may be down) unless the input was invalid (fail).
+// After a stop request the chunk being sampled stops at its next step boundary (committed, then
+// released; a chunk already past its last step is scored and completed), the rest is released, and
+// run() returns within grace_period of the request plus one sampler step (plus one scoring call).
 //
 // Thread-compatible: run() uses its collaborators from the calling thread only; give every
 // explorer thread its own queue, stores, reward and policy.
@@ -72,6 +75,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <stop_token>
@@ -200,6 +204,10 @@ class Explorer {
   std::int64_t staleness_bound(const wire::SeedTask& task) const;
   void fail(Held& held, const std::string& error);
   void fail(const queue::Lease& lease, const std::string& error);
+  // fail() of a task sampled or scored with weights `version`: failures repeated on one version
+  // (bad weights: NaN blobs, another model) are logged with it, at the 3rd and at every doubling
+  // after (6, 12, ...).
+  void fail_with_version(Held& held, const std::string& error, std::int64_t version);
   void release_all(std::span<Held> held, const char* why);
   void release(Held& held, const char* why);
 
@@ -225,6 +233,7 @@ class Explorer {
   Clock::time_point next_key_lookup_{};
   bool said_waiting_for_key_ = false;
   outage::OutageTracker redis_;
+  std::map<std::int64_t, std::int64_t> failures_by_version_;  // the newest few versions
 
   std::stop_token stop_;
   std::atomic<std::int64_t> stop_requested_ns_{0};  // steady clock; 0: not requested

@@ -19,6 +19,10 @@ ExplorerMetrics::ExplorerMetrics(metrics::Registry& r)
           r.counter("spotlight_explorer_weights_loaded_total", "Weights versions loaded.")),
       weights_corrupt(r.counter("spotlight_explorer_weights_corrupt_total",
                                 "Fetched weights versions rejected as corrupt.")),
+      weights_untrusted(
+          r.counter("spotlight_explorer_weights_untrusted_total",
+                    "Fetched weights versions refused because their manifest is unsigned or not "
+                    "signed with the run's key (also counted as corrupt).")),
       weights_prefetched(r.counter("spotlight_explorer_weights_prefetched_total",
                                    "Weights versions loaded on a notice of the trainer's bus (or "
                                    "its Redis resync) before a task asked for them.")),

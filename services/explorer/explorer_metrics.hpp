@@ -22,6 +22,8 @@ struct ExplorerMetrics {
   metrics::Counter tasks_released;     // leases given back (weights missing, stop, reward down)
   metrics::Counter weights_loaded;     // weights versions loaded into the policy
   metrics::Counter weights_corrupt;    // fetched versions rejected (checksum, undecodable)
+  // ... of which their manifest was unsigned or mis-signed (store::UntrustedWeights)
+  metrics::Counter weights_untrusted;
   // Versions loaded by the prefetcher (a weights notice or its Redis resync) before a task asked.
   metrics::Counter weights_prefetched;
   metrics::Counter redis_errors;   // operations that failed because Redis was unavailable

@@ -22,6 +22,7 @@
 #include "common/report/html.hpp"
 #include "common/report/page_json.hpp"
 #include "common/reward/remote_reward.hpp"
+#include "common/run/task_key_source.hpp"
 #include "common/service/exit_codes.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_trajectory_store.hpp"
@@ -92,8 +93,10 @@ class ServicesHooks final : public TrainHooks {
     const run::RunKeys keys(c_.get_string("run.id"));
     const auto redis = run::redis_options(c_);
     queue_ = std::make_unique<queue::RedisLeaseQueue>(redis, run::explore_queue_options(c_));
-    weight_store_ =
-        std::make_unique<store::RedisWeightStore>(redis, store::WeightStoreOptions{keys.prefix});
+    // Manifests signed with the run's key: explorers refuse weights that are not the trainer's.
+    store::WeightStoreOptions weights{keys.prefix};
+    weights.manifest_key = run::manifest_key_source(redis, keys.prefix, /*create=*/true);
+    weight_store_ = std::make_unique<store::RedisWeightStore>(redis, weights);
     state_ = std::make_unique<store::RedisKeyValueStore>(redis, keys.prefix);
     run_state_ = std::make_unique<run::RunState>(*state_, keys);
     // Refused credentials stop the trainer now, with one line (an unavailable Redis is waited for).
