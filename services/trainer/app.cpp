@@ -149,8 +149,10 @@ class ServicesHooks final : public TrainHooks {
                                  latest_grid_route(options.run_dir / "validation" / "latest.png"));
       SPOTLIGHT_LOG(info) << "metrics on " << metrics_server_->url();
     }
-    meter_ = std::make_unique<cost::CostMeter>(cost::DeviceClass::kReserved, cost::devices_from(c_),
-                                               prices_);
+    // Rank 0 accounts for the whole trainer group: every rank holds its devices as long as it.
+    meter_ = std::make_unique<cost::CostMeter>(
+        cost::DeviceClass::kReserved, cost::devices_from(c_) * c_.get<int>("trainer.ranks"),
+        prices_);
     cost_reporter_ = std::make_unique<cost::CostReporter>(*meter_, registry_.get(), state_.get());
     trainer_metrics_ = std::make_unique<TrainerMetrics>(
         *registry_, options.iterations, options.prompts_per_iteration * options.group_size);

@@ -354,7 +354,7 @@ process::ExitStatus Cluster::wait_trainer_group(std::stop_token stop) {
     bool all_ended = true;
     Member* failed = nullptr;
     for (Member* m : ranks) {
-      const auto s = m->process->exit_status();
+      const auto s = m->process->wait_for(milliseconds(0));  // reaps a rank that ended
       if (!s) {
         all_ended = false;
       } else if (!s->success() && failed == nullptr) {

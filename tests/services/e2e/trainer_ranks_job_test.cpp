@@ -68,7 +68,6 @@ TEST(TrainerRanksJob, ARankKilledMidRunRestartsTheGroupAndLosesNothing) {
       "trainer.prompts_per_iteration=" + std::to_string(kPrompts),
       "trainer.group_size=4",
       "trainer.micro_batch=4",  // two micro-batches: one per rank
-      "trainer.checksum_every=1",
       "sampler.steps=4",
       "validation.steps=3",
       "validation.every=100",
