@@ -125,7 +125,8 @@ std::array<metrics::Counter, RankMetrics::kPhases.size()> rank_phase_counters(
 }  // namespace
 
 RankMetrics::RankMetrics(metrics::Registry& r, int rank, int ranks)
-    : ranks_(r.gauge("spotlight_trainer_ranks", "Data-parallel trainer ranks (trainer.ranks).",
+    : ranks_(r.gauge("spotlight_trainer_group_ranks",
+                     "Data-parallel trainer ranks (trainer.ranks).",
                      {{"rank", std::to_string(rank)}})),
       iterations_total_(r.counter("spotlight_trainer_rank_iterations_total",
                                   "Iterations this rank trained.",

@@ -132,7 +132,9 @@ TEST(TrainerRanksJob, ARankKilledMidRunRestartsTheGroupAndLosesNothing) {
   for (const auto& m : lines) {
     iterations.push_back(m.at("iteration").get<int64_t>());
     fallbacks += m.value("fallback_prompts", 0);
-    if (m.at("iteration").get<int64_t>() >= 0) EXPECT_EQ(m.value("ranks", 1), 2);
+    if (m.at("iteration").get<int64_t>() >= 0) {
+      EXPECT_EQ(m.value("ranks", 1), 2);
+    }
   }
   for (int k = 0; k < kIterations; ++k)
     expected.push_back(k);
