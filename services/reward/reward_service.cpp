@@ -70,12 +70,14 @@ std::string error_reply(const std::string& request_id, const std::string& messag
   return reply.encode();
 }
 
-std::string reply_body(const Job& job) {
+// Scores declare the reward function's range, which clients check every reward against.
+std::string reply_body(const Job& job, const RewardRange& range) {
   if (!job.error.empty()) return error_reply(job.request.request_id, job.error);
   wire::RewardReply reply;
   reply.request_id = job.request.request_id;
   reply.rewards = job.rewards;
   reply.correct = job.correct;
+  reply.range = {range.lo, range.hi};
   return reply.encode();
 }
 
@@ -116,6 +118,8 @@ struct RewardService::Impl {
   void answer(std::shared_ptr<FairJob> job);
 
   std::unique_ptr<RewardFunction> reward;
+  // reward->range(), taken once: replies are built on other threads than the one that scores.
+  RewardRange declared_range;
   RewardServiceOptions options;
   std::shared_ptr<metrics::Registry> registry;
   std::mutex handle_mutex;  // one batch at a time through the (thread-compatible) reward
@@ -173,6 +177,7 @@ RewardService::Impl::Impl(std::unique_ptr<RewardFunction> r, RewardServiceOption
       registry(std::move(reg)),
       queue(fair_queue_options(checked(options))) {
   if (!reward) throw std::invalid_argument("reward service: reward function is null");
+  declared_range = reward->range();
   options.task.validate();
   if (!registry) registry = std::make_shared<metrics::Registry>("reward");
   if (registry->service() != "reward") {
@@ -377,7 +382,7 @@ void RewardService::Impl::on_call(rpc::RpcCall call) {
     return;
   }
   if (job->units == 0) {  // nothing to score
-    server->reply(call.peer, call.id, reply_body(*job));
+    server->reply(call.peer, call.id, reply_body(*job, declared_range));
     return;
   }
   Admission admission;
@@ -411,7 +416,7 @@ void RewardService::Impl::on_call(rpc::RpcCall call) {
 
 void RewardService::Impl::answer(std::shared_ptr<FairJob> job) {
   const Job& j = static_cast<const Job&>(*job);
-  rpc::RpcReply reply(reply_body(j));
+  rpc::RpcReply reply(reply_body(j, declared_range));
   const std::string peer = j.client;
   const std::uint64_t id = j.rpc_id;
   // Unmapping a large request's frame takes milliseconds: once the reply is sent, the reclaimer
@@ -565,7 +570,7 @@ std::vector<rpc::RpcReply> RewardService::handle(std::vector<rpc::RpcRequest> ba
     s.score(slices);
   }
   for (const auto& job : jobs)
-    replies[job->index] = rpc::RpcReply(reply_body(*job));
+    replies[job->index] = rpc::RpcReply(reply_body(*job, s.declared_range));
   return replies;
 }
 
