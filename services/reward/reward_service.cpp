@@ -34,6 +34,8 @@ constexpr std::string_view kOverBudget = "over_budget";
 // Frames up to max_request_bytes + this still get a polite "too large" answer; larger ones are
 // dropped by libzmq as soon as their size arrives, before any of it is buffered.
 constexpr std::int64_t kFrameHeadroom = std::int64_t{1} << 20;
+// The request's other frames and the ZMTP/CURVE framing of all three.
+constexpr std::int64_t kMessageHeadroom = std::int64_t{64} << 10;
 // Memory goes back to the system when the queue empties after this much was released.
 constexpr std::size_t kTrimAfterBytes = std::size_t{1} << 20;
 // ... and once it has stayed empty this long: memory goes back after a load, not between the
@@ -203,8 +205,9 @@ RewardService::Impl::Impl(std::unique_ptr<RewardFunction> r, RewardServiceOption
   const std::string rejected_help =
       "Messages rejected before scoring (RPC framing, size, wire decoding, memory budget), by "
       "reason.";
-  std::vector<std::string> reasons = {"frame_count", "delimiter", "header",
-                                      "too_large",   "handshake", std::string(kOverBudget)};
+  std::vector<std::string> reasons = {
+      "frame_count",           "delimiter", "header", "too_large", "message_size", "handshake",
+      std::string(kOverBudget)};
   for (wire::WireErrorKind kind : kWireErrorKinds)
     reasons.emplace_back(wire::to_string(kind));
   for (const auto& reason : reasons) {
@@ -437,8 +440,7 @@ void RewardService::Impl::score_loop(std::stop_token stop) {
   std::unique_lock lock(mutex);
   bool trim_due = false;  // large requests were answered and the queue emptied
   for (;;) {
-    if (trim_due) {
-      trim_due = false;
+    if (trim_due) {  // set again at the end of every pass
       if (!work.wait_for(lock, stop, kTrimAfterIdle, [&] { return queue.has_work(); })) {
         if (stop.stop_requested()) return;
         released_since_trim = 0;
@@ -505,6 +507,11 @@ RewardService::RewardService(std::unique_ptr<RewardFunction> reward, RewardServi
   rpc_options.max_message_size = std::max<std::int64_t>(
       zmqio::kMinMaxMessageSize,
       static_cast<std::int64_t>(impl_->options.max_request_bytes) + kFrameHeadroom);
+  // Per message: a connection that sends more than this before its answer is closed, so one
+  // client can make the service hold at most this much of a message however many frames it has.
+  // One frame of the largest size libzmq accepts still fits (and gets its too_large answer).
+  rpc_options.max_message_bytes =
+      static_cast<std::size_t>(rpc_options.max_message_size + kMessageHeadroom);
   impl_->server.emplace([impl = impl_.get()](rpc::RpcCall call) { impl->on_call(std::move(call)); },
                         rpc_options);
 }
