@@ -40,7 +40,7 @@ namespace {
 
 class TaskReward final : public RewardFunction {
  public:
-  explicit TaskReward(task::TaskOptions options) : options_(std::move(options)) {}
+  explicit TaskReward(const task::TaskOptions& options) : options_(options) {}
 
   std::vector<Scored> score(const std::vector<task::Prompt>& prompts,
                             const std::vector<task::Image>& images) override {
@@ -111,7 +111,7 @@ class CheckedReward final : public RewardFunction {
     const RewardRange declared = inner_->range();
     for (const auto& s : scores) {
       if (auto fault = reward_fault(s.reward, declared)) {
-        throw RewardFaultError(inner_->name(), std::move(*fault));
+        throw RewardFaultError(inner_->name(), *fault);
       }
     }
     return scores;

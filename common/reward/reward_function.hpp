@@ -66,7 +66,7 @@ std::unique_ptr<RewardFunction> make_task_reward(const task::TaskOptions& option
 // A reward the function should not have given (see reward_fault()).
 class RewardFaultError : public std::runtime_error {
  public:
-  RewardFaultError(const std::string& function, RewardFault fault)
+  RewardFaultError(const std::string& function, const RewardFault& fault)
       : std::runtime_error("reward fault (" + std::string(fault.reason) + "): " + function + ": " +
                            fault.message),
         reason_(fault.reason) {}
