@@ -510,8 +510,10 @@ RewardService::RewardService(std::unique_ptr<RewardFunction> reward, RewardServi
   // Per message: a connection that sends more than this before its answer is closed, so one
   // client can make the service hold at most this much of a message however many frames it has.
   // One frame of the largest size libzmq accepts still fits (and gets its too_large answer).
-  rpc_options.max_message_bytes =
-      static_cast<std::size_t>(rpc_options.max_message_size + kMessageHeadroom);
+  if (impl_->options.limit_message_bytes) {
+    rpc_options.max_message_bytes =
+        static_cast<std::size_t>(rpc_options.max_message_size + kMessageHeadroom);
+  }
   impl_->server.emplace([impl = impl_.get()](rpc::RpcCall call) { impl->on_call(std::move(call)); },
                         rpc_options);
 }

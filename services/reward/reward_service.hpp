@@ -84,6 +84,10 @@ struct RewardServiceOptions {
   std::size_t max_batch = rpc::kDefaultMaxBatch;                      // requests per batch, >= 1
   std::chrono::microseconds batch_window = rpc::kDefaultBatchWindow;  // wait for more, >= 0
   std::size_t max_request_bytes = rpc::kDefaultMaxRequestBytes;       // larger: error reply
+  // Close a connection that sends more than max_request_bytes + 1 MiB + 64 KiB before it is
+  // answered (rpc::RpcServerOptions::max_message_bytes); false: libzmq holds a message of any
+  // number of frames whole before the service can refuse it.
+  bool limit_message_bytes = true;
   std::size_t max_batch_images = kDefaultMaxBatchImages;  // images per reward call, >= 1
   // A client's share of a batch while others wait too; >= 1, <= max_batch_images.
   std::size_t client_images_per_batch = kDefaultClientImagesPerBatch;

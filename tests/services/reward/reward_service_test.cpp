@@ -631,6 +631,10 @@ TEST(RewardConfig, DefaultsAndTranslation) {
   EXPECT_EQ(o.max_request_bytes, 4096u);
   EXPECT_FALSE(o.curve.enabled());  // plain text unless a key file is configured
   EXPECT_EQ(o.handshake_timeout, zmqio::kDefaultHandshakeTimeout);
+  EXPECT_TRUE(o.limit_message_bytes);  // a message is cut off past its limit unless turned off
+  sources.overrides.push_back("reward.limit_message_bytes=false");
+  EXPECT_FALSE(
+      reward_service_options(config::Config::load(reward_schema(), sources)).limit_message_bytes);
 }
 
 TEST(RewardConfig, UnknownFunctionsAndMismatchedWeightsAreRejected) {
