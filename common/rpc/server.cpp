@@ -7,6 +7,9 @@
 #include <filesystem>
 #include <mutex>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <zmq.hpp>
 
 #include "common/rpc/detail/message_gate.hpp"
@@ -105,6 +108,7 @@ struct RpcServer::Impl {
   // the connections they closed that run() has not counted yet.
   std::vector<std::unique_ptr<detail::MessageGate>> gates;
   std::vector<std::filesystem::path> gate_dirs;
+  std::vector<int> gate_locks;  // flock of each directory's "lock" file (stale-directory check)
   std::atomic<std::uint64_t> gate_closed{0};
   std::string bind_gated(const std::string& endpoint);
 
@@ -117,6 +121,8 @@ struct RpcServer::Impl {
       std::error_code ignored;
       std::filesystem::remove_all(dir, ignored);
     }
+    for (const int fd : gate_locks)
+      ::close(fd);
   }
 };
 
@@ -283,15 +289,39 @@ RpcServer::RpcServer(RequestSink sink, RpcServerOptions options)
 
 RpcServer::~RpcServer() = default;
 
+namespace {
+
+// The directories of ipc endpoints that servers killed without unwinding (SIGKILL) left in `tmp`:
+// each server holds an flock on its directory's "lock" file while it lives.
+void remove_stale_ipc_dirs(const std::filesystem::path& tmp) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(tmp, error)) {
+    if (entry.path().filename().string().rfind("spotlight-rpc-", 0) != 0) continue;
+    const int fd = ::open((entry.path() / "lock").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // not ours, or being created
+    const bool stale = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    if (stale) std::filesystem::remove_all(entry.path(), error);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
 std::string RpcServer::Impl::bind_gated(const std::string& endpoint) {
   const char* tmp = std::getenv("TMPDIR");
-  std::string pattern =
-      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/spotlight-rpc-XXXXXX";
+  const std::string dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  remove_stale_ipc_dirs(dir);
+  std::string pattern = dir + "/spotlight-rpc-XXXXXX";
   if (::mkdtemp(pattern.data()) == nullptr) {
     throw RpcError("rpc server: cannot create a directory for its ipc endpoint (" + pattern +
                    "): " + std::strerror(errno));
   }
   gate_dirs.emplace_back(pattern);
+  const int lock = ::open((pattern + "/lock").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    throw RpcError("rpc server: cannot lock " + pattern + "/lock: " + std::strerror(errno));
+  }
+  gate_locks.push_back(lock);  // released with the process, however it ends
   const std::string path = pattern + "/router";
   zmqio::bind(router, "ipc://" + path, "rpc server");
   detail::MessageGateOptions o;

@@ -165,7 +165,8 @@ class RpcServer {
 
   // Listens on exactly `endpoint`; returns the resolved address. Before run(). Throws RpcError.
   // With max_message_bytes on a tcp:// endpoint, the ROUTER listens on a private ipc endpoint in
-  // a new directory of $TMPDIR (else /tmp), removed with the server.
+  // a new directory of $TMPDIR (else /tmp), removed with the server (or, after a SIGKILL, by the
+  // next server that binds one: a directory whose lock file no process holds).
   std::string bind(const std::string& endpoint);
 
   // Serves until stop() or `stop` is requested. Throws RpcError if already running.
