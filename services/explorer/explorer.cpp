@@ -530,6 +530,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const double per_sample = seconds / static_cast<double>(active.size());
+  const reward::RewardRange range = parts_.reward.range();  // declared with these scores
   metrics_.samples_per_second.set(seconds > 0 ? static_cast<double>(active.size()) / seconds : 0.0);
   for (std::size_t i = 0; i < active.size(); ++i) {
     metrics_.sample_seconds.observe(per_sample);
@@ -541,6 +542,10 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
     result.prompt_index = task.prompt_index;
     result.seed = task.seed;
     result.weights_version_used = version;
+    if (const auto fault = reward::reward_fault(scores[i].reward, range)) {
+      reward_fault(*active[i], *fault);
+      continue;
+    }
     metrics_.staleness_versions.observe(static_cast<double>(task.iteration - version));
     result.reward = scores[i].reward;
     result.correct = scores[i].correct;
@@ -550,6 +555,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
     if (const auto problem =
             run::result_problem(result, run::expected_result(active[i]->lease.task_id, task))) {
       metrics_.invalid_results.inc();
+      log::warn("result of task '{}' not recorded: {}", active[i]->lease.task_id, *problem);
       fail_with_version(*active[i], "result not recorded: " + *problem, version);
       continue;
     }
@@ -753,6 +759,25 @@ void Explorer::fail(const queue::Lease& lease, const std::string& error) {
     metrics_.redis_errors.inc();
     redis_.failed(e);  // one line per outage; the task's lease expires
     log::debug("could not fail task '{}' (it will expire): {}", lease.task_id, e.what());
+  }
+}
+
+void Explorer::reward_fault(Held& held, const reward::RewardFault& fault) {
+  held.settled = true;
+  metrics_.reward_faults(fault.reason).inc();
+  metrics_.tasks_failed.inc();
+  const std::string error = "reward fault (" + std::string(fault.reason) +
+                            "): " + parts_.reward.name() + ": " + fault.message;
+  if (const auto held_back = reward_fault_lines_.admit()) {
+    log::error("task '{}' dead-lettered: {} ({} more reward faults since the previous line)",
+               held.lease.task_id, error, *held_back);
+  }
+  try {
+    parts_.queue.reject(held.lease, error);
+  } catch (const queue::QueueUnavailable& e) {
+    metrics_.redis_errors.inc();
+    redis_.failed(e);  // one line per outage; the task's lease expires
+    log::debug("could not reject task '{}' (it will expire): {}", held.lease.task_id, e.what());
   }
 }
 

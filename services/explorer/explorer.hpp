@@ -41,7 +41,9 @@
 //         then release the chunk's leases and return kStopped
 //       a sample whose pixels are not all finite -> fail(lease), not scored
 //       score, then per task
-//       run::result_problem(result, task) -> fail(lease), not recorded (e.g. reward not finite)
+//       reward not finite or outside parts.reward.range() -> reject(lease): dead-lettered now as
+//                                      a reward fault, counted by reason, logged (throttled)
+//       run::result_problem(result, task) -> fail(lease), not recorded
 //       if the task asks for its trajectory (trajectory_end > 0):
 //         trajectories.put(task id, SeedTrajectory)   (latents of the asked steps, log-probs,
 //                                       weights version + checksum; before the result, so a
@@ -82,6 +84,7 @@
 #include <string>
 #include <vector>
 
+#include "common/log/throttle.hpp"
 #include "common/metrics/metrics.hpp"
 #include "common/outage/outage_tracker.hpp"
 #include "common/queue/lease_queue.hpp"
@@ -208,6 +211,9 @@ class Explorer {
   // (bad weights: NaN blobs, another model) are logged with it, at the 3rd and at every doubling
   // after (6, 12, ...).
   void fail_with_version(Held& held, const std::string& error, std::int64_t version);
+  // A reward the reward function should not have given: counted by reason, logged (throttled:
+  // every task of a bad service has one), the task dead-lettered now (rescoring gives the same).
+  void reward_fault(Held& held, const reward::RewardFault& fault);
   void release_all(std::span<Held> held, const char* why);
   void release(Held& held, const char* why);
 
@@ -234,6 +240,7 @@ class Explorer {
   bool said_waiting_for_key_ = false;
   outage::OutageTracker redis_;
   std::map<std::int64_t, std::int64_t> failures_by_version_;  // the newest few versions
+  log::Throttle reward_fault_lines_{std::chrono::seconds(10)};
 
   std::stop_token stop_;
   std::atomic<std::int64_t> stop_requested_ns_{0};  // steady clock; 0: not requested

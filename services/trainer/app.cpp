@@ -24,6 +24,7 @@
 #include "common/reward/remote_reward.hpp"
 #include "common/run/task_key_source.hpp"
 #include "common/service/exit_codes.hpp"
+#include "common/service/writable_dirs.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_trajectory_store.hpp"
 #include "common/store/redis_weight_store.hpp"
@@ -377,6 +378,7 @@ int run_subcommand(const std::vector<std::string>& args, const config::Config& c
   if (subcommand == "page") return run_page_command(args);
   if (subcommand == "pretrain" || subcommand == "train" || subcommand == "eval" ||
       subcommand == "validate" || subcommand == "bench") {
+    service::check_run_dir(c);  // before anything runs whose output would be lost
     ServicesHooks hooks(c);
     return run_subcommand(subcommand, c, hooks);
   }

@@ -75,7 +75,9 @@ std::unique_ptr<reward::RewardFunction> make_reward(const config::Config& c,
                               "whose client this build lacks (the compute core alone, "
                               "SPOTLIGHT_CORE_ONLY): use the embedded task");
   }
-  return remote;
+  // A reward outside the service's declared range, or not finite, stops the run with the
+  // service's name instead of being trained on.
+  return reward::make_checked_reward(std::move(remote));
 }
 
 std::string format_validation(const ValidationReport& v) {

@@ -29,7 +29,9 @@
 #include "common/metrics/metrics.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/redis/client.hpp"
+#include "common/reward/remote_reward.hpp"
 #include "common/rollout/trajectory.hpp"
+#include "common/rpc/server.hpp"
 #include "common/run/run_config.hpp"
 #include "common/run/run_state.hpp"
 #include "common/run/task_key_source.hpp"
@@ -722,6 +724,91 @@ TEST_F(ExplorerTest, ForgedMalformedAndOutOfLimitsTasksAreRefusedWhileGoodOnesCo
   EXPECT_EQ(m.sample_steps.value(), static_cast<double>(good.size() * kSteps));
   expect_results_match(good, 1);
   EXPECT_EQ(queue_->stats().length, 0);
+}
+
+// A reward service that answers with nonsense: 1e30 and -5 (finite, outside the range it
+// declares, [-1, 1]) and NaN. Those tasks are dead-lettered at once as reward faults, counted by
+// reason and logged with the service's endpoint; only the in-range reward (-0.5: outside the
+// default [0, 1], inside the declared range) becomes a result the trainer can read.
+TEST_F(ExplorerTest, RewardsOutsideTheDeclaredRangeOrNotFiniteDeadLetterTheirTasks) {
+  const std::vector<double> answers = {1e30, -5.0, std::nan(""), -0.5};
+  rpc::RpcServer rogue([&](std::vector<rpc::RpcRequest> batch) {
+    std::vector<rpc::RpcReply> out;
+    for (const auto& r : batch) {
+      const auto request = wire::RewardRequest::decode(r.payload);
+      wire::RewardReply reply;
+      reply.request_id = request.request_id;
+      for (std::int64_t i = 0; i < request.count; ++i) {
+        reply.rewards.push_back(answers[static_cast<std::size_t>(i) % answers.size()]);
+        reply.correct.push_back(false);
+      }
+      reply.range = {-1.0, 1.0};
+      out.emplace_back(reply.encode());
+    }
+    return out;
+  });
+  const std::string endpoint = rogue.bind("tcp://127.0.0.1:*");
+  std::jthread serving([&](std::stop_token stop) { rogue.run(stop); });
+
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  const auto previous = log::set_sink([&](log::Level, std::string_view line) {
+    std::lock_guard lock(mutex);
+    lines.emplace_back(line);
+  });
+  struct RestoreSink {
+    log::Sink sink;
+    ~RestoreSink() { log::set_sink(sink); }
+  } restore{previous};
+
+  auto p0 = testing::micro_policy(1);
+  publish(0, *p0);
+  const auto tasks = testing::seed_tasks(kRunId, 1, 1, 4, 0, kSteps);  // one chunk of 4
+  ASSERT_EQ(testing::enqueue(*queue_, tasks, key()), 4);
+  reward::RemoteRewardOptions remote;
+  remote.endpoint = endpoint;
+  auto w = worker(options("a"), std::make_unique<reward::RemoteReward>(remote));
+  w->start();
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return queue_->dead_letters(10).size() == 3 && queue_->stats().results == 1 &&
+               queue_->stats().length == 0;
+      },
+      kWait));
+  w->stop();
+
+  std::map<std::string, int> reasons;
+  for (const auto& d : queue_->dead_letters(10)) {
+    SCOPED_TRACE(d.error);
+    EXPECT_EQ(d.deliveries, 1);  // at once: rescoring the same image gives the same reward
+    EXPECT_NE(d.error.find("remote(" + endpoint + ")"), std::string::npos);
+    EXPECT_FALSE(queue_->result(d.task_id).has_value());
+    for (const char* reason : {"(out_of_range)", "(non_finite)"}) {
+      if (d.error.find(std::string("reward fault ") + reason) != std::string::npos) {
+        ++reasons[reason];
+      }
+    }
+  }
+  EXPECT_EQ(reasons["(out_of_range)"], 2);
+  EXPECT_EQ(reasons["(non_finite)"], 1);
+  std::vector<double> recorded;
+  for (const auto& t : tasks) {
+    if (auto r = result(t.id)) recorded.push_back(r->reward);
+  }
+  EXPECT_EQ(recorded, std::vector<double>{-0.5});
+  EXPECT_EQ(w->metrics().reward_faults("out_of_range").value(), 2);
+  EXPECT_EQ(w->metrics().reward_faults("non_finite").value(), 1);
+  EXPECT_EQ(w->metrics().tasks_completed.value(), 1);
+  // Logged with the endpoint (throttled: log::Throttle, tested on its own).
+  std::lock_guard lock(mutex);
+  int fault_lines = 0;
+  for (const auto& line : lines) {
+    if (line.find("reward fault") != std::string::npos &&
+        line.find(endpoint) != std::string::npos) {
+      ++fault_lines;
+    }
+  }
+  EXPECT_GE(fault_lines, 1);
 }
 
 TEST_F(ExplorerTest, TwoExplorersShareAQueueWithOneResultPerTask) {
