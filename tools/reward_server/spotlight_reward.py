@@ -22,6 +22,10 @@ needed. Requests from every client are batched (up to --max-batch requests, wait
 --batch-window-ms after the first), each batch is one `score` call; malformed or unacceptable
 requests get an error reply and are counted, never stopping the server; SIGTERM/SIGINT answer the
 batch in hand and exit 0. /metrics serves Prometheus text under the C++ service's metric names.
+
+--reward-kind (reward.kind of the C++ service): partial (default) pays what `score` returns;
+strict pays 1.0 where `correct` is true and 0.0 elsewhere, GenEval's binary verdict, which is what
+Flow-GRPO trains GenEval on. The function's own reward is then only used for `correct`'s default.
 """
 
 import argparse
@@ -49,6 +53,7 @@ WIRE_ERROR_KINDS = (
 )
 RPC_REJECT_REASONS = ("frame_count", "delimiter", "header", "too_large", "handshake")
 CONTENT_KINDS = ("images", "latents")
+REWARD_KINDS = ("partial", "strict")
 
 
 @dataclass
@@ -64,6 +69,7 @@ class Options:
     channels: int = 0  # required channels (0: any); likewise width/height
     width: int = 0
     height: int = 0
+    reward_kind: str = "partial"  # "partial": the function's rewards; "strict": 1/0 by `correct`
 
 
 class WireError(Exception):
@@ -281,8 +287,9 @@ def _check_content(request, options):
     return None
 
 
-def _normalise(result, n):
-    """The user's return value as (rewards, correct, components); raises ValueError."""
+def _normalise(result, n, reward_kind="partial"):
+    """The user's return value as (rewards, correct, components), rewards of `reward_kind`
+    (strict: 1.0 where correct, else 0.0); raises ValueError."""
     components = None
     correct = None
     if isinstance(result, dict):
@@ -304,6 +311,8 @@ def _normalise(result, n):
         for name, values in components.items():
             if values.size != n or not np.all(np.isfinite(values)):
                 raise ValueError(f"component '{name}' must have {n} finite values")
+    if reward_kind == "strict":
+        rewards = np.asarray([1.0 if c else 0.0 for c in correct], dtype=np.float64)
     return rewards, correct, components
 
 
@@ -311,6 +320,8 @@ class RewardServer:
     def __init__(self, score, options=None):
         self.score = score
         self.options = options or Options()
+        if self.options.reward_kind not in REWARD_KINDS:
+            raise ValueError(f"reward_kind must be one of {REWARD_KINDS}, got {self.options.reward_kind!r}")
         self.metrics = Metrics()
         self.context = zmq.Context.instance()
         self.socket = self.context.socket(zmq.ROUTER)
@@ -415,7 +426,8 @@ class RewardServer:
         prompts = [p for item in items for p in item[2]["prompts"]]
         started = time.monotonic()
         try:
-            rewards, correct, components = _normalise(self.score(inputs, prompts), len(prompts))
+            rewards, correct, components = _normalise(self.score(inputs, prompts), len(prompts),
+                                                     self.options.reward_kind)
         except Exception as e:  # the user's function failed: every request of the group says why
             m.inc("spotlight_reward_errors_total", (("kind", "score_failed"),), by=len(items))
             print(f"spotlight_reward: score failed on {len(prompts)} samples: {e!r}", file=sys.stderr, flush=True)
@@ -475,6 +487,8 @@ def main(argv=None):
     parser.add_argument("--channels", type=int, default=0)
     parser.add_argument("--width", type=int, default=0)
     parser.add_argument("--height", type=int, default=0)
+    parser.add_argument("--reward-kind", choices=REWARD_KINDS, default=d.reward_kind,
+                        help="partial: pay the function's rewards; strict: 1 where correct, else 0")
     args = parser.parse_args(argv)
     if args.max_batch < 1 or args.max_images < 1 or args.max_request_bytes < 1024 or args.batch_window_ms < 0:
         parser.error("--max-batch and --max-images must be >= 1, --max-request-bytes >= 1024, "
@@ -483,7 +497,8 @@ def main(argv=None):
         bind=args.bind, metrics_bind=args.metrics_bind, max_batch=args.max_batch,
         batch_window_ms=args.batch_window_ms, max_request_bytes=args.max_request_bytes,
         max_images=args.max_images, handshake_timeout_ms=args.handshake_timeout_ms,
-        content=args.content, channels=args.channels, width=args.width, height=args.height)
+        content=args.content, channels=args.channels, width=args.width, height=args.height,
+        reward_kind=args.reward_kind)
     serve(load_function(args.score), options)
 
 
