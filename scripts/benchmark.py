@@ -975,6 +975,8 @@ def main():
         if not ok:
             print(f"benchmark: device slices unavailable ({why}); skipped", flush=True)
             sys.exit(sl.SKIP)
+        for name in sl.remove_stale():
+            print(f"benchmark: removed the slices of an interrupted benchmark ({name})")
     a.modes = a.modes or ",".join(RATIO_MODES if a.ratios else ALL_MODES)
     a.primary_parsed = None
     if a.ratios:

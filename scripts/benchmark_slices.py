@@ -134,6 +134,29 @@ def _remove(path):
         print(f"benchmark: cannot remove cgroup {path}: {e}", file=sys.stderr)
 
 
+def remove_stale():
+    """Removes the groups of benchmarks that were killed before they could (their pid is gone
+    and their groups hold no process); returns their names."""
+    try:
+        _, root = _controller()
+    except SlicesUnavailable:
+        return []
+    removed = []
+    for name in sorted(os.listdir(root)):
+        if not name.startswith("spotlight-bench-"):
+            continue
+        pid = name[len("spotlight-bench-"):].split("-", 1)[0]
+        if not pid.isdigit() or os.path.exists(f"/proc/{pid}"):
+            continue
+        base = os.path.join(root, name)
+        for child in os.listdir(base):
+            if os.path.isdir(os.path.join(base, child)):
+                _remove(os.path.join(base, child))
+        _remove(base)
+        removed.append(name)
+    return removed
+
+
 def check():
     """Makes and removes a probe group; returns (ok, why)."""
     try:
