@@ -96,7 +96,7 @@ ALL_MODES = [m for m in MODES if m != "none-matched"]  # the pinned study's mode
 # only one not slower than none and cheaper than none-2 with an interval above 1).
 RATIO_MODES = ["none", "none-matched", "offload", "sync", "async", "async-bandit"]
 
-# Ablation variants of async (issue #14): each is async with overrides, so every change can be
+# Ablation variants of async: each is async with overrides, so every change can be
 # switched on and off against the same seeds. Run them with --modes (e.g. --modes none,async,
 # async-deadline,async-adaptive,async-reuse,async-all). `async` itself keeps the recipe's fixed
 # policy and allocation; every variant purges the tasks of passed iterations unless it says not to.
