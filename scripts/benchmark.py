@@ -1007,9 +1007,13 @@ def main():
         root, "runs", f"benchmark-{kind}-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S")))
     os.makedirs(os.path.join(a.out, "runs"), exist_ok=True)
     study_path = os.path.join(a.out, "study.json")
-    study = {k: getattr(a, k) for k in STUDY_KEYS}
+    # The recipe relative to the checkout (a study travels with it); older study.json files
+    # hold it absolute, and are compared the same way.
+    study = {k: getattr(a, k) for k in STUDY_KEYS} | {"recipe": vars_of(a)["recipe"]}
     if os.path.exists(study_path):
         before = json.load(open(study_path))
+        if str(before.get("recipe", "")).startswith(root + os.sep):
+            before["recipe"] = os.path.relpath(before["recipe"], root)
         diff = [k for k in STUDY_KEYS if before.get(k) != study[k]]
         if diff:
             raise SystemExit(f"benchmark: {a.out} holds a study with other settings ({', '.join(diff)}); "
