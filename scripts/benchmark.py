@@ -31,6 +31,15 @@ resumable: finished runs are kept when the same command runs again):
   curves.png    score against iterations and against wall time, mean and 95% band per mode
   results.json  all of it, machine-readable, with every process's CPU seconds and CPU set
 
+Device ratios (--ratio 1:1,1:2,1:4): instead of pinned cores, one reserved device and k spot
+devices as equal CPU slices (cgroup cpu quota, scripts/benchmark_slices.py), every mode at every
+ratio, the same wall-time budget per run (--budget-seconds), exploration width N = 16 k; modes
+none, none-matched (async's spot budget spent on a wider reserved slice), offload, sync, async
+and async-bandit; the primary comparison (--primary, default async:none@1:4) is shown first:
+
+  ./scripts/benchmark --ratio 1:1,1:2,1:4 --recipe deploy/config/benchmark-strict.yaml \
+      --budget-seconds 150 --validate-every 4 --target 0.40 --out runs/strict-ratios
+
   ./scripts/benchmark --pilot                 # `none` with a longer budget: proposes the target
   ./scripts/benchmark --target 0.62           # the study (the recipe's seeds and budget)
   ./scripts/benchmark --quick                 # 1 seed, a few iterations, every mode (CI)
@@ -51,10 +60,11 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchmark_slices as sl  # noqa: E402
 import benchmark_stats as st  # noqa: E402
 
 root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULTS_VERSION = 1
+RESULTS_VERSION = 2  # 2: device ratios (--ratio), per-prompt rewards, time budget
 
 # The modes: one entry each. `exploration` is the trainer's exploration.mode; cpus are "reserved"
 # or "spot" roles; `reserved`/`spot` are the cores billed at each price.
@@ -72,16 +82,28 @@ MODES = {
                        spot=0, about="as sync, exploring with the previous weights"),
     "async": dict(exploration="async", trainer=["reserved"], explorers=1, reserved=1, spot=1,
                   about="Spotlight: explorers on the spot core with the previous weights"),
+    # With --ratio only: async's spot budget (k x the spot price) spent on reserved capacity.
+    # Until the trainer trains data-parallel over ranks, that is one trainer whose device slice is
+    # 1 + spot_ratio x k devices wide (a faster reserved device at the same price as async's
+    # fleet), not data parallelism.
+    "none-matched": dict(exploration="none", trainer=["reserved"], explorers=0, reserved=1,
+                         spot=0, matched=True,
+                         about="plain Flow-GRPO on reserved capacity bought with async's spot "
+                               "budget (one trainer on a 1 + 0.27 k device slice)"),
 }
-ALL_MODES = list(MODES)  # the headline study's modes (the default of --modes)
+ALL_MODES = [m for m in MODES if m != "none-matched"]  # the pinned study's modes (default)
 # --- trainer ranks: `ranks` R > 1 runs the trainer data-parallel (spotlight-cluster
 # --trainer-ranks R, one rank per core of `trainer`); none-2t is the former none-2, one trainer
 # with a thread per core, kept to compare against.
 MODES["none-2t"] = dict(MODES["none-2"], ranks=1,
                         about="plain Flow-GRPO on both cores as one trainer with 2 threads")
 # --- end trainer ranks
+# The ratio study (--ratio): plain GRPO, its cost-matched twin, the paper's offload baseline,
+# exploration on the critical path, Spotlight, and the ablation's best variant (the bandit: the
+# only one not slower than none and cheaper than none-2 with an interval above 1).
+RATIO_MODES = ["none", "none-matched", "offload", "sync", "async", "async-bandit"]
 
-# Ablation variants of async (issue #14): each is async with overrides, so every change can be
+# Ablation variants of async: each is async with overrides, so every change can be
 # switched on and off against the same seeds. Run them with --modes (e.g. --modes none,async,
 # async-deadline,async-adaptive,async-reuse,async-all). `async` itself keeps the recipe's fixed
 # policy and allocation; every variant purges the tasks of passed iterations unless it says not to.
@@ -103,7 +125,39 @@ ABLATIONS = {
 }
 for _name, (_sets, _about) in ABLATIONS.items():
     MODES[_name] = dict(MODES["async"], set=_sets, about=_about)
-REFERENCES = ["none", "none-2", "offload"]
+REFERENCES = ["none", "none-2", "none-matched", "offload"]
+
+
+def parse_ratios(text):
+    """'1:1,1:2,1:4' -> [1, 2, 4]: spot devices per reserved one (one reserved device)."""
+    out = []
+    for part in text.split(","):
+        r, _, k = part.partition(":")
+        if r.strip() != "1" or not k.strip().isdigit() or int(k) < 1:
+            raise SystemExit(f"benchmark: --ratio takes 1:k with k >= 1 spot devices, got {part!r}")
+        out.append(int(k))
+    return out
+
+
+def candidates_at(a, k):
+    """Exploration candidates per prompt at 1:k (--candidates-per-spot x k, at most the cap)."""
+    return min(a.candidates_cap, a.candidates_per_spot * k)
+
+
+def ratio_name(k):
+    return "pinned" if k is None else f"1:{k}"
+
+
+def devices(mode, a, k):
+    """(reserved, spot) devices the mode holds and is billed for: pinned cores without a ratio;
+    at 1:k, k spot devices for the exploring modes and 1 + spot_ratio x k reserved devices'
+    worth of capacity for none-matched."""
+    m = MODES[mode]
+    if k is None:
+        return m["reserved"], m["spot"]
+    if m.get("matched"):
+        return 1 + a.spot_ratio * k, 0
+    return m["reserved"], (k if m["explorers"] else 0)
 
 
 def read_jsonl(path):
@@ -151,7 +205,10 @@ class Study:
     def settings(self):
         """--set overrides every run of the study shares (after the recipe file)."""
         s = [f"trainer.iterations={self.a.iterations}", "validation.defer=true",
-             f"validation.every={self.a.validate_every}"] + list(self.a.overrides)
+             f"validation.every={self.a.validate_every}"]
+        if self.a.budget_seconds:
+            s.append(f"trainer.max_seconds={self.a.budget_seconds}")
+        s += list(self.a.overrides)
         return s
 
     def mode_available(self, mode):
@@ -182,25 +239,60 @@ class Study:
 
     # --- one run ----------------------------------------------------------------------------
 
-    def run(self, mode, seed, base):
+    def slices_for(self, run_id, mode, k, explorers, run_dir):
+        """The run's device groups and the wrapper binaries that join them (run_dir/bin): the
+        trainer's slice is its devices x --device-cpu, explorer N joins spot-N, and redis, the
+        planner and the reward service share a services group (--services-cpu, not billed)."""
+        slices = sl.Slices(f"{os.getpid()}-{run_id}", shares=self.a.slice_shares)
+        reserved, _ = devices(mode, self.a, k)
+        slices.add("reserved", reserved * self.a.device_cpu)
+        for i in range(1, explorers + 1):
+            slices.add(f"spot-{i}", self.a.device_cpu)
+        slices.add("services", self.a.services_cpu)
+        bin_dir = os.path.join(run_dir, "bin")
+        for name, group in (("trainer", "reserved"), ("planner", "services"),
+                            ("reward", "services")):
+            slices.wrap(os.path.join(self.bin, name, f"spotlight-{name}"),
+                        os.path.join(bin_dir, name, f"spotlight-{name}"), group=group)
+        slices.wrap(os.path.join(self.bin, "explorer", "spotlight-explorer"),
+                    os.path.join(bin_dir, "explorer", "spotlight-explorer"),
+                    by_explorer_id="spot-")
+        redis = shutil.which("redis-server") or "redis-server"
+        slices.wrap(redis, os.path.join(bin_dir, "redis-server"), group="services")
+        return slices, bin_dir
+
+    def run(self, mode, seed, base, k=None):
         m = MODES[mode]
-        run_id = f"{mode}-s{seed}"
+        run_id = f"{mode}-s{seed}" if k is None else f"{mode}-1x{k}-s{seed}"
         run_dir = os.path.join(self.a.out, "runs", run_id)
         if os.path.exists(os.path.join(run_dir, "run.json")):
             return json.load(open(os.path.join(run_dir, "run.json")))
         shutil.rmtree(run_dir, ignore_errors=True)  # an interrupted attempt: start over
         os.makedirs(run_dir)
-        cmd = [self.cluster, "--config", self.a.recipe, "--base", base, "--bin-dir", self.bin,
-               "--quiet", "--trainer-cpus", self.cpus(m["trainer"]),
-               "--trainer-threads", str(len(m["trainer"]) // m.get("ranks", 1)),
-               "--trainer-ranks", str(m.get("ranks", 1)),
-               "--explorers", str(m["explorers"]), "--explorer-threads", "1",
+        explorers = m["explorers"] if k is None else (k if m["explorers"] else 0)
+        reserved, _ = devices(mode, self.a, k)
+        ranks = m.get("ranks", 1) if k is None else 1
+        threads = (len(m["trainer"]) // ranks if k is None
+                   else max(1, math.ceil(reserved * self.a.device_cpu - 1e-9)))
+        cmd = [self.cluster, "--config", self.a.recipe, "--base", base,
+               "--quiet", "--trainer-threads", str(threads), "--trainer-ranks", str(ranks),
+               "--explorers", str(explorers), "--explorer-threads", "1",
                "--set", f"run.dir={run_dir}", "--set", f"run.id=bench-{run_id}",
                "--set", f"run.seed={seed}", "--set", f"exploration.mode={m['exploration']}"]
+        if k is not None and self.a.candidates_per_spot:
+            # The spot pool sets the exploration width: N = candidates-per-spot x k (capped).
+            cmd += ["--set", f"exploration.candidates={candidates_at(self.a, k)}"]
         for setting in m.get("set", []):
             cmd += ["--set", setting]
-        if m["explorers"]:
-            cmd += ["--spot-cpus", self.cpus(["spot"])]
+        slices = None
+        if k is None:
+            cmd += ["--bin-dir", self.bin, "--trainer-cpus", self.cpus(m["trainer"])]
+            if explorers:
+                cmd += ["--spot-cpus", self.cpus(["spot"])]
+        else:
+            # Devices as CPU slices: no pinning, each role limited by its group's quota.
+            slices, bin_dir = self.slices_for(run_id, mode, k, explorers, run_dir)
+            cmd += ["--bin-dir", bin_dir, "--redis-server", os.path.join(bin_dir, "redis-server")]
         for s in self.settings():
             cmd += ["--set", s]
         # SCHED_FIFO (with --realtime), inherited by every process the launcher starts (redis
@@ -209,8 +301,11 @@ class Study:
         cmd = self.prioritised(cmd)
         load_before = load_average()
         started = time.time()
-        with open(os.path.join(run_dir, "launcher.log"), "w") as log:
-            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+        try:
+            with open(os.path.join(run_dir, "launcher.log"), "w") as log:
+                rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+        finally:
+            slice_counters = slices.close() if slices else None
         wall = time.time() - started
         if rc != 0:
             raise RuntimeError(f"{run_id}: the job failed (exit {rc}); see {run_dir}/logs and "
@@ -233,7 +328,10 @@ class Study:
             shutil.rmtree(os.path.join(run_dir, "checkpoints"), ignore_errors=True)
         result = collect(run_id, mode, seed, run_dir)
         result.update(launcher_seconds=wall, validate_seconds=validate_seconds,
-                      load_average_before=load_before, load_average_after=load_average())
+                      load_average_before=load_before, load_average_after=load_average(),
+                      ratio=k, slices=slice_counters)
+        if k is not None:
+            add_cpu_shares(result, slice_counters)
         with open(os.path.join(run_dir, "run.json.tmp"), "w") as f:
             json.dump(result, f, indent=1)
         os.replace(os.path.join(run_dir, "run.json.tmp"), os.path.join(run_dir, "run.json"))
@@ -277,7 +375,12 @@ def collect(run_id, mode, seed, run_dir):
     keys = ("iteration", "elapsed_seconds", "iteration_seconds", "explore_seconds",
             "rollout_seconds", "reward_seconds", "train_seconds", "audit_seconds",
             "zero_std_ratio", "mean_abs_advantage", "group_variance", "selected_variance",
-            "reward_mean", "kendall_tau", "fallback_prompts")
+            "reward_mean", "kendall_tau", "fallback_prompts", "explore_weights_version",
+            "rollouts_reused", "rollouts_sampled", "dead_lettered_tasks")
+    # Per prompt (for recomputing flat-group shares and success rates, and for fitting the
+    # simulator's learning law): the G rewards trained on, the explored candidates' rewards and
+    # the trained seeds' indices among them.
+    per_prompt = ("group_rewards", "candidate_rewards", "selected")
     processes = []
     for p in manifest["processes"]:
         wall = max(0.0, (p["ended_unix_ms"] - p["started_unix_ms"]) / 1000.0)
@@ -288,12 +391,40 @@ def collect(run_id, mode, seed, run_dir):
     return {
         "planner": planner_record(run_dir),
         "run": run_id, "mode": mode, "seed": seed, "dir": os.path.relpath(run_dir, root),
-        "iterations": [{k: m.get(k) for k in keys} for m in metrics],
+        "iterations": [{k: m.get(k) for k in keys}
+                       | {k: rounded(m[k]) for k in per_prompt if k in m} for m in metrics],
         "validation": [{"version": v["version"]} | v["validation"] for v in validation],
         "processes": processes,
         "pinning_held": all(p["cpus"] == "" or p["cpus"] == p["cpus_allowed"] for p in processes),
         "cost_ledger": summary.get("cost"),
     }
+
+
+def rounded(x):
+    """Per-prompt rewards to 4 decimals (exact for the strict reward's 0 and 1)."""
+    if isinstance(x, list):
+        return [rounded(v) for v in x]
+    return round(x, 4) if isinstance(x, float) else x
+
+
+def slice_of(process, counters):
+    """The device group a process ran in (see Study.slices_for)."""
+    if process["role"] == "trainer":
+        return "reserved"
+    if process["role"] == "explorer":
+        return "spot-" + process["name"].rsplit("-", 1)[-1]
+    return "services"
+
+
+def add_cpu_shares(result, counters):
+    """Each process's CPU share (CPU seconds from /proc over its wall time, in cores) beside its
+    slice, and per role the largest share relative to its slice."""
+    counters = counters or {}
+    for p in result["processes"]:
+        group = slice_of(p, counters)
+        p["slice"] = group
+        p["slice_cores"] = counters.get(group, {}).get("cores")
+        p["cpu_share"] = p["cpu_seconds"] / p["wall_seconds"] if p["wall_seconds"] else None
 
 
 # --- analysis ----------------------------------------------------------------------------------
@@ -319,9 +450,9 @@ def elapsed_at(run, version):
     return None
 
 
-def hourly_price(mode, a):
-    m = MODES[mode]
-    return m["reserved"] * a.reserved_price + m["spot"] * a.reserved_price * a.spot_ratio
+def hourly_price(mode, a, k=None):
+    reserved, spot = devices(mode, a, k)
+    return reserved * a.reserved_price + spot * a.reserved_price * a.spot_ratio
 
 
 def first_reach(run, target, a):
@@ -359,6 +490,17 @@ def signals(run):
         "audit_share": sum(i.get("audit_seconds") or 0 for i in its) / total if total else None,
         "fallback_prompts": sum(i.get("fallback_prompts") or 0 for i in its),
     }
+    # Recomputed from the per-prompt rewards: flat groups (every reward equal, as the trainer
+    # decides), the success rate of the rollouts trained on, and of the explored candidates.
+    groups = [g for i in its for g in (i.get("group_rewards") or [])]
+    if groups:
+        out["flat_group_share"] = sum(all(x == g[0] for x in g) for g in groups) / len(groups)
+        out["trained_reward_mean"] = st.mean([x for g in groups for x in g])
+    candidates = [c for i in its for c in (i.get("candidate_rewards") or []) if c]
+    if candidates:
+        out["explored_flat_share"] = (sum(all(x == c[0] for x in c) for c in candidates)
+                                      / len(candidates))
+        out["explored_reward_mean"] = st.mean([x for c in candidates for x in c])
     planner = run.get("planner") or {}
     plans = planner.get("plans") or []
     if plans:
@@ -383,14 +525,17 @@ def signals(run):
     return out
 
 
-def analyse(runs, modes, a, target):
+def analyse(runs, modes, a, target, k=None):
+    """One ratio's runs (k spot devices per reserved one; None: pinned cores)."""
+    runs = [r for r in runs if r.get("ratio") == k]
+    modes = [m for m in modes if any(r["mode"] == m for r in runs)]
     seeds_by_mode = {m: sorted(r["seed"] for r in runs if r["mode"] == m) for m in modes}
     common = sorted(set.intersection(*[set(s) for s in seeds_by_mode.values()])) if modes else []
     by = {(r["mode"], r["seed"]): r for r in runs}
     for r in runs:
         its, secs, reached = first_reach(r, target, a)
         r["to_target"] = {"iterations": its, "seconds": secs, "reached": reached,
-                          "cost": secs * hourly_price(r["mode"], a) / 3600.0}
+                          "cost": secs * hourly_price(r["mode"], a, k) / 3600.0}
         r["seconds_per_iteration"] = iteration_seconds(r)
         r["signals"] = signals(r)
         series = score_series(r, a.metric, 1)
@@ -401,24 +546,33 @@ def analyse(runs, modes, a, target):
         return [(by[(mode, s)]["to_target"][key], by[(mode, s)]["to_target"]["reached"])
                 for s in seeds]
 
+    # Time horizon of the restricted mean: the wall-time budget, else the shortest run.
+    horizon = a.budget_seconds or min((elapsed_at(r, r["validation"][-1]["version"]) or 0
+                                       for r in runs if r["validation"]), default=0)
     per_mode = {}
     for m in modes:
         rs = [by[(m, s)] for s in seeds_by_mode[m]]
         seeds = seeds_by_mode[m]
         ev_it = events(m, seeds, "iterations")
+        ev_s = events(m, seeds, "seconds")
         per_mode[m] = {
             "runs": len(rs),
             "reached": sum(r["to_target"]["reached"] for r in rs),
             "iterations_to_target_km_median": st.km_median(ev_it),
             "reached_share_km": st.km_reached_share(ev_it),
-            "seconds_to_target_km_median": st.km_median(events(m, seeds, "seconds")),
+            "seconds_to_target_km_median": st.km_median(ev_s),
+            "seconds_to_target_km_median_midpoint": st.km_median(ev_s, "midpoint"),
+            "seconds_to_target_rmst": st.rmst(ev_s, horizon) if horizon else None,
+            "rmst_horizon_seconds": horizon,
+            "iterations_run": st.mean([len(r["iterations"]) for r in rs]),
             "cost_to_target_km_median": st.km_median(events(m, seeds, "cost")),
             "iterations_to_target_rmst": st.rmst(ev_it, a.iterations),
             "seconds_per_iteration": st.mean([r["seconds_per_iteration"] for r in rs]),
             "seconds_per_iteration_se": st.std_error([r["seconds_per_iteration"] for r in rs]),
             "final_score": st.mean([r["final_score"] for r in rs]),
             "final_score_se": st.std_error([r["final_score"] for r in rs]),
-            "hourly_price": hourly_price(m, a),
+            "hourly_price": hourly_price(m, a, k),
+            "devices": dict(zip(("reserved", "spot"), devices(m, a, k))),
             "signals": {k: st.mean([r["signals"].get(k) for r in rs])
                         for k in sorted({k for r in rs for k in r["signals"]})},
             "cpu_seconds_by_role": {},
@@ -427,10 +581,31 @@ def analyse(runs, modes, a, target):
         for role in sorted({p["role"] for r in rs for p in r["processes"]}):
             per_mode[m]["cpu_seconds_by_role"][role] = st.mean(
                 [sum(p["cpu_seconds"] for p in r["processes"] if p["role"] == role) for r in rs])
+        if k is not None:
+            # Per device group: its slice, the CPU share its processes got (cores, from /proc:
+            # their CPU seconds over the longest one's wall time), and its throttled seconds.
+            shares = {}
+            for r in rs:
+                for group, c in (r.get("slices") or {}).items():
+                    ps = [p for p in r["processes"] if p.get("slice") == group]
+                    wall = max((p["wall_seconds"] for p in ps), default=0)
+                    if not wall:
+                        continue
+                    name = "spot" if group.startswith("spot-") else group
+                    shares.setdefault(name, {"slice_cores": c["cores"], "share": [],
+                                             "throttled_seconds": []})
+                    shares[name]["share"].append(sum(p["cpu_seconds"] for p in ps) / wall)
+                    shares[name]["throttled_seconds"].append(c.get("throttled_seconds"))
+            per_mode[m]["cpu_share_by_slice"] = {
+                g: {"slice_cores": v["slice_cores"], "share_mean": st.mean(v["share"]),
+                    "share_max": max(v["share"]), "throttled_seconds": st.mean(v["throttled_seconds"])}
+                for g, v in shares.items()}
     # Ratios against the references, paired by seed (seeds every compared mode ran).
     ratios = {}
     stats = {
         "time_to_target": lambda m, s: st.km_median(events(m, s, "seconds")),
+        "time_to_target_midpoint": lambda m, s: st.km_median(events(m, s, "seconds"), "midpoint"),
+        "time_to_target_rmst": lambda m, s: st.rmst(events(m, s, "seconds"), horizon),
         "cost_to_target": lambda m, s: st.km_median(events(m, s, "cost")),
         "iterations_to_target": lambda m, s: st.km_median(events(m, s, "iterations")),
         "seconds_per_iteration": lambda m, s: st.mean([by[(m, x)]["seconds_per_iteration"]
@@ -449,12 +624,40 @@ def analyse(runs, modes, a, target):
                     resamples=a.bootstrap)
                 ratios.setdefault(ref, {}).setdefault(m, {})[name] = {
                     "ratio": point, "ci_low": lo, "ci_high": hi, "undefined_share": undefined,
-                    "seeds": len(seeds)}
-    return {"per_mode": per_mode, "ratios": ratios, "common_seeds": common}
+                    "undefined_resamples": round(undefined * a.bootstrap),
+                    "resamples": a.bootstrap, "seeds": len(seeds)}
+            # Paired difference of the final score (mode - reference), same seeds.
+            pairs = {x: (by[(m, x)]["final_score"], by[(ref, x)]["final_score"]) for x in seeds
+                     if by[(m, x)]["final_score"] is not None
+                     and by[(ref, x)]["final_score"] is not None}
+            d, lo, hi = st.mean_difference(pairs, a.bootstrap)
+            ratios[ref][m]["final_score_difference"] = {"difference": d, "ci_low": lo,
+                                                         "ci_high": hi, "seeds": len(pairs)}
+    return {"ratio": ratio_name(k), "per_mode": per_mode, "ratios": ratios,
+            "common_seeds": common, "modes": modes}
+
+
+def mean_curve_halfway(runs, a):
+    """The halfway target: half-way from the base to the end of none's mean validation curve
+    (over its common validation points; each run's curve as the study smooths it)."""
+    series = [dict(score_series(r, a.metric, a.smooth)) for r in runs if r["validation"]]
+    common = sorted(set.intersection(*[set(x) for x in series])) if series else []
+    if len(common) < 2:
+        return None, None
+    base = st.mean([x[common[0]] for x in series])
+    end = st.mean([x[common[-1]] for x in series])
+    return base + 0.5 * (end - base), common[-1]
 
 
 def propose_target(runs, a):
-    """The pilot's target: the lowest score whose Kaplan-Meier median iterations-to-target over
+    """The pilot's target, by --target-rule: halfway (half-way up none's mean curve) or km70."""
+    if a.target_rule == "halfway":
+        return mean_curve_halfway(runs, a)
+    return propose_target_km70(runs, a)
+
+
+def propose_target_km70(runs, a):
+    """The old pilot's target: the lowest score whose Kaplan-Meier median iterations-to-target over
     the `none` runs is at least 70% of the budget, so that none reaches it at about that point
     (first passages of a noisy rising curve come earlier than the mean curve's crossing, so the
     mean score at 70% would be reached sooner). Scores are smoothed as the study scores them."""
@@ -491,8 +694,8 @@ def fmt_ratio(r):
     return f"{one(r['ratio'])}x [{one(r['ci_low'])}, {one(r['ci_high'])}]"
 
 
-def write_table(path, a, runs, modes, skipped, target, analysis, meta):
-    pm, ratios = analysis["per_mode"], analysis["ratios"]
+def write_table(path, a, runs, modes, skipped, target, analyses, meta, primary):
+    """table.md: the settings, the primary comparison, then one section per ratio."""
     L = [f"# Benchmark: {', '.join(modes)} on the embedded task\n"]
     L.append(f"- recipe `{os.path.relpath(a.recipe, root)}`, {a.iterations} iterations per run, "
              f"validation every {a.validate_every} (deferred: outside the timed interval)"
@@ -502,9 +705,20 @@ def write_table(path, a, runs, modes, skipped, target, analysis, meta):
              f"prompt x seed pairs (fixed pairs: the same at every validation)"
              + (f", trailing mean of {a.smooth} validations" if a.smooth > 1 else ""))
     L.append(f"- base score {fmt(meta.get('base_score'))}; target {fmt(target)} ({meta['target_about']})")
-    L.append(f"- seeds {','.join(map(str, a.seeds))}, runs interleaved (seed-major, the mode order "
-             f"rotating per seed); reserved core {a.reserved_cpu}, spot core {a.spot_cpu}; "
-             f"prices: reserved {a.reserved_price}/core-hour, spot {a.spot_ratio} x reserved")
+    if a.ratios:
+        L.append(f"- seeds {','.join(map(str, a.seeds))}, runs interleaved (seed-major, the ratio "
+                 f"and mode order rotating per seed); devices as CPU slices (cgroup cpu quota) of "
+                 f"{a.device_cpu} cores each: 1 reserved + k spot at 1:k, redis, planner and "
+                 f"reward service in a {a.services_cpu}-core services slice (not billed); prices "
+                 f"per device-hour: reserved {a.reserved_price}, spot {a.spot_ratio} x reserved")
+    else:
+        L.append(f"- seeds {','.join(map(str, a.seeds))}, runs interleaved (seed-major, the mode "
+                 f"order rotating per seed); reserved core {a.reserved_cpu}, spot core "
+                 f"{a.spot_cpu}; prices: reserved {a.reserved_price}/core-hour, spot "
+                 f"{a.spot_ratio} x reserved")
+    if a.budget_seconds:
+        L.append(f"- budget: {a.budget_seconds} s of trainer wall time per run, every mode "
+                 f"(trainer.max_seconds; at most {a.iterations} iterations)")
     L.append(f"- 1-minute load average when each run started: {fmt(meta.get('load_min'), '.1f')} to "
              f"{fmt(meta.get('load_max'), '.1f')} on {meta.get('cpus')} CPUs"
              + (f"; every role ran at real-time priority (SCHED_FIFO {a.realtime}) on its pinned "
@@ -514,73 +728,16 @@ def write_table(path, a, runs, modes, skipped, target, analysis, meta):
         L.append(f"- not run (this build's trainer does not accept their exploration.mode): "
                  f"{', '.join(skipped)}")
     L.append("")
-    L.append("## Time and cost to the target\n")
-    L.append("Kaplan-Meier medians over seeds (a run that never reached the target is censored at "
-             "its end, not dropped); ratios are reference / mode (> 1: the mode is faster or "
-             "cheaper), paired-by-seed bootstrap 95% CI.\n")
-    L.append("| mode | reached | time to target (s) | cost to target | iterations to target "
-             "| s / iteration | final score |")
-    L.append("|---|---|---|---|---|---|---|")
-    for m in modes:
-        s = pm[m]
-        L.append(f"| {m} | {s['reached']}/{s['runs']} | {fmt(s['seconds_to_target_km_median'], '.1f')} "
-                 f"| {fmt(s['cost_to_target_km_median'], '.5f')} "
-                 f"| {fmt(s['iterations_to_target_km_median'], 'd') if isinstance(s['iterations_to_target_km_median'], int) else fmt(s['iterations_to_target_km_median'], '.0f')} "
-                 f"| {fmt(s['seconds_per_iteration'], '.2f')} ± {fmt(s['seconds_per_iteration_se'], '.2f')} "
-                 f"| {fmt(s['final_score'])} ± {fmt(s['final_score_se'])} |")
-    for ref, by_mode in ratios.items():
-        L.append(f"\n### Against {ref}\n")
-        L.append("| mode | time-to-target speed-up | cost-to-target saving | iterations-to-target "
-                 "| seconds-per-iteration |")
-        L.append("|---|---|---|---|---|")
-        for m in modes:
-            if m not in by_mode:
-                continue
-            r = by_mode[m]
-            L.append(f"| {m} | {fmt_ratio(r['time_to_target'])} | {fmt_ratio(r['cost_to_target'])} "
-                     f"| {fmt_ratio(r['iterations_to_target'])} | {fmt_ratio(r['seconds_per_iteration'])} |")
-    L.append("\nTime-to-target ≈ iterations-to-target x seconds-per-iteration: the two right "
-             "columns say which of them a speed-up comes from.\n")
-    L.append("## The mechanism, per mode\n")
-    L.append("Means over runs of per-iteration values. Wait share: the trainer's time waiting for "
-             "explored seeds (async) or exploring on the critical path (sync modes), of its "
-             "iteration time. Explorer idle: 1 - explorer CPU seconds / its wall time (and from "
-             "the cost ledger: idle / held device-seconds).\n")
-    L.append("| mode | zero-variance groups | mean \\|A\\| | trained group variance | selected "
-             "variance | Kendall tau | trainer wait share | audit share | explorer idle (CPU / ledger) |")
-    L.append("|---|---|---|---|---|---|---|---|---|")
-    for m in modes:
-        g = pm[m]["signals"]
-        L.append(f"| {m} | {fmt(g.get('zero_std_share'), '.2f')} | {fmt(g.get('mean_abs_advantage'))} "
-                 f"| {fmt(g.get('trained_group_variance'), '.4f')} | {fmt(g.get('selected_variance'), '.4f')} "
-                 f"| {fmt(g.get('kendall_tau'), '.2f')} | {fmt(g.get('trainer_wait_share'), '.2f')} "
-                 f"| {fmt(g.get('audit_share'), '.3f')} "
-                 f"| {fmt(g.get('explorer_idle_share_cpu'), '.2f')} / {fmt(g.get('explorer_idle_share_ledger'), '.2f')} |")
-    planned = [m for m in modes if pm[m]["signals"].get("planned_candidates") is not None
-               or pm[m]["signals"].get("purged_tasks") is not None]
-    if planned:
-        L.append("\n## The planner, per mode (async modes)\n")
-        L.append("Means over runs. Planned N: candidates per prompt of its plans (planner.jsonl); "
-                 "predicted and measured exploration seconds per iteration; purged: seed tasks "
-                 "removed unrun per run (passed iterations, prompts explored enough, budget "
-                 "spent); uniform: prompts whose explored rewards were all alike.\n")
-        L.append("| mode | planned N | planned S | predicted s | explored s | desired explorers "
-                 "| purged | uniform prompts |")
-        L.append("|---|---|---|---|---|---|---|---|")
-        for m in planned:
-            g = pm[m]["signals"]
-            L.append(f"| {m} | {fmt(g.get('planned_candidates'), '.1f')} "
-                     f"| {fmt(g.get('planned_steps'), '.1f')} | {fmt(g.get('predicted_seconds'), '.2f')} "
-                     f"| {fmt(g.get('explored_seconds'), '.2f')} | {fmt(g.get('desired_explorers'), '.1f')} "
-                     f"| {fmt(g.get('purged_tasks'), '.0f')} | {fmt(g.get('uniform_prompts'), '.1f')} |")
-    L.append("\n## Where the CPU went (mean CPU seconds per run, from /proc via the launcher)\n")
-    roles = sorted({role for m in modes for role in pm[m]["cpu_seconds_by_role"]})
-    L.append("| mode | pinning held | " + " | ".join(roles) + " |")
-    L.append("|---|---|" + "---|" * len(roles))
-    for m in modes:
-        c = pm[m]["cpu_seconds_by_role"]
-        L.append(f"| {m} | {'yes' if pm[m]['pinning_held'] else 'NO'} | "
-                 + " | ".join(fmt(c.get(r), '.1f') for r in roles) + " |")
+    if primary:
+        L += primary_lines(primary)
+    for k in (a.ratios or [None]):
+        analysis = analyses[ratio_name(k)]
+        if not analysis["modes"]:
+            continue
+        if a.ratios:
+            n = f"; N = {candidates_at(a, k)} candidates per prompt" if a.candidates_per_spot else ""
+            L.append(f"\n## Ratio {ratio_name(k)} (1 reserved device, {k} spot{n})\n")
+        group_lines(L, a, analysis, "###" if a.ratios else "##")
     L.append("\n## Every run\n")
     L.append("| run | iterations to target | seconds to target | cost to target | s / iteration "
              "| base | final | launcher wall (s) | validation (s) |")
@@ -597,7 +754,8 @@ def write_table(path, a, runs, modes, skipped, target, analysis, meta):
 
 
 COLOURS = {"none": "tab:gray", "none-2": "black", "offload": "tab:purple", "sync": "tab:blue",
-           "sync-stale": "tab:cyan", "async": "tab:red"}
+           "sync-stale": "tab:cyan", "async": "tab:red", "none-matched": "tab:brown",
+           "async-bandit": "tab:orange", "async-adaptive": "tab:green"}
 
 
 def band(curves, grid):
@@ -635,12 +793,28 @@ def plot(path, runs, modes, target, a):
         print("benchmark: python3-matplotlib missing (scripts/bootstrap installs it); no plot",
               file=sys.stderr)
         return False
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8))
+    ratios = sorted({r.get("ratio") for r in runs}, key=lambda k: k or 0)
+    fig, axes = plt.subplots(len(ratios), 2, figsize=(13, 4.8 * len(ratios)), squeeze=False)
+    for row, k in enumerate(ratios):
+        plot_ratio(axes[row], [r for r in runs if r.get("ratio") == k], modes, target, a, k)
+    fig.suptitle("Validation score: mean over seeds with a 95% band (normal, over runs); right: "
+                 "thin lines are single runs")
+    fig.tight_layout()
+    fig.savefig(path + ".tmp.png", dpi=110)
+    os.replace(path + ".tmp.png", path)
+    plt.close(fig)
+    return True
+
+
+def plot_ratio(axes, runs, modes, target, a, k):
     for m in modes:
         rs = [r for r in runs if r["mode"] == m]
+        if not rs:
+            continue
         by_it = [score_series(r, a.metric, 1) for r in rs]
         by_time = [[(elapsed_at(r, v), s) for v, s in score_series(r, a.metric, 1)] for r in rs]
-        xs, mu, lo, hi = band(by_it, list(range(0, a.iterations + 1)))
+        last = max(v for c in by_it for v, _ in c)
+        xs, mu, lo, hi = band(by_it, list(range(0, last + 1)))
         axes[0].plot(xs, mu, color=COLOURS.get(m), label=f"{m} ({len(rs)} runs)")
         axes[0].fill_between(xs, lo, hi, color=COLOURS.get(m), alpha=0.15)
         # Over time the runs end at different points: the mean and band cover the span every run
@@ -660,18 +834,19 @@ def plot(path, runs, modes, target, a):
         ax.set_xlabel(xl)
         ax.set_ylabel(f"validation {a.metric.replace('_', ' ')}")
         ax.grid(alpha=0.3)
+        if k is not None:
+            ax.set_title(f"1 reserved : {k} spot devices", fontsize=9)
     axes[0].legend(fontsize=8)
-    fig.suptitle("Validation score: mean over seeds with a 95% band (normal, over runs); right: "
-                 "thin lines are single runs")
-    fig.tight_layout()
-    fig.savefig(path + ".tmp.png", dpi=110)
-    os.replace(path + ".tmp.png", path)
-    plt.close(fig)
-    return True
 
 
-METRICS = {"mean_reward": "mean partial-credit reward (the RL reward, continuous)",
-           "geneval_score": "GenEval-like strict accuracy (binary per image)"}
+METRICS = {"mean_reward": "mean reward of the kind the run trains on (reward.kind)",
+           "mean_strict_reward": "mean strict reward (share of images with every clause right)",
+           "mean_partial_reward": "mean partial-credit reward",
+           "geneval_score": "GenEval-like strict accuracy (mean over categories)"}
+METRIC_ERRORS = {"mean_reward": "mean_reward_std_error",
+                 "mean_strict_reward": "mean_strict_reward_std_error",
+                 "mean_partial_reward": "mean_partial_reward_std_error",
+                 "geneval_score": "geneval_std_error"}
 
 
 def report(a, runs, modes, skipped, target, target_about, extra=None):
@@ -683,16 +858,23 @@ def report(a, runs, modes, skipped, target, target_about, extra=None):
             "cpus": os.cpu_count()}
     vals = [v for r in runs for v in r["validation"]]
     if vals:
-        se_key = "mean_reward_std_error" if a.metric == "mean_reward" else "geneval_std_error"
-        meta["validation_se"] = st.mean([v.get(se_key) for v in vals])
+        meta["validation_se"] = st.mean([v.get(METRIC_ERRORS[a.metric]) for v in vals])
         meta["validation_samples"] = vals[0].get("samples")
+        for kind in ("partial", "strict"):
+            bases = [v.get(f"mean_{kind}_reward") for r in runs for v in r["validation"]
+                     if v["version"] == 0 and r["mode"] == "none"]
+            meta[f"none_base_{kind}_reward"] = st.mean(bases)
     bases = [v[a.metric] for r in runs for v in r["validation"] if v["version"] == 0]
     meta["base_score"] = st.mean(bases)
-    analysis = analyse(runs, modes, a, target) if runs else {"per_mode": {}, "ratios": {}}
-    write_table(os.path.join(a.out, "table.md"), a, runs, modes, skipped, target, analysis, meta)
+    analyses = {ratio_name(k): analyse(runs, modes, a, target, k) for k in (a.ratios or [None])}
+    primary = primary_comparison(a, analyses) if a.primary_parsed else None
+    write_table(os.path.join(a.out, "table.md"), a, runs, modes, skipped, target, analyses, meta,
+                primary)
     plotted = plot(os.path.join(a.out, "curves.png"), runs, modes, target, a) if runs else False
+    first = analyses[ratio_name((a.ratios or [None])[0])]
     out = {"version": RESULTS_VERSION, "target": target, "meta": meta, "modes": modes,
-           "skipped_modes": skipped, "settings": vars_of(a), "analysis": analysis, "runs": runs}
+           "skipped_modes": skipped, "settings": vars_of(a), "primary": primary,
+           "analysis": first, "by_ratio": analyses, "runs": runs}
     if extra:
         out.update(extra)
     with open(os.path.join(a.out, "results.json.tmp"), "w") as f:
@@ -712,7 +894,8 @@ def vars_of(a):
 
 # What the runs depend on: a resumed study must agree (metric, smoothing and target are analysis).
 STUDY_KEYS = ("recipe", "iterations", "validate_every", "overrides", "reserved_cpu", "spot_cpu",
-              "realtime")
+              "realtime", "ratios", "device_cpu", "services_cpu", "budget_seconds", "primary",
+              "candidates_per_spot", "candidates_cap")
 
 
 def main():
@@ -723,12 +906,37 @@ def main():
         argv, extra = argv[:i], argv[i + 1:]
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--modes", default=",".join(ALL_MODES))
+    p.add_argument("--modes", default="",
+                   help=f"default: {','.join(ALL_MODES)}; with --ratio: {','.join(RATIO_MODES)}")
     p.add_argument("--seeds", default="0-9", help="run seeds, e.g. 0-9 or 0,3,5")
     p.add_argument("--iterations", type=int, default=0, help="budget per run (0: the recipe's)")
     p.add_argument("--target", default="auto",
-                   help="score to reach, or auto: the lowest score none's median run reaches at "
-                        "70%% of the budget or later")
+                   help="score to reach, or auto: by --target-rule from the none runs")
+    p.add_argument("--target-rule", default="halfway", choices=("halfway", "km70"),
+                   help="auto target: half-way from the base to the end of none's mean curve "
+                        "(halfway), or the lowest score none's KM median reaches at 70%% of the "
+                        "iterations or later (km70, the first studies' rule)")
+    p.add_argument("--ratio", default="",
+                   help="device ratios 1:k (e.g. 1:1,1:2,1:4): one reserved device and k spot "
+                        "devices as equal CPU slices (cgroup cpu quota) instead of pinned cores")
+    p.add_argument("--device-cpu", type=float, default=0.3,
+                   help="cores per device slice with --ratio (the same at every ratio)")
+    p.add_argument("--services-cpu", type=float, default=0.4,
+                   help="cores of the slice shared by redis, planner and reward service "
+                        "(not billed) with --ratio")
+    p.add_argument("--candidates-per-spot", type=int, default=16,
+                   help="with --ratio: exploration.candidates = this x spot devices (0: the "
+                        "recipe's), so the spot pool sets the exploration width")
+    p.add_argument("--candidates-cap", type=int, default=64)
+    p.add_argument("--slice-shares", type=int, default=4096,
+                   help="cpu.shares of each slice (1024: an ordinary process's weight): under "
+                        "contention a slice gets its quota before other work; never above it")
+    p.add_argument("--budget-seconds", type=float, default=0,
+                   help="wall-time budget of every run (trainer.max_seconds): every mode gets "
+                        "the same time, not the same iterations (0: --iterations only)")
+    p.add_argument("--primary", default="async:none@1:4",
+                   help="the primary comparison MODE:REFERENCE@1:k, named before the study; "
+                        "every other interval is secondary")
     p.add_argument("--metric", default="mean_reward", choices=sorted(METRICS))
     p.add_argument("--smooth", type=int, default=2,
                    help="first reach on a trailing mean of this many validations (2: one noisy "
@@ -738,7 +946,8 @@ def main():
     p.add_argument("--reserved-cpu", type=int, default=0)
     p.add_argument("--spot-cpu", type=int, default=1)
     p.add_argument("--validation-threads", type=int, default=os.cpu_count() or 1)
-    p.add_argument("--reserved-price", type=float, default=4.0, help="per core-hour")
+    p.add_argument("--reserved-price", type=float, default=1.0,
+                   help="per core-hour (pinned) or device-hour (--ratio)")
     p.add_argument("--spot-ratio", type=float, default=0.27)
     p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples")
     p.add_argument("--out", default="")
@@ -766,6 +975,23 @@ def main():
             extra = extra[2:]
         else:
             raise SystemExit(f"benchmark: expected --set key=value after --, got {extra[0]}")
+    a.ratios = parse_ratios(a.ratio) if a.ratio else []
+    if a.ratios and a.realtime:
+        raise SystemExit("benchmark: --realtime with --ratio: a SCHED_FIFO task escapes its "
+                         "slice's CFS quota, so the devices would not be equal")
+    if a.ratios:
+        ok, why = sl.check()
+        if not ok:
+            print(f"benchmark: device slices unavailable ({why}); skipped", flush=True)
+            sys.exit(sl.SKIP)
+        for name in sl.remove_stale():
+            print(f"benchmark: removed the slices of an interrupted benchmark ({name})")
+    a.modes = a.modes or ",".join(RATIO_MODES if a.ratios else ALL_MODES)
+    a.primary_parsed = None
+    if a.ratios:
+        pm_, _, pk = a.primary.partition("@")
+        pmode, _, pref = pm_.partition(":")
+        a.primary_parsed = (pmode, pref, parse_ratios(pk)[0] if pk else a.ratios[-1])
     if a.quick:
         a.seeds = "0"
         a.iterations = a.iterations or 3
@@ -783,14 +1009,20 @@ def main():
     for m in modes:
         if m not in MODES:
             raise SystemExit(f"benchmark: unknown mode {m} (known: {', '.join(MODES)})")
+        if MODES[m].get("matched") and not a.ratios:
+            raise SystemExit(f"benchmark: {m} needs --ratio (its capacity is async's spot budget)")
     kind = "pilot" if a.pilot else "quick" if a.quick else "study"
     a.out = os.path.abspath(a.out or os.path.join(
         root, "runs", f"benchmark-{kind}-" + datetime.datetime.now().strftime("%Y%m%d-%H%M%S")))
     os.makedirs(os.path.join(a.out, "runs"), exist_ok=True)
     study_path = os.path.join(a.out, "study.json")
-    study = {k: getattr(a, k) for k in STUDY_KEYS}
+    # The recipe relative to the checkout (a study travels with it); older study.json files
+    # hold it absolute, and are compared the same way.
+    study = {k: getattr(a, k) for k in STUDY_KEYS} | {"recipe": vars_of(a)["recipe"]}
     if os.path.exists(study_path):
         before = json.load(open(study_path))
+        if str(before.get("recipe", "")).startswith(root + os.sep):
+            before["recipe"] = os.path.relpath(before["recipe"], root)
         diff = [k for k in STUDY_KEYS if before.get(k) != study[k]]
         if diff:
             raise SystemExit(f"benchmark: {a.out} holds a study with other settings ({', '.join(diff)}); "
@@ -812,38 +1044,54 @@ def main():
             return float(a.target), "given"
         nones = [r for r in runs if r["mode"] == "none"]
         t, at = propose_target(nones, a) if nones else (None, None)
+        if a.target_rule == "halfway":
+            return t, (f"auto: half-way from the base to none's mean curve at version {at} "
+                       f"({len(nones)} none runs)")
         return t, (f"auto: the lowest score that none's Kaplan-Meier median reaches at iteration "
                    f">= {at} of {a.iterations} (70%)")
 
+    ratios = a.ratios or [None]
+    if a.pilot and a.ratios:
+        ratios = ratios[:1]  # none holds no spot device: one ratio says all
+
+    def run_id(mode, seed, k):
+        return f"{mode}-s{seed}" if k is None else f"{mode}-1x{k}-s{seed}"
+
     if a.analyse_only:
         for seed in a.seeds:
-            for mode in modes:
-                f = os.path.join(a.out, "runs", f"{mode}-s{seed}", "run.json")
-                if os.path.exists(f):
-                    runs.append(json.load(open(f)))
+            for k in ratios:
+                for mode in modes:
+                    f = os.path.join(a.out, "runs", run_id(mode, seed, k), "run.json")
+                    if os.path.exists(f):
+                        runs.append(json.load(open(f)))
     else:
         base = s.ensure_base()
         print(f"== base checkpoint {base} ==", flush=True)
-        total = len(a.seeds) * len(modes)
-        for k, seed in enumerate(a.seeds):
-            order = modes[k % len(modes):] + modes[:k % len(modes)]  # rotate per seed
-            for mode in order:
-                print(f"== {mode}, seed {seed} ({len(runs) + 1}/{total}) ==", flush=True)
-                r = s.run(mode, seed, base)
-                runs.append(r)
-                last = r["validation"][-1] if r["validation"] else {}
-                print(f"   {len(r['iterations'])} iterations, {fmt(r['iterations'][-1]['elapsed_seconds'] if r['iterations'] else None, '.1f')} s "
-                      f"on the time line, final {a.metric} {fmt(last.get(a.metric))}", flush=True)
-                target, target_about = current_target()
-                if target is not None:
-                    report(a, runs, modes, skipped, target, target_about)
+        total = len(a.seeds) * len(modes) * len(ratios)
+        for i, seed in enumerate(a.seeds):
+            # Seed-major; the ratio and the mode order rotate per seed, so a slow drift of the
+            # machine spreads over both.
+            for k in ratios[i % len(ratios):] + ratios[:i % len(ratios)]:
+                order = modes[i % len(modes):] + modes[:i % len(modes)]
+                for mode in order:
+                    print(f"== {mode}, {ratio_name(k)}, seed {seed} ({len(runs) + 1}/{total}) ==",
+                          flush=True)
+                    r = s.run(mode, seed, base, k)
+                    runs.append(r)
+                    last = r["validation"][-1] if r["validation"] else {}
+                    print(f"   {len(r['iterations'])} iterations, {fmt(r['iterations'][-1]['elapsed_seconds'] if r['iterations'] else None, '.1f')} s "
+                          f"on the time line, final {a.metric} {fmt(last.get(a.metric))}",
+                          flush=True)
+                    target, target_about = current_target()
+                    if target is not None:
+                        report(a, runs, modes, skipped, target, target_about)
     target, target_about = current_target()
     if target is None:
         raise SystemExit("benchmark: --target auto needs finished none runs")
     extra = None
     if a.pilot:
-        extra = {"pilot": {"proposed_target": target, "at_iteration": round(0.7 * a.iterations),
-                           "metric": a.metric, "smooth": a.smooth}}
+        extra = {"pilot": {"proposed_target": target, "rule": a.target_rule,
+                           "about": target_about, "metric": a.metric, "smooth": a.smooth}}
     plotted = report(a, runs, modes, skipped, target, target_about, extra)
     print(open(os.path.join(a.out, "table.md")).read())
     print(f"== wrote {a.out}/table.md, results.json" + (", curves.png" if plotted else ""))
@@ -858,6 +1106,151 @@ def recipe_iterations(recipe):
         elif section == "trainer" and line.strip().startswith("iterations:"):
             return int(line.split(":", 1)[1].split("#")[0])
     return 30  # the schema's default
+
+
+
+
+def primary_comparison(a, analyses):
+    """The comparison named before the study (--primary MODE:REFERENCE@1:k): reference / mode
+    time to target (KM median, midpoint convention) with its paired-bootstrap interval."""
+    mode, ref, k = a.primary_parsed
+    analysis = analyses.get(ratio_name(k)) or {}
+    r = ((analysis.get("ratios") or {}).get(ref) or {}).get(mode)
+    return {"name": a.primary, "mode": mode, "reference": ref, "ratio": ratio_name(k),
+            "statistic": "time to target, reference / mode, KM median (midpoint convention), "
+                         "paired bootstrap 95% interval over seeds",
+            "result": r and r.get("time_to_target_midpoint"),
+            "also": r and {x: r.get(x) for x in ("time_to_target", "time_to_target_rmst",
+                                                  "cost_to_target", "final_score_difference")}}
+
+
+def primary_lines(p):
+    L = ["## Primary comparison (named before the study)\n",
+         f"**{p['mode']} against {p['reference']} at {p['ratio']}**: {p['statistic']}.\n"]
+    if not p["result"]:
+        L.append("Not measured yet: no seed has both runs at this ratio.\n")
+        return L
+    also = p["also"]
+    L.append(f"- time to target: **{fmt_ratio(p['result'])}** ({p['result']['seeds']} seeds; "
+             f"{p['result']['undefined_resamples']} of {p['result']['resamples']} resamples "
+             "undefined)")
+    L.append(f"- lower KM median {fmt_ratio(also['time_to_target'])}; restricted mean "
+             f"{fmt_ratio(also['time_to_target_rmst'])}; cost {fmt_ratio(also['cost_to_target'])}")
+    d = also.get("final_score_difference") or {}
+    L.append(f"- final score difference {fmt(d.get('difference'), '+.3f')} "
+             f"[{fmt(d.get('ci_low'), '+.3f')}, {fmt(d.get('ci_high'), '+.3f')}]\n")
+    return L
+
+
+def group_lines(L, a, analysis, h):
+    """One ratio's section of table.md (headings at level `h`)."""
+    pm, ratios, modes = analysis["per_mode"], analysis["ratios"], analysis["modes"]
+    L.append(f"{h} Time and cost to the target\n")
+    L.append("Kaplan-Meier medians over seeds (a run that never reached the target is censored at "
+             "its end, not dropped); ratios are reference / mode (> 1: the mode is faster or "
+             "cheaper), paired-by-seed bootstrap 95% CI.\n")
+    L.append("Time to target: the lower KM median / the midpoint convention (where the survival "
+             "sits at exactly 0.5, the middle of that interval) / the restricted mean over "
+             f"{fmt(next(iter(pm.values()), {}).get('rmst_horizon_seconds'), '.0f')} s (a run "
+             "that never reaches the target counts the whole horizon).\n")
+    L.append("| mode | devices (reserved + spot) | reached | time to target (s): lower / midpoint "
+             "/ RMST | cost to target | iterations to target | iterations run | s / iteration "
+             "| final score |")
+    L.append("|---|---|---|---|---|---|---|---|---|")
+    for m in modes:
+        s = pm[m]
+        dv = s.get("devices") or {}
+        L.append(f"| {m} | {fmt(dv.get('reserved'), '.2f')} + {fmt(dv.get('spot'), '.0f')} "
+                 f"| {s['reached']}/{s['runs']} | {fmt(s['seconds_to_target_km_median'], '.1f')} "
+                 f"/ {fmt(s.get('seconds_to_target_km_median_midpoint'), '.1f')} "
+                 f"/ {fmt(s.get('seconds_to_target_rmst'), '.1f')} "
+                 f"| {fmt(s['cost_to_target_km_median'], '.5f')} "
+                 f"| {fmt(s['iterations_to_target_km_median'], 'd') if isinstance(s['iterations_to_target_km_median'], int) else fmt(s['iterations_to_target_km_median'], '.0f')} "
+                 f"| {fmt(s.get('iterations_run'), '.1f')} "
+                 f"| {fmt(s['seconds_per_iteration'], '.2f')} ± {fmt(s['seconds_per_iteration_se'], '.2f')} "
+                 f"| {fmt(s['final_score'])} ± {fmt(s['final_score_se'])} |")
+    for ref, by_mode in ratios.items():
+        L.append(f"\n{h}# Against {ref}\n")
+        L.append("Secondary comparisons (the primary one is named above). Undefined: bootstrap "
+                 "resamples in which both medians were not reached (left out of the interval).\n")
+        L.append("| mode | time-to-target speed-up (lower / midpoint / RMST) | undefined "
+                 "| cost-to-target saving | iterations-to-target | seconds-per-iteration "
+                 "| final score difference |")
+        L.append("|---|---|---|---|---|---|---|")
+        for m in modes:
+            if m not in by_mode:
+                continue
+            r = by_mode[m]
+            d = r.get("final_score_difference") or {}
+            L.append(f"| {m} | {fmt_ratio(r['time_to_target'])} / "
+                     f"{fmt_ratio(r.get('time_to_target_midpoint'))} / "
+                     f"{fmt_ratio(r.get('time_to_target_rmst'))} "
+                     f"| {r['time_to_target'].get('undefined_resamples', 'n/a')}/"
+                     f"{r['time_to_target'].get('resamples', 'n/a')} "
+                     f"| {fmt_ratio(r['cost_to_target'])} "
+                     f"| {fmt_ratio(r['iterations_to_target'])} | {fmt_ratio(r['seconds_per_iteration'])} "
+                     f"| {fmt(d.get('difference'), '+.3f')} [{fmt(d.get('ci_low'), '+.3f')}, "
+                     f"{fmt(d.get('ci_high'), '+.3f')}] |")
+    L.append("\nTime-to-target ≈ iterations-to-target x seconds-per-iteration: the two right "
+             "columns say which of them a speed-up comes from.\n")
+    L.append(f"{h} The mechanism, per mode\n")
+    L.append("Means over runs of per-iteration values. Wait share: the trainer's time waiting for "
+             "explored seeds (async) or exploring on the critical path (sync modes), of its "
+             "iteration time. Explorer idle: 1 - explorer CPU seconds / its wall time (and from "
+             "the cost ledger: idle / held device-seconds).\n")
+    L.append("| mode | flat groups (trained / explored) | success (trained / explored) "
+             "| mean \\|A\\| | trained group variance | selected "
+             "variance | Kendall tau | trainer wait share | audit share | explorer idle (CPU / ledger) |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|")
+    for m in modes:
+        g = pm[m]["signals"]
+        L.append(f"| {m} | {fmt(g.get('flat_group_share', g.get('zero_std_share')), '.2f')} / "
+                 f"{fmt(g.get('explored_flat_share'), '.2f')} "
+                 f"| {fmt(g.get('trained_reward_mean'), '.2f')} / {fmt(g.get('explored_reward_mean'), '.2f')} "
+                 f"| {fmt(g.get('mean_abs_advantage'))} "
+                 f"| {fmt(g.get('trained_group_variance'), '.4f')} | {fmt(g.get('selected_variance'), '.4f')} "
+                 f"| {fmt(g.get('kendall_tau'), '.2f')} | {fmt(g.get('trainer_wait_share'), '.2f')} "
+                 f"| {fmt(g.get('audit_share'), '.3f')} "
+                 f"| {fmt(g.get('explorer_idle_share_cpu'), '.2f')} / {fmt(g.get('explorer_idle_share_ledger'), '.2f')} |")
+    planned = [m for m in modes if pm[m]["signals"].get("planned_candidates") is not None
+               or pm[m]["signals"].get("purged_tasks") is not None]
+    if planned:
+        L.append(f"\n{h} The planner, per mode (async modes)\n")
+        L.append("Means over runs. Planned N: candidates per prompt of its plans (planner.jsonl); "
+                 "predicted and measured exploration seconds per iteration; purged: seed tasks "
+                 "removed unrun per run (passed iterations, prompts explored enough, budget "
+                 "spent); uniform: prompts whose explored rewards were all alike.\n")
+        L.append("| mode | planned N | planned S | predicted s | explored s | desired explorers "
+                 "| purged | uniform prompts |")
+        L.append("|---|---|---|---|---|---|---|---|")
+        for m in planned:
+            g = pm[m]["signals"]
+            L.append(f"| {m} | {fmt(g.get('planned_candidates'), '.1f')} "
+                     f"| {fmt(g.get('planned_steps'), '.1f')} | {fmt(g.get('predicted_seconds'), '.2f')} "
+                     f"| {fmt(g.get('explored_seconds'), '.2f')} | {fmt(g.get('desired_explorers'), '.1f')} "
+                     f"| {fmt(g.get('purged_tasks'), '.0f')} | {fmt(g.get('uniform_prompts'), '.1f')} |")
+    L.append(f"\n{h} Where the CPU went (mean CPU seconds per run, from /proc via the launcher)\n")
+    roles = sorted({role for m in modes for role in pm[m]["cpu_seconds_by_role"]})
+    L.append("| mode | pinning held | " + " | ".join(roles) + " |")
+    L.append("|---|---|" + "---|" * len(roles))
+    for m in modes:
+        c = pm[m]["cpu_seconds_by_role"]
+        L.append(f"| {m} | {'yes' if pm[m]['pinning_held'] else 'NO'} | "
+                 + " | ".join(fmt(c.get(r), '.1f') for r in roles) + " |")
+    sliced = [m for m in modes if pm[m].get("cpu_share_by_slice")]
+    if sliced:
+        L.append(f"\n{h} CPU share per device slice against the slice\n")
+        L.append("Cores: the CPU seconds of the slice's processes (from /proc) over the longest "
+                 "one's wall time (start-up and idle waits included), mean and largest over runs; "
+                 "the slice is its CFS quota. Throttled: seconds the kernel held the slice at its "
+                 "quota.\n")
+        L.append("| mode | slice | quota (cores) | CPU share (cores): mean / max | throttled (s) |")
+        L.append("|---|---|---|---|---|")
+        for m in sliced:
+            for g, v in sorted(pm[m]["cpu_share_by_slice"].items()):
+                L.append(f"| {m} | {g} | {fmt(v['slice_cores'], '.2f')} "
+                         f"| {fmt(v['share_mean'], '.3f')} / {fmt(v['share_max'], '.3f')} "
+                         f"| {fmt(v['throttled_seconds'], '.1f')} |")
 
 
 if __name__ == "__main__":

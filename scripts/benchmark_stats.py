@@ -32,11 +32,19 @@ def kaplan_meier(events):
     return curve
 
 
-def km_median(events):
-    """Smallest time at which the Kaplan-Meier survival drops to 0.5 or below; INF when it never
-    does (more than half the runs censored before reaching the target)."""
-    for t, s in kaplan_meier(events):
+def km_median(events, convention="lower"):
+    """The Kaplan-Meier median time-to-target; INF when the survival never drops to 0.5 (more
+    than half the runs censored before reaching the target).
+
+    lower:    the smallest time at which the survival is 0.5 or below;
+    midpoint: where the survival sits exactly at 0.5 over [t_i, t_j) (t_j the next event), the
+              midpoint (t_i + t_j) / 2, as the sample median of an even count; INF when it stays
+              at 0.5 to the end (the runs left were censored). Otherwise it equals `lower`."""
+    curve = kaplan_meier(events)
+    for i, (t, s) in enumerate(curve):
         if s <= 0.5 + 1e-12:
+            if convention == "midpoint" and abs(s - 0.5) <= 1e-12:
+                return (t + curve[i + 1][0]) / 2 if i + 1 < len(curve) else INF
             return t
     return INF
 
@@ -103,6 +111,17 @@ def paired_bootstrap(seeds, statistic, resamples=2000, rng_seed=12345):
     return point, percentile(values, 2.5), percentile(values, 97.5), undefined / resamples
 
 
+def mean_difference(pairs, resamples=2000, rng_seed=12345):
+    """Paired differences (a - b per seed, pairs = {seed: (a, b)}): the mean difference with a
+    percentile bootstrap 95% interval over seeds, as (mean, low, high)."""
+    seeds = sorted(pairs)
+    if not seeds:
+        return None, None, None
+    point, lo, hi, _ = paired_bootstrap(
+        seeds, lambda ss: sum(pairs[x][0] - pairs[x][1] for x in ss) / len(ss), resamples, rng_seed)
+    return point, lo, hi
+
+
 def mean(xs):
     xs = [x for x in xs if x is not None]
     return sum(xs) / len(xs) if xs else None
@@ -124,6 +143,13 @@ def _self_test():
     assert abs(curve[1][1] - 0.8 * (1 - 2 / 3)) < 1e-12, curve
     assert km_median(ev) == 4
     assert km_median([(5, False), (5, False), (3, True)]) == INF
+    # An even count without censoring: the survival sits at 0.5 from 2 to 3; lower says 2, the
+    # midpoint 2.5 (the sample median); a 0.5 that lasts to a censored end has no midpoint.
+    ev = [(t, True) for t in (1, 2, 3, 4)]
+    assert km_median(ev, "midpoint") == 2.5
+    assert km_median([(1, True), (2, True), (5, False), (5, False)], "midpoint") == INF
+    assert km_median([(1, True), (2, True), (5, False), (5, False)]) == 2
+    assert km_median([(1, True), (2, True), (3, True)], "midpoint") == 2
     # Without censoring the KM median is the lower median and RMST the plain mean.
     ev = [(t, True) for t in (1, 2, 3, 4)]
     assert km_median(ev) == 2
@@ -135,6 +161,9 @@ def _self_test():
     assert percentile([1, 2, 3, INF], 100) == INF and percentile([1, 3], 50) == 2
     point, lo, hi, undefined = paired_bootstrap([0, 1, 2, 3], lambda s: float(sum(s)) / len(s))
     assert point == 1.5 and 0 <= lo <= point <= hi <= 3 and undefined == 0
+    diff = mean_difference({0: (0.5, 0.4), 1: (0.7, 0.4), 2: (0.6, 0.6)})
+    assert abs(diff[0] - 0.4 / 3) < 1e-12 and diff[1] <= diff[0] <= diff[2], diff
+    assert mean_difference({}) == (None, None, None)
     print("benchmark_stats: self-test passed")
 
 

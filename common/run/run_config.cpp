@@ -98,6 +98,11 @@ const config::Schema& run_schema() {
                          "Weights of single_object, two_object, counting, position, text prompts "
                          "in training and validation.")
           .check("must have 5 non-negative weights, one positive", valid_category_weights),
+      Entry::string("reward.kind", "partial",
+                    "What the embedded task's scorer pays: partial (the mean credit of the "
+                    "prompt's clauses) or strict (1 when every clause passes, else 0, as GenEval). "
+                    "Validation reports both; mean_reward is this one.")
+          .one_of({"partial", "strict"}),
       Entry::double_list("pretrain.category_weights", {1, 1, 1, 1, 1},
                          "Category mix of the pretraining data (as task.category_weights).")
           .check("must have 5 non-negative weights, one positive", valid_category_weights),
@@ -140,6 +145,10 @@ const config::Schema& run_schema() {
       Entry::integer("exploration.steps", 0, "Sampler steps of exploration (0: sampler.steps).")
           .range(0, 1000),
       Entry::integer("trainer.iterations", 30, "GRPO iterations.").range(1, 10000000),
+      Entry::real("trainer.max_seconds", 0,
+                  "Wall-time budget: the run ends, validated and finished, after the first "
+                  "iteration whose elapsed_seconds reaches it (0: only trainer.iterations).")
+          .at_least(0),
       Entry::integer("trainer.prompts_per_iteration", 8, "Prompts per iteration.").range(1, 65536),
       Entry::integer("trainer.group_size", 8, "Samples per prompt group (G).").range(2, 4096),
       Entry::real("trainer.lr", 3e-5, "AdamW learning rate.").positive(),
@@ -483,6 +492,7 @@ task::TaskOptions task_options(const config::Config& c) {
   o.held_out_fraction = c.get_double("task.held_out_fraction");
   const auto& w = c.get_double_list("task.category_weights");
   o.weights = {w[0], w[1], w[2], w[3], w[4]};
+  o.reward_kind = task::parse_reward_kind(c.get_string("reward.kind"));
   return o;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/task/detail/analysis.hpp"
+#include "common/task/render.hpp"
 
 namespace spotlight::task {
 namespace {
@@ -146,7 +147,8 @@ void fit_shapes(const Analysis& a, int id, const Component& c, DetectedObject& o
   }
 }
 
-std::optional<Shape> classify_shape(const DetectedObject& object) {
+std::optional<Shape> classify_shape(const DetectedObject& object, int min_area) {
+  if (object.area < min_area) return std::nullopt;
   const int w = object.box_width();
   const int h = object.box_height();
   if (std::max(w, h) > kMaxAspect * std::min(w, h)) return std::nullopt;
@@ -206,10 +208,15 @@ int noise_area(int image_size) {
 int object_min_area(int image_size) {
   return std::max(4, image_size * image_size / 128);
 }
+int shape_min_area(int image_size) {
+  const int side = object_size(image_size);
+  return side * side / 2;
+}
 
 std::vector<DetectedObject> detect_objects(const Image& image, const TaskOptions& options) {
   const Analysis a = detail::analyse(image, options);
   const int min_area = object_min_area(options.image_size);
+  const int shape_min = shape_min_area(options.image_size);
   std::vector<DetectedObject> objects;
   for (size_t id = 0; id < a.components.size(); ++id) {
     const Component& c = a.components[id];
@@ -225,7 +232,7 @@ std::vector<DetectedObject> detect_objects(const Image& image, const TaskOptions
     }
     object.colour = classify_colour(object.mean_rgb);
     fit_shapes(a, static_cast<int>(id), c, object);
-    object.shape = classify_shape(object);
+    object.shape = classify_shape(object, shape_min);
     objects.push_back(object);
   }
   return objects;

@@ -10,9 +10,11 @@
 //     centre (as GenEval).
 //     Colour: the palette colour nearest to the mean RGB scaled so its brightest channel is 1,
 //     none if farther than kMaxColourDistance (grey, white, orange ...).
-//     Shape: an equal-area square and disc are fitted to the component's soft brightness
-//     (background-subtracted, scaled to its level, centred on its centroid), each crisp and
-//     blurred once and twice by a 3x3 box; the better fit wins. None if the box's aspect ratio
+//     Shape: none for a component smaller than shape_min_area() (half a nominal object: a
+//     fragment, however square, is not a square; a scatter of fragments must not count as
+//     objects). Otherwise an equal-area square and disc are fitted to the component's soft
+//     brightness (background-subtracted, scaled to its level, centred on its centroid), each crisp
+//     and blurred once and twice by a 3x3 box; the better fit wins. None if the box's aspect ratio
 //     exceeds kMaxAspect or neither fits within kMaxShapeError (rings, bars, scribbles). Unlike a
 //     bounding-box fill ratio, this survives blur plus noise on 7-pixel objects, where a blurred
 //     square loses its corners and one stray pixel moves the box.
@@ -38,6 +40,9 @@ inline constexpr double kMaxShapeError = 0.3;
 int noise_area(int image_size);
 // Components below this many pixels are not objects: max(4, size^2 / 128).
 int object_min_area(int image_size);
+// Objects below this many pixels have no shape (fragments): object_size()^2 / 2, half the
+// nominal square (a rendered object, blurred or not, covers at least ~0.75 of it).
+int shape_min_area(int image_size);
 
 struct DetectedObject {
   std::optional<Colour> colour;        // nullopt: no palette colour is close

@@ -26,6 +26,16 @@ void check_weight(double weight, const char* field) {
 
 }  // namespace
 
+std::string_view name(RewardKind kind) {
+  return kind == RewardKind::kStrict ? "strict" : "partial";
+}
+
+RewardKind parse_reward_kind(std::string_view text) {
+  if (text == "partial") return RewardKind::kPartial;
+  if (text == "strict") return RewardKind::kStrict;
+  throw TaskError("reward kind must be partial or strict, got '" + std::string(text) + "'");
+}
+
 // Called on every render/score: messages are only built on failure.
 void TaskOptions::validate() const {
   if (image_size < 32 || image_size > 256) {

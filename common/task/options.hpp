@@ -3,7 +3,18 @@
 // options must be used to generate, render and score (the scorer derives its object and glyph
 // sizes from image_size).
 
+#include <string_view>
+
 namespace spotlight::task {
+
+// What score() pays as the reward. Partial: the mean credit of the prompt's clauses (1 only when
+// every clause passes). Strict: 1 when every clause passes, else 0, GenEval's binary verdict (the
+// reward Flow-GRPO trains GenEval on).
+enum class RewardKind { kPartial, kStrict };
+
+// "partial" or "strict"; RewardKind from those names, or throws TaskError.
+std::string_view name(RewardKind kind);
+RewardKind parse_reward_kind(std::string_view text);
 
 // Relative frequency of each category in training prompts (need not sum to 1; a weight of 0
 // disables the category, also in validation_prompts()).
@@ -23,6 +34,7 @@ struct TaskOptions {
   int max_digits = 4;                //   1 <= min_digits <= max_digits <= 4
   double held_out_fraction = 0.125;  // share of each category's prompts held out for
                                      // validation; in (0, 0.5]
+  RewardKind reward_kind = RewardKind::kPartial;  // what score() pays
 
   // Throws TaskError naming the first invalid field.
   void validate() const;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "common/task/detect.hpp"
 #include "common/task/digits.hpp"
@@ -137,9 +139,7 @@ Score score_text(const Prompt& prompt, const Image& image, const TaskOptions& op
   return score;
 }
 
-}  // namespace
-
-Score score(const Prompt& prompt, const Image& image, const TaskOptions& options) {
+Score partial_score(const Prompt& prompt, const Image& image, const TaskOptions& options) {
   validate(prompt);
   if (prompt.category == Category::kFreeText) {
     throw TaskError("the embedded scorer cannot grade a prompt of a prompt file ('" +
@@ -173,6 +173,29 @@ Score score(const Prompt& prompt, const Image& image, const TaskOptions& options
   return combine(clauses);
 }
 
+// Mean and standard error (sample standard deviation / sqrt(n)) of `xs`.
+std::pair<double, double> mean_and_error(const std::vector<double>& xs) {
+  const double n = static_cast<double>(xs.size());
+  double sum = 0.0;
+  for (const double x : xs)
+    sum += x;
+  const double mean = sum / n;
+  if (xs.size() < 2) return {mean, 0.0};
+  double squares = 0.0;
+  for (const double x : xs)
+    squares += (x - mean) * (x - mean);
+  return {mean, std::sqrt(squares / (n - 1.0) / n)};
+}
+
+}  // namespace
+
+Score score(const Prompt& prompt, const Image& image, const TaskOptions& options) {
+  Score s = partial_score(prompt, image, options);
+  s.partial = s.reward;
+  if (options.reward_kind == RewardKind::kStrict) s.reward = s.correct ? 1.0 : 0.0;
+  return s;
+}
+
 Evaluation evaluate(const std::vector<Prompt>& prompts, const std::vector<Image>& images,
                     const TaskOptions& options) {
   if (prompts.size() != images.size()) {
@@ -182,17 +205,19 @@ Evaluation evaluate(const std::vector<Prompt>& prompts, const std::vector<Image>
   Evaluation e;
   if (prompts.empty()) return e;
   std::map<Category, double> correct;
-  std::vector<double> rewards;
+  std::vector<double> rewards, partial, strict;
   rewards.reserve(prompts.size());
-  double reward_sum = 0.0;
+  partial.reserve(prompts.size());
+  strict.reserve(prompts.size());
   for (size_t i = 0; i < prompts.size(); ++i) {
     const Score s = score(prompts[i], images[i], options);
     const Category c = prompts[i].category;
     correct[c] += s.correct ? 1.0 : 0.0;
     e.per_category_reward[c] += s.reward;
     ++e.per_category_count[c];
-    reward_sum += s.reward;
     rewards.push_back(s.reward);
+    partial.push_back(s.partial);
+    strict.push_back(s.correct ? 1.0 : 0.0);
   }
   double accuracy_sum = 0.0, accuracy_variance = 0.0;
   int geneval_categories = 0;
@@ -211,14 +236,9 @@ Evaluation evaluate(const std::vector<Prompt>& prompts, const std::vector<Image>
   e.geneval_score = geneval_categories ? accuracy_sum / geneval_categories : 0.0;
   e.geneval_std_error =
       geneval_categories ? std::sqrt(accuracy_variance) / geneval_categories : 0.0;
-  const double n = static_cast<double>(prompts.size());
-  e.mean_reward = reward_sum / n;
-  if (prompts.size() > 1) {
-    double squares = 0.0;
-    for (const double r : rewards)
-      squares += (r - e.mean_reward) * (r - e.mean_reward);
-    e.mean_reward_std_error = std::sqrt(squares / (n - 1.0) / n);
-  }
+  std::tie(e.mean_reward, e.mean_reward_std_error) = mean_and_error(rewards);
+  std::tie(e.mean_partial_reward, e.mean_partial_reward_std_error) = mean_and_error(partial);
+  std::tie(e.mean_strict_reward, e.mean_strict_reward_std_error) = mean_and_error(strict);
   return e;
 }
 

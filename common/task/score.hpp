@@ -13,7 +13,10 @@
 namespace spotlight::task {
 
 struct Score {
-  double reward = 0.0;   // soft partial credit in [0,1] for RL; exactly 1.0 iff correct
+  // What RL maximises, by options.reward_kind: the partial credit, or 1/0 by `correct`. Exactly
+  // 1.0 iff correct either way.
+  double reward = 0.0;
+  double partial = 0.0;  // soft partial credit in [0,1] (whichever kind is paid)
   bool correct = false;  // strict GenEval-style verdict
   std::string reason;  // "ok", or the failed clauses, e.g. "expected exactly 3 cyan discs, found 2"
 };
@@ -28,10 +31,16 @@ struct Evaluation {
   // it and has its own score.
   double geneval_score = 0.0;
   double ocr_score = 0.0;    // strict accuracy of the text prompts present (exact digit string)
-  double mean_reward = 0.0;  // mean reward over all images
+  double mean_reward = 0.0;  // mean reward over all images (of options.reward_kind)
+  // Both kinds, whichever is paid: mean partial credit, and the share of images correct (the
+  // strict reward's mean, over every category present, text included).
+  double mean_partial_reward = 0.0;
+  double mean_strict_reward = 0.0;
   // Standard errors, treating the images as independent draws: of mean_reward (sample standard
   // deviation / sqrt(n)) and of geneval_score (sqrt(sum over categories of p(1-p)/n) / categories).
   double mean_reward_std_error = 0.0;
+  double mean_partial_reward_std_error = 0.0;
+  double mean_strict_reward_std_error = 0.0;
   double geneval_std_error = 0.0;
   std::map<Category, double> per_category;         // strict accuracy per category present
   std::map<Category, double> per_category_reward;  // mean reward per category present

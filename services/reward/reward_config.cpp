@@ -70,6 +70,10 @@ const config::Schema& reward_schema() {
                        static_cast<std::int64_t>(kDefaultMaxClientQueuedBytes),
                        "The same for one client connection; >= reward.max_request_bytes.")
             .range(1024, std::int64_t{1} << 40),
+        Entry::string("reward.kind", "partial",
+                      "What the task function pays: partial (the mean credit of the prompt's "
+                      "clauses) or strict (1 when every clause passes, else 0, as GenEval).")
+            .one_of({"partial", "strict"}),
         Entry::integer("task.image_size", task::TaskOptions{}.image_size,
                        "Side of the square RGB images scored; requests of another size are "
                        "rejected.")
@@ -91,6 +95,7 @@ const config::Schema& reward_schema() {
 task::TaskOptions task_options(const config::Config& config) {
   task::TaskOptions options;
   options.image_size = config.get<int>("task.image_size");
+  options.reward_kind = task::parse_reward_kind(config.get_string("reward.kind"));
   return options;
 }
 

@@ -52,6 +52,10 @@ Json to_json(const ValidationReport& v) {
          {"mean_reward", v.mean_reward},
          {"geneval_std_error", v.geneval_std_error},
          {"mean_reward_std_error", v.mean_reward_std_error},
+         {"mean_partial_reward", v.mean_partial_reward},
+         {"mean_partial_reward_std_error", v.mean_partial_reward_std_error},
+         {"mean_strict_reward", v.mean_strict_reward},
+         {"mean_strict_reward_std_error", v.mean_strict_reward_std_error},
          {"samples", v.samples},
          {"seconds", v.seconds}};
   for (const auto& [name, score] : v.per_category)
@@ -172,6 +176,7 @@ ValidationReport GrpoTrainer::validate() {
       report.mean_reward += s.reward / static_cast<double>(scores.size());
       report.geneval_score += (s.correct ? 1.0 : 0.0) / static_cast<double>(scores.size());
     }
+    report.mean_strict_reward = report.geneval_score;
     report.seconds = seconds_since(start);
     return report;
   }
@@ -182,6 +187,10 @@ ValidationReport GrpoTrainer::validate() {
   report.mean_reward = evaluation.mean_reward;
   report.geneval_std_error = evaluation.geneval_std_error;
   report.mean_reward_std_error = evaluation.mean_reward_std_error;
+  report.mean_partial_reward = evaluation.mean_partial_reward;
+  report.mean_partial_reward_std_error = evaluation.mean_partial_reward_std_error;
+  report.mean_strict_reward = evaluation.mean_strict_reward;
+  report.mean_strict_reward_std_error = evaluation.mean_strict_reward_std_error;
   report.samples = static_cast<int>(prompts.size());
   for (const auto& [category, score] : evaluation.per_category) {
     report.per_category.emplace_back(std::string(task::name(category)), score);
@@ -600,7 +609,12 @@ bool GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iter
       }
       measured_seconds += report.audit_seconds;
       report.elapsed_seconds = elapsed_before + seconds_since(timeline_start) - measured_seconds;
-      if (leader && ((k + 1) % o_.validate_every == 0 || k + 1 == o_.iterations)) {
+      bool budget_spent = o_.max_seconds > 0 && report.elapsed_seconds >= o_.max_seconds;
+      if (group_ && o_.max_seconds > 0) {  // every rank ends at the same iteration
+        budget_spent = reduce_values(*group_, {budget_spent ? 1.0 : 0.0}, parallel::ReduceOp::kMax,
+                                     policy_.tensor_options().device())[0] > 0;
+      }
+      if (leader && ((k + 1) % o_.validate_every == 0 || k + 1 == o_.iterations || budget_spent)) {
         report.validation = validation_point(k + 1);
       }
       check_stop();
@@ -613,6 +627,7 @@ bool GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iter
       // Published only after the checkpoint: a restarted trainer republishes identical weights.
       if (observer_ && leader) observer_->weights_ready(next_iteration_, policy_, &report);
       if (on_iteration) on_iteration(report);
+      if (budget_spent) break;
     }
   } catch (const Abandoned&) {
     return false;
@@ -622,7 +637,7 @@ bool GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iter
     if (stop_.stop_requested()) return false;  // a peer stopped first and left the group
     throw;
   }
-  if (observer_ && leader) observer_->finished(o_.iterations);
+  if (observer_ && leader) observer_->finished(next_iteration_);
   return true;
 }
 

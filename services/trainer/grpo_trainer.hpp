@@ -39,6 +39,9 @@ namespace spotlight::trainer {
 struct GrpoOptions {
   std::string mode = "sync";  // none | sync | sync-stale | async | offload
   int iterations = 30;
+  // > 0: the run ends after the first iteration whose elapsed_seconds reaches it (a wall-time
+  // budget); that iteration is a validation point.
+  double max_seconds = 0.0;
   int prompts_per_iteration = 8;
   int group_size = 8;
   int candidates = 24;
@@ -84,12 +87,16 @@ struct ValidationSample {
 // For a prompt file (free-text prompts) the reward function grades validation: geneval_score is
 // then the share of validation samples it calls correct, mean_reward their mean reward.
 struct ValidationReport {
-  double geneval_score = 0.0;  // the GenEval-like categories (task::Evaluation)
-  double ocr_score = 0.0;      // the OCR-like text prompts, when validated
-  double mean_reward = 0.0;
+  double geneval_score = 0.0;        // the GenEval-like categories (task::Evaluation)
+  double ocr_score = 0.0;            // the OCR-like text prompts, when validated
+  double mean_reward = 0.0;          // of the reward trained on (reward.kind)
+  double mean_partial_reward = 0.0;  // both kinds, whichever is trained on (embedded task)
+  double mean_strict_reward = 0.0;
   double geneval_std_error = 0.0;      // standard errors over the validated images
   double mean_reward_std_error = 0.0;  //   (task::Evaluation)
-  int samples = 0;                     // validated images: prompt x seed pairs
+  double mean_partial_reward_std_error = 0.0;
+  double mean_strict_reward_std_error = 0.0;
+  int samples = 0;  // validated images: prompt x seed pairs
   std::vector<std::pair<std::string, double>> per_category;
   double seconds = 0.0;
   std::vector<ValidationSample> images{};  // of the first GrpoOptions::validation_images prompts

@@ -26,6 +26,7 @@ GrpoOptions grpo_options(const config::Config& c) {
   o.candidates = c.get<int>("exploration.candidates");
   o.exploration_steps = c.get<int>("exploration.steps");
   o.iterations = c.get<int>("trainer.iterations");
+  o.max_seconds = c.get_double("trainer.max_seconds");
   o.prompts_per_iteration = c.get<int>("trainer.prompts_per_iteration");
   o.group_size = c.get<int>("trainer.group_size");
   o.sampler = run::sampler_options(c);

@@ -100,6 +100,7 @@ Cluster::Cluster(ClusterOptions options) : o_(std::move(options)) {
   run_dir_ = fs::absolute(c.get_string("run.dir"));
   run_id_ = c.get_string("run.id");
   mode_ = c.get_string("exploration.mode");
+  reward_kind_ = c.get_string("reward.kind");
   services_ = o_.services.value_or(needs_services(mode_));
   if (o_.manifest.empty()) o_.manifest = run_dir_ / "cluster.json";
 }
@@ -247,8 +248,10 @@ void Cluster::start() {
       Placement spot = o_.spot;
       spot.threads = 0;  // planner, reward and redis take no run.threads
       const std::string reward_endpoint = "tcp://127.0.0.1:" + std::to_string(reward_port_);
+      // The service pays what the trainer pays (the run's reward.kind).
       std::vector<std::string> reward = {(services / "reward" / "spotlight-reward").string(),
-                                         "--set", "reward.bind=" + reward_endpoint};
+                                         "--set", "reward.bind=" + reward_endpoint, "--set",
+                                         "reward.kind=" + reward_kind_};
       if (!o_.reward_command.empty()) {
         reward = o_.reward_command;
         for (auto& word : reward) {

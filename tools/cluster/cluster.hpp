@@ -194,6 +194,7 @@ class Cluster {
   std::filesystem::path run_dir_;
   std::string run_id_;
   std::string mode_;
+  std::string reward_kind_;  // the run's reward.kind, passed to the reward service
   bool services_ = false;
   int redis_port_ = 0, reward_port_ = 0, bus_port_ = 0;
   std::vector<std::unique_ptr<Member>> members_;

@@ -22,6 +22,10 @@ needed. Requests from every client are batched (up to --max-batch requests, wait
 --batch-window-ms after the first), each batch is one `score` call; malformed or unacceptable
 requests get an error reply and are counted, never stopping the server; SIGTERM/SIGINT answer the
 batch in hand and exit 0. /metrics serves Prometheus text under the C++ service's metric names.
+
+--reward-kind (reward.kind of the C++ service): partial (default) pays what `score` returns;
+strict pays 1.0 where `correct` is true and 0.0 elsewhere, GenEval's binary verdict, which is what
+Flow-GRPO trains GenEval on. The function's own reward is then only used for `correct`'s default.
 """
 
 import argparse
@@ -49,6 +53,7 @@ WIRE_ERROR_KINDS = (
 )
 RPC_REJECT_REASONS = ("frame_count", "delimiter", "header", "too_large", "handshake")
 CONTENT_KINDS = ("images", "latents")
+REWARD_KINDS = ("partial", "strict")
 
 
 @dataclass
@@ -67,6 +72,7 @@ class Options:
     # [lo, hi] the function's rewards lie in, declared in every reply; clients refuse rewards
     # outside it (the task is dead-lettered as a reward fault).
     reward_range: tuple = (0.0, 1.0)
+    reward_kind: str = "partial"  # "partial": the function's rewards; "strict": 1/0 by `correct`
 
 
 class WireError(Exception):
@@ -286,8 +292,9 @@ def _check_content(request, options):
     return None
 
 
-def _normalise(result, n):
-    """The user's return value as (rewards, correct, components); raises ValueError."""
+def _normalise(result, n, reward_kind="partial"):
+    """The user's return value as (rewards, correct, components), rewards of `reward_kind`
+    (strict: 1.0 where correct, else 0.0); raises ValueError."""
     components = None
     correct = None
     if isinstance(result, dict):
@@ -309,6 +316,8 @@ def _normalise(result, n):
         for name, values in components.items():
             if values.size != n or not np.all(np.isfinite(values)):
                 raise ValueError(f"component '{name}' must have {n} finite values")
+    if reward_kind == "strict":
+        rewards = np.asarray([1.0 if c else 0.0 for c in correct], dtype=np.float64)
     return rewards, correct, components
 
 
@@ -316,6 +325,8 @@ class RewardServer:
     def __init__(self, score, options=None):
         self.score = score
         self.options = options or Options()
+        if self.options.reward_kind not in REWARD_KINDS:
+            raise ValueError(f"reward_kind must be one of {REWARD_KINDS}, got {self.options.reward_kind!r}")
         self.metrics = Metrics()
         self.context = zmq.Context.instance()
         self.socket = self.context.socket(zmq.ROUTER)
@@ -420,7 +431,8 @@ class RewardServer:
         prompts = [p for item in items for p in item[2]["prompts"]]
         started = time.monotonic()
         try:
-            rewards, correct, components = _normalise(self.score(inputs, prompts), len(prompts))
+            rewards, correct, components = _normalise(self.score(inputs, prompts), len(prompts),
+                                                     self.options.reward_kind)
         except Exception as e:  # the user's function failed: every request of the group says why
             m.inc("spotlight_reward_errors_total", (("kind", "score_failed"),), by=len(items))
             print(f"spotlight_reward: score failed on {len(prompts)} samples: {e!r}", file=sys.stderr, flush=True)
@@ -483,6 +495,8 @@ def main(argv=None):
     parser.add_argument("--height", type=int, default=0)
     parser.add_argument("--range", type=float, nargs=2, default=list(d.reward_range), metavar=("LO", "HI"),
                         help="the range the function's rewards lie in, declared to clients (default 0 1)")
+    parser.add_argument("--reward-kind", choices=REWARD_KINDS, default=d.reward_kind,
+                        help="partial: pay the function's rewards; strict: 1 where correct, else 0")
     args = parser.parse_args(argv)
     if not (math.isfinite(args.range[0]) and math.isfinite(args.range[1]) and args.range[0] < args.range[1]):
         parser.error("--range needs two finite numbers LO < HI")
@@ -494,7 +508,7 @@ def main(argv=None):
         batch_window_ms=args.batch_window_ms, max_request_bytes=args.max_request_bytes,
         max_images=args.max_images, handshake_timeout_ms=args.handshake_timeout_ms,
         content=args.content, channels=args.channels, width=args.width, height=args.height,
-        reward_range=(args.range[0], args.range[1]))
+        reward_range=(args.range[0], args.range[1]), reward_kind=args.reward_kind)
     serve(load_function(args.score), options)
 
 

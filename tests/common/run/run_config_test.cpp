@@ -35,6 +35,17 @@ TEST(RunSchema, DeviceStringsAreCheckedForForm) {
   }
 }
 
+TEST(RunSchema, RewardKindReachesTheTaskOptions) {
+  EXPECT_EQ(task_options(config::Config::load(run_schema())).reward_kind,
+            task::RewardKind::kPartial);
+  config::ConfigSources sources;
+  sources.overrides = {"reward.kind=strict"};
+  EXPECT_EQ(task_options(config::Config::load(run_schema(), sources)).reward_kind,
+            task::RewardKind::kStrict);
+  EXPECT_EQ(error_key({"reward.kind=binary"}), "reward.kind");
+  EXPECT_EQ(error_key({"trainer.max_seconds=-1"}), "trainer.max_seconds");
+}
+
 TEST(RunSchema, RedisBackoffComesFromTheRetryKeys) {
   config::ConfigSources sources;
   sources.overrides = {"redis.retry_initial_ms=50", "redis.retry_max_ms=20"};

@@ -637,6 +637,30 @@ TEST(RewardConfig, DefaultsAndTranslation) {
       reward_service_options(config::Config::load(reward_schema(), sources)).limit_message_bytes);
 }
 
+TEST(RewardConfig, RewardKindStrictPaysOnlyTheVerdict) {
+  // Three of four asked squares: partial credit 0.75, strict 0 (the launcher passes the run's
+  // reward.kind, so explorers scored by the service see the trainer's reward).
+  task::Prompt drawn;
+  drawn.category = task::Category::kCounting;
+  drawn.objects = {task::ObjectSpec{3, task::Colour::kCyan, task::Shape::kSquare}};
+  task::Prompt asked = drawn;
+  asked.objects[0].count = 4;
+  const task::Image image = task::render(drawn, 3, task::TaskOptions{});
+  EXPECT_EQ(task_options(config::Config::load(reward_schema())).reward_kind,
+            task::RewardKind::kPartial);
+  for (const auto& [kind, want] : {std::pair{"partial", 0.75}, std::pair{"strict", 0.0}}) {
+    config::ConfigSources sources;
+    sources.overrides = {std::string("reward.kind=") + kind};
+    const auto config = config::Config::load(reward_schema(), sources);
+    const auto scored = make_reward_function(config)->score({asked, drawn}, {image, image});
+    EXPECT_DOUBLE_EQ(scored[0].reward, want) << kind;
+    EXPECT_EQ(scored[1].reward, 1.0) << kind;
+  }
+  config::ConfigSources bad;
+  bad.overrides = {"reward.kind=binary"};
+  EXPECT_THROW(config::Config::load(reward_schema(), bad), config::ConfigError);
+}
+
 TEST(RewardConfig, UnknownFunctionsAndMismatchedWeightsAreRejected) {
   config::ConfigSources unknown;
   unknown.overrides = {"reward.functions=[task, clip]", "reward.weights=[1, 1]"};

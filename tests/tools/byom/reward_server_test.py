@@ -168,3 +168,26 @@ class socket_port:
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class StrictRewardKind(unittest.TestCase):
+    """--reward-kind strict pays 1.0 where the function says correct, else 0.0, whatever the
+    function's own (partial-credit) reward; partial pays the function's rewards."""
+
+    def test_strict_pays_the_verdict_and_partial_the_credit(self):
+        def partial(inputs, prompts):
+            credit = np.asarray([0.75, 1.0, 0.2])
+            return {"rewards": credit, "correct": credit == 1.0}
+        for kind, want in (("strict", [0.0, 1.0, 0.0]), ("partial", [0.75, 1.0, 0.2])):
+            rewards, correct, _ = spotlight_reward._normalise(partial(None, None), 3, kind)
+            np.testing.assert_allclose(rewards, want)
+            self.assertEqual(correct, [False, True, False])
+        # Without 'correct' the default verdict (reward > 0.5) decides the strict reward.
+        rewards, _, _ = spotlight_reward._normalise([0.75, 0.2], 2, "strict")
+        np.testing.assert_allclose(rewards, [1.0, 0.0])
+
+    def test_refuses_an_unknown_kind(self):
+        with self.assertRaises(ValueError):
+            spotlight_reward.RewardServer(score, spotlight_reward.Options(reward_kind="binary"))
+        with self.assertRaises(SystemExit):
+            spotlight_reward.main(["--score", "x.py:f", "--reward-kind", "binary"])
