@@ -2,7 +2,7 @@
 """The cluster study's pipeline end to end on a small study (CTest sim_study_quick_test, label
 unit): `spotlight-sim study` (one trace, one ratio, two offsets, the embedded calibration), then
 scripts/sim_report.py, then `spotlight-sim page`. Fails unless report.md, page.json and
-report.html hold every compared mode and the sections the README points to."""
+report.html hold every compared mode and the sections docs/simulator.md points to."""
 import argparse
 import json
 import os
