@@ -4,6 +4,7 @@
 #include <chrono>
 #include <utility>
 
+#include "common/clock/unix_time.hpp"
 #include "common/store/checksum.hpp"
 
 namespace spotlight::store {
@@ -130,9 +131,7 @@ WeightManifest RedisWeightStore::publish(std::int64_t version, std::string_view 
   m.chunks = (bytes.size() + options_.chunk_bytes - 1) / options_.chunk_bytes;
   m.checksum = to_hex(xxh64(bytes));
   m.algorithm = kChecksumAlgorithm;
-  m.published_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+  m.published_unix_ms = clock::unix_ms();
   return call(version, [&] {
     if (auto existing = read_manifest(version)) {
       if (existing->checksum != m.checksum || existing->bytes != m.bytes) {

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock/unix_time.hpp"
 #include "common/redis/errors.hpp"
 #include "common/store/errors.hpp"
 #include "common/wire/error.hpp"
@@ -104,9 +105,7 @@ std::vector<exploration::ExplorerSeen> RedisExplorerDirectory::explorers() {
         }
       }
     }
-    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+    const auto now_ms = clock::unix_ms();
     std::erase_if(out, [&](exploration::ExplorerSeen& e) {
       if (e.leases >= 0) return false;
       e.leases = 0;
