@@ -19,10 +19,10 @@
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/run/run_config.hpp"
 #include "common/service/exit_codes.hpp"
-#include "tests/common/process/process.hpp"
-#include "tests/common/redis/redis_server.hpp"
-#include "tests/common/redis/wait_for.hpp"
 #include "tests/services/e2e/log_lines.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/redis_server.hpp"
+#include "tests/support/wait_for.hpp"
 #include "tools/cluster/cluster.hpp"
 
 namespace spotlight {

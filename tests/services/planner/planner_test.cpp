@@ -17,8 +17,8 @@
 #include "common/task/generator.hpp"
 #include "services/planner/planner_config.hpp"
 #include "services/planner/redis_explorer_directory.hpp"
-#include "tests/common/redis/wait_for.hpp"
 #include "tests/services/planner/planner_fixture.hpp"
+#include "tests/support/wait_for.hpp"
 
 namespace spotlight::planner::test {
 namespace {
