@@ -39,7 +39,7 @@ std::optional<std::int64_t> heartbeat_unix_ms(const std::string& value) {
 }  // namespace
 
 RedisExplorerDirectory::RedisExplorerDirectory(redis::RedisOptions redis, run::RunKeys keys,
-                                               queue::LeaseQueueOptions queue,
+                                               const queue::LeaseQueueOptions& queue,
                                                std::chrono::milliseconds heartbeat_window)
     : RedisExplorerDirectory(redis::RedisClient(std::move(redis)), std::move(keys), queue,
                              heartbeat_window) {}

@@ -53,6 +53,17 @@ std::string tail_of(const fs::path& path, std::size_t bytes = 2000) {
   return all.size() > bytes ? all.substr(all.size() - bytes) : all;
 }
 
+// True when a Redis at `probe` answers PING; false while it is not up yet, or answers -LOADING
+// while it replays its AOF.
+bool answers_ping(const redis::RedisOptions& probe) {
+  try {
+    redis::RedisClient(probe).ping();
+    return true;
+  } catch (const redis::RedisError&) {
+    return false;
+  }
+}
+
 }  // namespace
 
 struct Cluster::Member {
@@ -199,11 +210,7 @@ std::optional<process::ExitStatus> Cluster::await_redis(Member& m) {
   auto backoff = milliseconds(1);
   for (;;) {
     if (const auto s = m.process->wait_for(milliseconds(0))) return s;
-    try {
-      redis::RedisClient(probe).ping();  // -LOADING while an AOF replays: not ready yet
-      return std::nullopt;
-    } catch (const redis::RedisError&) {
-    }
+    if (answers_ping(probe)) return std::nullopt;
     if (Clock::now() >= deadline) {
       throw ClusterError(
           "redis-server on port " + std::to_string(redis_port_) + " did not answer PING within " +
