@@ -161,6 +161,17 @@ SYSTEMS = [
       ("sum by (class, state) (rate(spotlight_explorer_device_seconds_total[2m]))",
        "explorers {{class}} {{state}}")], "timeseries",
      "Devices held, busy or idle: reserved (trainer) and spot (explorers)."),
+    ("Trainer ranks: time per phase", "s",
+     [("rate(spotlight_trainer_rank_phase_seconds_total[2m])", "rank {{rank}} {{phase}}")],
+     "timeseries",
+     "Data-parallel trainer (trainer.ranks): seconds per second each rank spends rolling out its "
+     "samples, training its micro-batches and all-reducing gradients; one series per rank and "
+     "phase (a rank's series stand alone when the others are idle)."),
+    ("Trainer ranks: last iteration and all-reduce", "none",
+     [("spotlight_trainer_rank_iteration_seconds", "rank {{rank}} iteration s"),
+      ("rate(spotlight_trainer_rank_allreduce_bytes_total[2m])", "rank {{rank}} all-reduce B/s")],
+     "timeseries",
+     "Each rank's last iteration time (they should agree) and its gradient all-reduce traffic."),
     ("Targets up", "none", [("up", "{{job}} {{instance}}")], "timeseries",
      "Every scraped service."),
 ]

@@ -7,7 +7,7 @@ pinned cores (one per role), started by the local-cluster launcher (spotlight-cl
   spot core     (--spot-cpu, default 1):     explorers, planner, reward service, redis
 
   none        plain Flow-GRPO, the trainer on the reserved core             billed 1 reserved
-  none-2      plain Flow-GRPO on both cores (2 threads)                     billed 2 reserved
+  none-2      plain Flow-GRPO on both cores, data-parallel (2 trainer ranks) billed 2 reserved
   offload     the paper's baseline: rollouts of the current weights on the  1 reserved + 1 spot
               spot core, training on the reserved core, each waiting for the other
   sync        exploration on the trainer (reserved core), on the critical path   1 reserved
@@ -62,7 +62,8 @@ MODES = {
     "none": dict(exploration="none", trainer=["reserved"], explorers=0, reserved=1, spot=0,
                  about="plain Flow-GRPO on the reserved core"),
     "none-2": dict(exploration="none", trainer=["reserved", "spot"], explorers=0, reserved=2,
-                   spot=0, about="plain Flow-GRPO on both cores, both billed as reserved"),
+                   spot=0, ranks=2,
+                   about="plain Flow-GRPO data-parallel on both cores, both billed as reserved"),
     "offload": dict(exploration="offload", trainer=["reserved"], explorers=1, reserved=1, spot=1,
                     about="rollouts on the spot core, training on the reserved core, in turn"),
     "sync": dict(exploration="sync", trainer=["reserved"], explorers=0, reserved=1, spot=0,
@@ -73,6 +74,12 @@ MODES = {
                   about="Spotlight: explorers on the spot core with the previous weights"),
 }
 ALL_MODES = list(MODES)  # the headline study's modes (the default of --modes)
+# --- trainer ranks: `ranks` R > 1 runs the trainer data-parallel (spotlight-cluster
+# --trainer-ranks R, one rank per core of `trainer`); none-2t is the former none-2, one trainer
+# with a thread per core, kept to compare against.
+MODES["none-2t"] = dict(MODES["none-2"], ranks=1,
+                        about="plain Flow-GRPO on both cores as one trainer with 2 threads")
+# --- end trainer ranks
 
 # Ablation variants of async (issue #14): each is async with overrides, so every change can be
 # switched on and off against the same seeds. Run them with --modes (e.g. --modes none,async,
@@ -185,7 +192,8 @@ class Study:
         os.makedirs(run_dir)
         cmd = [self.cluster, "--config", self.a.recipe, "--base", base, "--bin-dir", self.bin,
                "--quiet", "--trainer-cpus", self.cpus(m["trainer"]),
-               "--trainer-threads", str(len(m["trainer"])),
+               "--trainer-threads", str(len(m["trainer"]) // m.get("ranks", 1)),
+               "--trainer-ranks", str(m.get("ranks", 1)),
                "--explorers", str(m["explorers"]), "--explorer-threads", "1",
                "--set", f"run.dir={run_dir}", "--set", f"run.id=bench-{run_id}",
                "--set", f"run.seed={seed}", "--set", f"exploration.mode={m['exploration']}"]

@@ -18,12 +18,21 @@ a refit from a new results.json one command:
 
   scripts/sim-calibrate RESULTS.json --base deploy/sim/calibration/measured.json
 
+A results.json that keeps the per-prompt rewards in its runs' iterations (the fields metrics.jsonl
+has: candidate_rewards, group_rewards, selected) needs no run directory: those iterations are read
+as the run's metrics. Binary rewards need no option: the fit reads K = 1 off the base's candidate
+rewards.
+
 Writes to --out (default deploy/sim/calibration):
   measured.json  what the fit uses, made from the inputs above (configurations = mode x N x S,
                  each with its runs, Kaplan-Meier median iterations-to-target and a bootstrap 95%
                  interval over runs; base candidate rewards; Kendall taus)
   fitted.json    `spotlight-sim fit`'s parameters and how well they reproduce measured.json
   fit.txt        its printout
+  contrast/      the same for the contrast law (`spotlight-sim fit --law contrast`: a skill per
+                 prompt category, selection's gain a consequence), with --contrast-fit-configs
+                 naming the configurations it fits (the rest is held out) and gains.json, the
+                 gain check of every configuration
 Runs that appear in several inputs (same mode, arm and seed) are counted once.
 """
 import argparse
@@ -138,6 +147,10 @@ def main():
     p.add_argument("--base", help="an earlier measured.json: base candidates and partial-step "
                    "taus when no run directory gives them")
     p.add_argument("--no-fit", action="store_true", help="write measured.json only")
+    p.add_argument("--categories", type=int, default=4,
+                   help="prompt categories of the contrast law (the embedded task has 4)")
+    p.add_argument("--contrast-fit-configs", default=None,
+                   help="LABEL,... the contrast law fits (default: all)")
     a = p.parse_args()
     os.makedirs(a.out, exist_ok=True)
 
@@ -149,6 +162,7 @@ def main():
     base_candidates = {}  # (seed, prompt) -> rewards (the most seeds seen)
     sources = []
     metrics_dirs = []
+    inline = {}  # key -> (seed, iterations) of runs whose results.json keeps per-prompt rewards
     for path in a.results:
         results = json.load(open(path))
         sources.append(os.path.relpath(os.path.abspath(path), root))
@@ -204,6 +218,10 @@ def main():
                 run_dir = os.path.join(root, run_dir)
             if run_dir and os.path.isdir(run_dir):
                 metrics_dirs.append((run_dir, arm, mode))
+            elif any("candidate_rewards" in it for it in run["iterations"]):
+                # The per-prompt rewards kept in results.json itself.
+                inline[f"{path}#{run['run']}"] = (run["seed"], run["iterations"])
+                metrics_dirs.append((f"{path}#{run['run']}", arm, mode))
     for d in a.runs:
         cfg = flat_yaml(os.path.join(d, "config.yaml"))
         arm = run_settings({"settings": {}}, cfg)
@@ -216,9 +234,12 @@ def main():
         if d in seen_dirs:
             continue
         seen_dirs.add(d)
-        lines = [m for m in read_jsonl(os.path.join(d, "metrics.jsonl")) if "iteration" in m]
-        cfg_path = os.path.join(d, "config.yaml")
-        seed = flat_yaml(cfg_path).get("run.seed", d) if os.path.exists(cfg_path) else d
+        if d in inline:
+            seed, lines = inline[d]
+        else:
+            lines = [m for m in read_jsonl(os.path.join(d, "metrics.jsonl")) if "iteration" in m]
+            cfg_path = os.path.join(d, "config.yaml")
+            seed = flat_yaml(cfg_path).get("run.seed", d) if os.path.exists(cfg_path) else d
         for m in lines:
             cands = m.get("candidate_rewards")
             if not cands:
@@ -304,6 +325,22 @@ def main():
                            "--out", os.path.relpath(fitted, root)],
                           cwd=root, capture_output=True, text=True)
     with open(os.path.join(a.out, "fit.txt"), "w") as f:
+        f.write(proc.stdout)
+    sys.stdout.write(proc.stdout)
+    sys.stderr.write(proc.stderr)
+    if proc.returncode != 0:
+        raise SystemExit(proc.returncode)
+    # The contrast law, and its gain check on every configuration (held out: those not fitted).
+    cdir = os.path.join(a.out, "contrast")
+    os.makedirs(cdir, exist_ok=True)
+    cfit = os.path.join(cdir, "fitted.json")
+    command = [sim, "fit", "--measured", os.path.relpath(path, root), "--out",
+               os.path.relpath(cfit, root), "--law", "contrast", "--categories",
+               str(a.categories)]
+    if a.contrast_fit_configs:
+        command += ["--fit-configs", a.contrast_fit_configs]
+    proc = subprocess.run(command, cwd=root, capture_output=True, text=True)
+    with open(os.path.join(cdir, "fit.txt"), "w") as f:
         f.write(proc.stdout)
     sys.stdout.write(proc.stdout)
     sys.stderr.write(proc.stderr)

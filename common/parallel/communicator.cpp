@@ -25,8 +25,13 @@ namespace {
 template <class Group>
 class C10dCommunicator final : public Communicator {
  public:
-  C10dCommunicator(c10::intrusive_ptr<Group> group, int rank, int size, std::string backend)
-      : group_(std::move(group)), rank_(rank), size_(size), backend_(std::move(backend)) {}
+  C10dCommunicator(c10::intrusive_ptr<Group> group, int rank, int size, std::string backend,
+                   std::string label)
+      : group_(std::move(group)),
+        rank_(rank),
+        size_(size),
+        backend_(std::move(backend)),
+        label_(std::move(label)) {}
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -53,6 +58,15 @@ class C10dCommunicator final : public Communicator {
     return torch::stack(outputs[0], 0);
   }
 
+  void all_reduce(at::Tensor& tensor, ReduceOp op) override {
+    if (!tensor.is_contiguous())
+      throw std::invalid_argument("all_reduce needs a contiguous tensor");
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::AllreduceOptions options;
+    options.reduceOp = op == ReduceOp::kSum ? c10d::ReduceOp::SUM : c10d::ReduceOp::MAX;
+    run("all_reduce", [&] { return group_->allreduce(tensors, options); });
+  }
+
   void broadcast(at::Tensor& tensor, int root) override {
     std::vector<at::Tensor> tensors{tensor};
     c10d::BroadcastOptions options;
@@ -72,9 +86,8 @@ class C10dCommunicator final : public Communicator {
       auto work = launch();
       work->wait();
     } catch (const std::exception& e) {
-      throw CommunicatorError(std::string("sp: ") + what + " failed on rank " +
-                              std::to_string(rank_) + " of " + std::to_string(size_) + " (" +
-                              backend_ + "): " + e.what());
+      throw CommunicatorError(label_ + ": " + what + " failed on rank " + std::to_string(rank_) +
+                              " of " + std::to_string(size_) + " (" + backend_ + "): " + e.what());
     }
   }
 
@@ -82,6 +95,7 @@ class C10dCommunicator final : public Communicator {
   int rank_;
   int size_;
   std::string backend_;
+  std::string label_;
 };
 
 class LocalCommunicator final : public Communicator {
@@ -91,6 +105,7 @@ class LocalCommunicator final : public Communicator {
   std::string backend() const override { return "local"; }
   at::Tensor all_to_all(const at::Tensor& in) override { return in.clone(); }
   at::Tensor all_gather(const at::Tensor& in) override { return in.unsqueeze(0).clone(); }
+  void all_reduce(at::Tensor&, ReduceOp) override {}
   void broadcast(at::Tensor&, int) override {}
   void barrier() override {}
 };
@@ -114,8 +129,8 @@ std::unique_ptr<Communicator> make_communicator(const c10::intrusive_ptr<c10d::S
       auto nccl = c10d::ProcessGroupNCCL::Options::create();
       nccl->timeout = options.timeout;
       auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, nccl);
-      return std::make_unique<C10dCommunicator<c10d::ProcessGroupNCCL>>(std::move(group), rank,
-                                                                        size, "nccl");
+      return std::make_unique<C10dCommunicator<c10d::ProcessGroupNCCL>>(
+          std::move(group), rank, size, "nccl", options.label);
 #else
       throw std::invalid_argument("sp: device '" + options.device +
                                   "' needs a build with SPOTLIGHT_WITH_CUDA and NCCL's headers");
@@ -125,16 +140,19 @@ std::unique_ptr<Communicator> make_communicator(const c10::intrusive_ptr<c10d::S
       throw std::invalid_argument("sp: unknown device '" + options.device + "'");
     }
     auto gloo = c10d::ProcessGroupGloo::Options::create(options.timeout);
-    gloo->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(options.hostname));
+    gloo->devices.push_back(
+        options.hostname.empty()
+            ? c10d::ProcessGroupGloo::createDefaultDevice()
+            : c10d::ProcessGroupGloo::createDeviceForHostname(options.hostname));
     gloo->threads = 1;
     auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, gloo);
     return std::make_unique<C10dCommunicator<c10d::ProcessGroupGloo>>(std::move(group), rank, size,
-                                                                      "gloo");
+                                                                      "gloo", options.label);
   } catch (const std::invalid_argument&) {
     throw;
   } catch (const std::exception& e) {
-    throw CommunicatorError("sp: rank " + std::to_string(rank) + " of " + std::to_string(size) +
-                            " could not form its group: " + e.what());
+    throw CommunicatorError(options.label + ": rank " + std::to_string(rank) + " of " +
+                            std::to_string(size) + " could not form its group: " + e.what());
   }
 }
 

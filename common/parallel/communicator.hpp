@@ -23,10 +23,15 @@ namespace spotlight::parallel {
 // connection at once, so this bounds only a peer that hangs.
 inline constexpr std::chrono::milliseconds kDefaultOpTimeout{5000};
 
+// The reduction of all_reduce.
+enum class ReduceOp { kSum, kMax };
+
 struct GroupOptions {
   std::string device = "cpu";  // "cpu" -> Gloo, "cuda[:N]" -> NCCL (SPOTLIGHT_WITH_NCCL only)
   std::chrono::milliseconds timeout = kDefaultOpTimeout;  // rendezvous and every collective
-  std::string hostname = "127.0.0.1";  // address this rank's Gloo transport listens on
+  // Address this rank's Gloo transport listens on; empty: this host's name (other hosts' peers).
+  std::string hostname = "127.0.0.1";
+  std::string label = "sp";  // names the group in error messages
 };
 
 // A collective or the group's formation failed; the message names the operation and the rank.
@@ -47,6 +52,9 @@ class Communicator {
   virtual at::Tensor all_to_all(const at::Tensor& in) = 0;
   // Every rank's `in` (same shape everywhere) stacked along a new dim 0 in rank order.
   virtual at::Tensor all_gather(const at::Tensor& in) = 0;
+  // Replaces `tensor` (contiguous, same shape and dtype everywhere) in place on every rank with
+  // the elementwise reduction of every rank's. Every rank ends with bitwise the same values.
+  virtual void all_reduce(at::Tensor& tensor, ReduceOp op) = 0;
   // Replaces `tensor` on every rank with root's.
   virtual void broadcast(at::Tensor& tensor, int root) = 0;
   virtual void barrier() = 0;

@@ -29,6 +29,13 @@
 //                                        task is remembered (purged() is true, never enqueued
 //                                        again) and counted apart: purged is not lost
 //
+//   reconcile(tasks)                     each of `tasks` that vanished (its entry acknowledged or
+//                                        deleted by hand, its lease dropped: neither waiting,
+//                                        leased, completed, dead-lettered nor purged) is enqueued
+//                                        again with its first payload, and counted; completions and
+//                                        dead letters of holders that may not acknowledge are
+//                                        settled
+//
 // Dead-lettered and purged tasks are remembered with their reason: abandoned(ids) tells a consumer
 // of results which of the tasks it waits for will never have one (until quarantine() enqueues a
 // dead-lettered task again, which forgets that it was dead-lettered).
@@ -47,7 +54,15 @@
 // while its holder still works): complete() tells the later runs they were duplicates.
 // Accounting: every task enqueued (requeues included) ends acknowledged, dead-lettered or purged,
 // or is still in the queue: enqueued_total + requeued_total ==
-// acked_total + dead_lettered_total + purged_total + length.
+// acked_total + dead_lettered_total + purged_total + length, as long as only the queue's own
+// operations touch its keys; reconcile() restores it after anything else did (a task deleted by
+// hand is enqueued again, reconciled_total counts it apart).
+//
+// Holders without the right to acknowledge (a store whose access control denies them the raw
+// acknowledgement, e.g. the explorer role of deploy/redis/users.acl): complete() records the
+// result (it is readable at once, and the lease is no longer theirs) and dead-lettering records
+// the dead letter, but the entry is acknowledged, and counted acked or dead-lettered, by the next
+// reconcile() of a holder with the right (the planner), which must therefore run.
 //
 // Errors: QueueUnavailable when the store cannot be reached, QueueError otherwise (see
 // common/queue/errors.hpp). Every operation is safe to retry after QueueUnavailable: enqueue and
@@ -151,6 +166,13 @@ struct Abandoned {
   bool operator==(const Abandoned&) const = default;
 };
 
+// What reconcile() did.
+struct Reconciliation {
+  std::vector<std::string> requeued;  // had vanished: enqueued again with their first payload
+  std::vector<std::string> lost;      // had vanished, no payload kept (or never enqueued here)
+  std::int64_t settled = 0;           // parked completions and dead letters acknowledged
+};
+
 struct QuarantinedResult {
   std::string entry_id;  // id in the quarantine stream
   std::string task_id;
@@ -177,6 +199,7 @@ struct QueueStats {
   std::int64_t quarantined_total = 0;  // results moved aside by quarantine()
   std::int64_t requeued_total = 0;     // tasks enqueued again by quarantine()
   std::int64_t purged_total = 0;       // tasks removed unrun by purge()
+  std::int64_t reconciled_total = 0;   // vanished tasks enqueued again by reconcile()
 };
 
 class LeaseQueue {
@@ -249,6 +272,11 @@ class LeaseQueue {
   // completes late): read results first and trust a recorded one. The default (a queue that keeps
   // no such record) answers nullopt for every id.
   virtual std::vector<std::optional<Abandoned>> abandoned(std::span<const std::string> task_ids);
+  // Finds which of `task_ids` vanished and enqueues them again (above), atomically, in one round
+  // trip where the store allows; settles parked completions and dead letters first. For the owner
+  // of the tasks (the planner), with the right to acknowledge. A queue that cannot lose tasks (the
+  // default) has nothing to do.
+  virtual Reconciliation reconcile(std::span<const std::string> task_ids) { return {}; }
   // Whether purge() removed the task (its result will never come): abandoned() of the one id.
   bool purged(std::string_view task_id);
   // Moves the recorded result of `task_id` aside with `reason` if it is still `result` (nothing

@@ -28,30 +28,42 @@ local function entry_fields(id)
   if e[1] then return e[1][2] end
   return nil
 end
+-- Acknowledges and deletes entry `id`, or, when the caller may not acknowledge (the explorer role
+-- of deploy/redis/users.acl has no XACK, XDEL), parks it under `parking` ('~done', '~dead') for
+-- reconcile() to settle. True when it was acknowledged now.
+local function settle(group, id, parking)
+  if redis.acl_check_cmd('XACK', KEYS[1], group, id) then
+    local n = redis.call('XACK', KEYS[1], group, id)
+    redis.call('XDEL', KEYS[1], id)
+    return n == 1
+  end
+  redis.call('XCLAIM', KEYS[1], group, parking, 0, id, 'JUSTID')
+  return false
+end
 local function dead_letter(group, id, fields, deliveries, consumer, fallback_error)
   local task = field(fields, 'task')
   local err = redis.call('HGET', KEYS[3], task)
   if not err then err = fallback_error end
   redis.call('XADD', KEYS[2], '*', 'task', task, 'payload', field(fields, 'payload'),
              'error', err, 'deliveries', deliveries, 'consumer', consumer, 'entry', id)
-  redis.call('XACK', KEYS[1], group, id)
-  redis.call('XDEL', KEYS[1], id)
-  redis.call('HINCRBY', KEYS[4], 'dead_lettered', 1)
+  if settle(group, id, '~dead') then redis.call('HINCRBY', KEYS[4], 'dead_lettered', 1) end
   redis.call('HSET', KEYS[5], task, err)
   redis.call('LPUSH', KEYS[6], task)
   redis.call('LTRIM', KEYS[6], 0, 0)
 end
 -- Re-delivers pending entry p ({id, owner, idle, count}) to `consumer`, or dead-letters it when
 -- it already had max_deliveries. Appends a re-delivered lease to `out`; returns 1 if it was.
+-- Entries parked under '~done' or '~dead' wait for reconcile(): never re-delivered.
 local function redeliver(group, p, consumer, min_idle, max_deliveries, out)
   local id, owner, count = p[1], p[2], p[4]
+  if owner == '~done' or owner == '~dead' then return 0 end
   if count >= max_deliveries then
     local fields = entry_fields(id)
     if fields then
       dead_letter(group, id, fields, count, owner,
                   'lease expired after ' .. count .. ' deliveries (last holder ' .. owner .. ')')
     else
-      redis.call('XACK', KEYS[1], group, id)
+      settle(group, id, '~dead')
     end
     return 0
   end
@@ -97,17 +109,27 @@ return r[1][2]
 
 // KEYS: stream, results, counters, notices. ARGV: group, entry id, task id, result.
 // The result is written (first writer wins) before the entry is acknowledged and deleted; a new
-// result rings the bell (a list kept at one element), in the same atomic step.
+// result rings the bell (a list kept at one element), in the same atomic step. A caller that may
+// not acknowledge (the explorer role) parks the still pending entry under '~done' instead, for
+// reconcile() to acknowledge: the result is recorded either way.
 constexpr const char* kCompleteLua = R"lua(
 local recorded = redis.call('HSETNX', KEYS[2], ARGV[3], ARGV[4])
 if recorded == 1 then
   redis.call('LPUSH', KEYS[4], ARGV[3])
   redis.call('LTRIM', KEYS[4], 0, 0)
 end
-local acked = redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
-if acked == 1 then
-  redis.call('XDEL', KEYS[1], ARGV[2])
-  redis.call('HINCRBY', KEYS[3], 'acked', 1)
+local acked = 0
+if redis.acl_check_cmd('XACK', KEYS[1], ARGV[1], ARGV[2]) then
+  acked = redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+  if acked == 1 then
+    redis.call('XDEL', KEYS[1], ARGV[2])
+    redis.call('HINCRBY', KEYS[3], 'acked', 1)
+  end
+else
+  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
+  if #p > 0 and p[1][2] ~= '~done' then
+    redis.call('XCLAIM', KEYS[1], ARGV[1], '~done', 0, ARGV[2], 'JUSTID')
+  end
 end
 if recorded == 1 then
   redis.call('HINCRBY', KEYS[3], 'completed', 1)
@@ -285,6 +307,80 @@ end
 return out
 )lua";
 
+// KEYS: stream, dead, errors, counters, dead ids, notices, results, index, payloads, purged.
+// ARGV: group, lease timeout (ms), task ids...
+// 1. Settles what callers without the right to acknowledge parked: an entry under '~done' whose
+//    task has a result, or under '~dead' whose task is dead-lettered, is acknowledged and deleted
+//    (and counted then); anything else parked there is given back for re-delivery.
+// 2. For each task id: fine if it has a result, was purged or dead-lettered, or its entry is in
+//    the stream and leased (pending) or waiting (newer than the group's last delivered id).
+//    Otherwise it vanished (acknowledged or deleted by hand, its lease dropped): what is left of
+//    its entry goes, and its first payload is enqueued again (counted 'reconciled'), or, with no
+//    payload kept, it is reported lost.
+// Returns {requeued ids, lost ids, settled count}.
+constexpr const char* kReconcileLua = R"lua(
+local group = ARGV[1]
+local settled = 0
+for _, parking in ipairs({'~done', '~dead'}) do
+  local page = redis.call('XPENDING', KEYS[1], group, '-', '+', 10000, parking)
+  for _, p in ipairs(page) do
+    local id = p[1]
+    local fields = entry_fields(id)
+    local task = fields and field(fields, 'task') or nil
+    local finished = false
+    if task and parking == '~done' then finished = redis.call('HEXISTS', KEYS[7], task) == 1 end
+    if task and parking == '~dead' then finished = redis.call('HEXISTS', KEYS[5], task) == 1 end
+    if finished or not task then
+      redis.call('XACK', KEYS[1], group, id)
+      if task then
+        redis.call('XDEL', KEYS[1], id)
+        redis.call('HINCRBY', KEYS[4], parking == '~done' and 'acked' or 'dead_lettered', 1)
+        settled = settled + 1
+      end
+    else
+      redis.call('XCLAIM', KEYS[1], group, '~released', 0, id, 'IDLE', ARGV[2], 'JUSTID')
+    end
+  end
+end
+local function parse_id(id)
+  local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+  return tonumber(ms) or 0, tonumber(seq) or 0
+end
+local last_ms, last_seq = 0, 0
+for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
+  if field(g, 'name') == group then last_ms, last_seq = parse_id(field(g, 'last-delivered-id')) end
+end
+local requeued, lost = {}, {}
+for i = 3, #ARGV do
+  local task = ARGV[i]
+  if redis.call('HEXISTS', KEYS[7], task) == 0 and redis.call('HEXISTS', KEYS[10], task) == 0 and
+     redis.call('HEXISTS', KEYS[5], task) == 0 then
+    local id = redis.call('HGET', KEYS[8], task)
+    local present, pending, waiting = false, false, false
+    if id then
+      present = #redis.call('XRANGE', KEYS[1], id, id) > 0
+      pending = #redis.call('XPENDING', KEYS[1], group, id, id, 1) > 0
+      local ms, seq = parse_id(id)
+      waiting = ms > last_ms or (ms == last_ms and seq > last_seq)
+    end
+    if not (present and (pending or waiting)) then
+      if pending then redis.call('XACK', KEYS[1], group, id) end
+      if present then redis.call('XDEL', KEYS[1], id) end
+      local payload = redis.call('HGET', KEYS[9], task)
+      if payload then
+        local new_id = redis.call('XADD', KEYS[1], '*', 'task', task, 'payload', payload)
+        redis.call('HSET', KEYS[8], task, new_id)
+        requeued[#requeued + 1] = task
+      else
+        lost[#lost + 1] = task
+      end
+    end
+  end
+end
+if #requeued > 0 then redis.call('HINCRBY', KEYS[4], 'reconciled', #requeued) end
+return {requeued, lost, settled}
+)lua";
+
 // The scripts, each loaded once per connection (see redis::Script).
 struct Scripts {
   Script enqueue{kEnqueueLua};
@@ -299,6 +395,7 @@ struct Scripts {
   Script quarantine{kQuarantineLua};
   Script purge{kPurgeLua};
   Script abandoned{kAbandonedLua};
+  Script reconcile{std::string(kPrelude) + kReconcileLua};
 };
 
 const Scripts& scripts() {
@@ -656,6 +753,26 @@ std::vector<std::optional<Abandoned>> RedisLeaseQueue::abandoned(
   });
 }
 
+Reconciliation RedisLeaseQueue::reconcile(std::span<const std::string> task_ids) {
+  return call([&] {
+    const std::array<std::string_view, 10> keys{
+        keys_.stream,  keys_.dead,    keys_.errors, keys_.stats,    keys_.dead_ids,
+        keys_.notices, keys_.results, keys_.index,  keys_.payloads, keys_.purged};
+    const std::string idle = std::to_string(options_.lease_timeout.count());
+    std::vector<std::string_view> argv{options_.group, idle};
+    argv.insert(argv.end(), task_ids.begin(), task_ids.end());
+    const Reply r = client_.eval(scripts().reconcile, keys, argv);
+    const auto& a = r.as_array();
+    Reconciliation out;
+    for (const Reply& id : a.at(0).as_array_or_empty())
+      out.requeued.push_back(id.as_string());
+    for (const Reply& id : a.at(1).as_array_or_empty())
+      out.lost.push_back(id.as_string());
+    out.settled = a.at(2).as_integer();
+    return out;
+  });
+}
+
 QuarantineOutcome RedisLeaseQueue::quarantine(std::string_view task_id, std::string_view result,
                                               std::string_view reason) {
   return call([&] {
@@ -756,6 +873,7 @@ QueueStats RedisLeaseQueue::stats() {
       if (name == "quarantined") s.quarantined_total = value;
       if (name == "requeued") s.requeued_total = value;
       if (name == "purged") s.purged_total = value;
+      if (name == "reconciled") s.reconciled_total = value;
     }
     return s;
   });

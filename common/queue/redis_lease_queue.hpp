@@ -16,9 +16,16 @@
 //   abandoned      script: HMGET purged, HMGET dead_ids
 //   quarantine     script: if HGET results == result: HDEL, XADD quarantine; XADD the payload
 //                  again unless the index's entry is still in the stream (then HDEL dead_ids)
+//   reconcile      script: settle entries parked under "~done" / "~dead" (XACK, XDEL); per task:
+//                  HEXISTS results, purged, dead_ids; HGET index; XRANGE, XPENDING of the entry
+//                  against the group's last-delivered-id (XINFO GROUPS); a vanished task is
+//                  XADDed again from payloads
 //   purge          script: per task, the index's entry if still in the stream and not pending
 //                  (or pending under "~released"): XACK, XDEL, HSET purged; counted
 //
+// A caller whose ACL denies XACK (checked in the scripts with redis.acl_check_cmd) parks what it
+// completes under "~done" and what it dead-letters under "~dead" instead of acknowledging; those
+// are never re-delivered and the next reconcile() acknowledges them.
 // Leases given back by fail() (retry) or release() are parked under the consumer "~released"
 // (consumer names starting with '~' are reserved) until a reclaim() re-delivers them.
 // Acknowledged entries are deleted from the stream, so its length is the backlog. The consumer
@@ -62,6 +69,8 @@ class RedisLeaseQueue final : public LeaseQueue {
                                  std::string_view reason) override;
   // One script: HMGET of purged, then of dead_ids.
   std::vector<std::optional<Abandoned>> abandoned(std::span<const std::string> task_ids) override;
+  // One script (above).
+  Reconciliation reconcile(std::span<const std::string> task_ids) override;
   QuarantineOutcome quarantine(std::string_view task_id, std::string_view result,
                                std::string_view reason) override;
   std::vector<QuarantinedResult> quarantined(int max_count) override;

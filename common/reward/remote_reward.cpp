@@ -40,6 +40,7 @@ struct RemoteReward::Impl {
   rpc::RpcClient client;
   std::string prefix;
   std::uint64_t next_request = 0;
+  RewardRange declared = options.range;  // of the latest reply
 };
 
 void RemoteReward::Impl::score_piece(const std::vector<task::Prompt>& prompts,
@@ -81,6 +82,7 @@ void RemoteReward::Impl::score_piece(const std::vector<task::Prompt>& prompts,
             request.request_id + "' with " + std::to_string(end - begin) + " images",
         request.request_id);
   }
+  declared = reply.range.empty() ? options.range : RewardRange{reply.range[0], reply.range[1]};
   const std::size_t parts = reply.components.size();
   for (std::size_t i = 0; i < reply.rewards.size(); ++i) {
     Scored scored{reply.rewards[i], reply.correct[i], {}};
@@ -134,6 +136,10 @@ std::string RemoteReward::name() const {
   return "remote(" + impl_->options.endpoint + ")";
 }
 
+RewardRange RemoteReward::range() const {
+  return impl_->declared;
+}
+
 rpc::RpcClientCounters RemoteReward::counters() const {
   return impl_->client.counters();
 }
@@ -149,6 +155,8 @@ std::optional<RemoteRewardOptions> remote_reward_options(const config::Config& c
   options.rpc.retries = config.get<int>("reward.retries");
   options.max_images_per_request = config.get<std::size_t>("reward.max_images_per_request");
   options.content = config.get_string("reward.input");
+  const auto& range = config.get_double_list("reward.range");
+  options.range = RewardRange{range[0], range[1]};  // checked by the schema
   return options;
 }
 

@@ -12,7 +12,11 @@
 //     reply = rpc call(RewardRequest{fresh request_id, prompt texts, images, content})
 //                                                          // retried on timeout
 //     reply.error non-empty or reply not for this request -> throw RemoteRewardError
+//     declared = reply.range if the reply declares one, else options.range
 //   return the rewards (and the reply's named components, if any) in image order
+//
+// range() is `declared` of the latest reply: rewards are returned as the service sent them, and
+// the caller checks each against range() (reward_fault()) before using it.
 //
 // Contract: thread-compatible like every RewardFunction (one caller at a time per instance; use
 // one instance per thread for parallel calls). Requests are idempotent, so retries are safe.
@@ -47,6 +51,8 @@ struct RemoteRewardOptions {
   std::string content = "images";
   rpc::RpcClientOptions rpc;  // per-attempt timeout, retries after the first attempt, CURVE
   std::size_t max_images_per_request = kDefaultMaxImagesPerRequest;  // >= 1
+  // The range of a service that declares none in its replies (reward.range).
+  RewardRange range = kUnitRewardRange;
 };
 
 // The service answered, but not with scores for this request: it rejected it (the message is
@@ -77,7 +83,8 @@ class RemoteReward final : public RewardFunction {
   // max_request_bytes).
   std::vector<Scored> score(const std::vector<task::Prompt>& prompts,
                             const std::vector<task::Image>& images) override;
-  std::string name() const override;  // "remote(<endpoint>)"
+  std::string name() const override;   // "remote(<endpoint>)"
+  RewardRange range() const override;  // see above
 
   rpc::RpcClientCounters counters() const;
 
@@ -89,7 +96,8 @@ class RemoteReward final : public RewardFunction {
 // The one schema fragment of the reward service's clients (the run schema adds it; the service
 // itself has server keys only): reward.endpoint (empty: score in-process), reward.timeout_ms
 // (per attempt), reward.retries (attempts after the first), reward.max_images_per_request,
-// reward.curve.server_public_file, reward.curve.client_secret_file.
+// reward.range (of a service that declares none), reward.curve.server_public_file,
+// reward.curve.client_secret_file.
 config::Schema remote_reward_schema();
 // The client's options; std::nullopt when reward.endpoint is empty. Throws config::ConfigError
 // naming a CURVE key file that is unusable.

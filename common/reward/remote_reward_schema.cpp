@@ -1,5 +1,6 @@
 // remote_reward_schema() (remote_reward.hpp) apart from the client: the run schema has the
 // reward.* keys in every build, the core-only one (no ZeroMQ) included.
+#include <cmath>
 #include <cstdint>
 
 #include "common/reward/remote_reward.hpp"
@@ -27,6 +28,17 @@ config::Schema remote_reward_schema() {
                      static_cast<std::int64_t>(kDefaultMaxImagesPerRequest),
                      "Images per request; larger batches are split.")
           .range(1, 1 << 20),
+      Entry::double_list("reward.range", {kUnitRewardRange.lo, kUnitRewardRange.hi},
+                         "[lo, hi]: the rewards of a reward service that declares no range in its "
+                         "replies must lie in it (a service's declared range takes precedence). "
+                         "Rewards outside the range, or not finite, are refused: the task is "
+                         "dead-lettered as a reward fault.")
+          .check("must be two finite numbers [lo, hi] with lo < hi",
+                 [](const config::Value& v) {
+                   const auto& r = std::get<std::vector<double>>(v);
+                   return r.size() == 2 && std::isfinite(r[0]) && std::isfinite(r[1]) &&
+                          r[0] < r[1];
+                 }),
       Entry::string("reward.curve.server_public_file", "",
                     "zcert file with the reward service's public key: requests are "
                     "CURVE-encrypted; empty: plain text."),

@@ -2,10 +2,17 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <mutex>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <zmq.hpp>
 
+#include "common/rpc/detail/message_gate.hpp"
 #include "common/rpc/detail/protocol.hpp"
 #include "common/rpc/errors.hpp"
 #include "common/zmq/errors.hpp"
@@ -95,9 +102,28 @@ struct RpcServer::Impl {
   std::atomic<std::uint64_t> rejected_header{0};
   std::atomic<std::uint64_t> rejected_too_large{0};
   std::atomic<std::uint64_t> rejected_handshake{0};
+  std::atomic<std::uint64_t> rejected_message_size{0};
+
+  // Relays of tcp:// endpoints (max_message_bytes), the directories of their ipc endpoints, and
+  // the connections they closed that run() has not counted yet.
+  std::vector<std::unique_ptr<detail::MessageGate>> gates;
+  std::vector<std::filesystem::path> gate_dirs;
+  std::vector<int> gate_locks;  // flock of each directory's "lock" file (stale-directory check)
+  std::atomic<std::uint64_t> gate_closed{0};
+  std::string bind_gated(const std::string& endpoint);
 
   void count_reject(zmqio::FrameReject why);
-  ~Impl() { zmqio::stop_monitor(router); }
+  ~Impl() {
+    gates.clear();
+    zmqio::stop_monitor(router);
+    router.close();
+    for (const auto& dir : gate_dirs) {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+    for (const int fd : gate_locks)
+      ::close(fd);
+  }
 };
 
 void RpcServer::Impl::count_reject(zmqio::FrameReject why) {
@@ -117,6 +143,9 @@ void RpcServer::Impl::count_reject(zmqio::FrameReject why) {
       break;
     case FrameReject::kHandshake:
       ++rejected_handshake;
+      break;
+    case FrameReject::kMessageSize:
+      ++rejected_message_size;
       break;
     case FrameReject::kNone:
     case FrameReject::kBadCommand:
@@ -141,6 +170,9 @@ RpcServer::Impl::Impl(BatchHandler h, RequestSink k, RpcServerOptions o)
   }
   if (options.handshake_timeout.count() <= 0) {
     throw RpcError("rpc server: handshake_timeout must be > 0");
+  }
+  if (options.max_message_bytes > 0 && options.max_message_bytes < options.max_request_bytes) {
+    throw RpcError("rpc server: max_message_bytes must be 0 or >= max_request_bytes");
   }
   zmqio::apply_curve(router, options.curve, "rpc server");
   zmqio::apply_max_message_size(router, options.max_message_size, "rpc server");
@@ -257,9 +289,58 @@ RpcServer::RpcServer(RequestSink sink, RpcServerOptions options)
 
 RpcServer::~RpcServer() = default;
 
+namespace {
+
+// The directories of ipc endpoints that servers killed without unwinding (SIGKILL) left in `tmp`:
+// each server holds an flock on its directory's "lock" file while it lives.
+void remove_stale_ipc_dirs(const std::filesystem::path& tmp) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(tmp, error)) {
+    if (entry.path().filename().string().rfind("spotlight-rpc-", 0) != 0) continue;
+    const int fd = ::open((entry.path() / "lock").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // not ours, or being created
+    const bool stale = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+    if (stale) std::filesystem::remove_all(entry.path(), error);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
+std::string RpcServer::Impl::bind_gated(const std::string& endpoint) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  remove_stale_ipc_dirs(dir);
+  std::string pattern = dir + "/spotlight-rpc-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    throw RpcError("rpc server: cannot create a directory for its ipc endpoint (" + pattern +
+                   "): " + std::strerror(errno));
+  }
+  gate_dirs.emplace_back(pattern);
+  const int lock = ::open((pattern + "/lock").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    throw RpcError("rpc server: cannot lock " + pattern + "/lock: " + std::strerror(errno));
+  }
+  gate_locks.push_back(lock);  // released with the process, however it ends
+  const std::string path = pattern + "/router";
+  zmqio::bind(router, "ipc://" + path, "rpc server");
+  detail::MessageGateOptions o;
+  o.max_unanswered_bytes = options.max_message_bytes;
+  o.on_oversize = [this] {
+    ++gate_closed;
+    std::lock_guard lock(wake_mutex);
+    wake();
+  };
+  gates.push_back(std::make_unique<detail::MessageGate>(endpoint, path, std::move(o)));
+  return gates.back()->endpoint();
+}
+
 std::string RpcServer::bind(const std::string& endpoint) {
   if (impl_->running) throw RpcError("rpc server: bind() while run() is serving");
   try {
+    if (impl_->options.max_message_bytes > 0 && endpoint.rfind("tcp://", 0) == 0) {
+      return impl_->bind_gated(endpoint);
+    }
     return zmqio::bind(impl_->router, endpoint, "rpc server");
   } catch (const zmqio::CurveError&) {
     throw;
@@ -313,6 +394,10 @@ void RpcServer::run(std::stop_token stop_token) {
       for (std::size_t n = zmqio::count_handshake_failures(s.monitor); n > 0; --n)
         s.count_reject(zmqio::FrameReject::kHandshake);
     }
+    for (std::uint64_t n = s.gate_closed.exchange(0); n > 0; --n) {
+      ++s.malformed;
+      s.count_reject(zmqio::FrameReject::kMessageSize);
+    }
     if (s.sink) s.send_posted();
     if (s.stop_requested) break;
     // Bounded, so a flood of malformed messages cannot keep a batch from being answered.
@@ -361,6 +446,7 @@ RpcServerCounters RpcServer::counters() const {
   c.rejected_header = impl_->rejected_header.load();
   c.rejected_too_large = impl_->rejected_too_large.load();
   c.rejected_handshake = impl_->rejected_handshake.load();
+  c.rejected_message_size = impl_->rejected_message_size.load();
   return c;
 }
 

@@ -35,7 +35,11 @@
 //   are freed at once. Frames above max_message_size are dropped by libzmq together with the
 //   connection, as their size arrives (no reply is possible; the client times out and
 //   reconnects). libzmq bounds frames, not frames per message: it holds a multipart message
-//   whole before run() sees its first frame. A peer that
+//   whole before run() sees its first frame. So on a tcp:// endpoint with max_message_bytes > 0
+//   the clients connect to a relay (detail/message_gate.hpp) that closes a connection once it
+//   has sent more than max_message_bytes since the server last answered it: libzmq drops the
+//   partial message (no reply is possible) and the connection is counted (rejected_message_size,
+//   reason "message_size"). A peer that
 //   does not complete the ZMTP/CURVE handshake within handshake_timeout is dropped and counted
 //   (rejected_handshake).
 // - bind() before run(); run() may then be called from another thread. stop() and counters()
@@ -117,14 +121,19 @@ struct RpcServerOptions {
   std::size_t max_request_bytes = kDefaultMaxRequestBytes;       // larger payloads: kTooLarge reply
   // ZMQ_MAXMSGSIZE: larger frames are dropped with the connection. Negative: unlimited.
   std::int64_t max_message_size = kDefaultRpcMaxMessageSize;
+  // Most bytes a client connection may send while unanswered, i.e. the most one message may
+  // total with its framing (see above); tcp:// endpoints only. 0: no limit (libzmq holds a
+  // message of any number of frames whole). >= max_request_bytes plus framing.
+  std::size_t max_message_bytes = 0;
   int high_water_mark = kDefaultRpcHighWaterMark;  // ZMQ_SNDHWM/RCVHWM per client
   // Clients that do not complete the ZMTP/CURVE handshake in this time are dropped (counted as
   // "handshake" rejects). > 0.
   std::chrono::milliseconds handshake_timeout = zmqio::kDefaultHandshakeTimeout;
   zmqio::CurveOptions curve;  // usually curve.server
   // Called on the run() thread for every message rejected before the handler, with the reason:
-  // "frame_count", "delimiter", "header", "too_large", or "handshake" for a connection that
-  // failed its ZMTP/CURVE handshake (wrong key, not ZMTP, hung up). Must not throw; may be empty.
+  // "frame_count", "delimiter", "header", "too_large", "message_size" (a connection closed for
+  // exceeding max_message_bytes), or "handshake" for a connection that failed its ZMTP/CURVE
+  // handshake (wrong key, not ZMTP, hung up). Must not throw; may be empty.
   std::function<void(std::string_view reason)> on_reject;
 };
 
@@ -134,10 +143,11 @@ struct RpcServerCounters {
   std::uint64_t errors = 0;     // requests answered with kHandlerError
   std::uint64_t malformed = 0;  // messages rejected before the handler (incl. oversized)
   // `malformed` by reason:
-  std::uint64_t rejected_frame_count = 0;  // not [""][header][payload]
-  std::uint64_t rejected_delimiter = 0;    // first frame not empty
-  std::uint64_t rejected_header = 0;       // header not 9 bytes of protocol version 1 + id
-  std::uint64_t rejected_too_large = 0;    // payload above max_request_bytes
+  std::uint64_t rejected_frame_count = 0;   // not [""][header][payload]
+  std::uint64_t rejected_delimiter = 0;     // first frame not empty
+  std::uint64_t rejected_header = 0;        // header not 9 bytes of protocol version 1 + id
+  std::uint64_t rejected_too_large = 0;     // payload above max_request_bytes
+  std::uint64_t rejected_message_size = 0;  // connections closed above max_message_bytes
   // Connections that failed the ZMTP/CURVE handshake (not in `malformed`: no message arrived).
   // Counted while run() serves.
   std::uint64_t rejected_handshake = 0;
@@ -154,6 +164,9 @@ class RpcServer {
   RpcServer& operator=(const RpcServer&) = delete;
 
   // Listens on exactly `endpoint`; returns the resolved address. Before run(). Throws RpcError.
+  // With max_message_bytes on a tcp:// endpoint, the ROUTER listens on a private ipc endpoint in
+  // a new directory of $TMPDIR (else /tmp), removed with the server (or, after a SIGKILL, by the
+  // next server that binds one: a directory whose lock file no process holds).
   std::string bind(const std::string& endpoint);
 
   // Serves until stop() or `stop` is requested. Throws RpcError if already running.

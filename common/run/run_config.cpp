@@ -164,6 +164,24 @@ const config::Schema& run_schema() {
                   "After SIGTERM/SIGINT the trainer abandons the iteration in progress and exits "
                   "0 within this time (its newest checkpoint holds every completed iteration).")
           .positive(),
+      Entry::integer("trainer.ranks", 1,
+                     "Data-parallel trainer processes (R). Each is started with RANK (0..R-1), "
+                     "WORLD_SIZE (= R), MASTER_ADDR and MASTER_PORT (rank 0 hosts the rendezvous "
+                     "store there), as torchrun, spotlight-cluster --trainer-ranks and the "
+                     "deployments set them.")
+          .range(1, 4096),
+      Entry::real("trainer.rendezvous_timeout_seconds", 60,
+                  "How long the ranks wait for each other to form the group.")
+          .positive(),
+      Entry::real("trainer.collective_timeout_seconds", 900,
+                  "Longest wait of a rank in a collective (a dead peer fails it at once; this "
+                  "bounds a hung one). Above rank 0's longest solo work: validation, audit, "
+                  "checkpoint, weight publishing, exploration.max_wait_seconds.")
+          .positive(),
+      Entry::integer("trainer.checksum_every", 10,
+                     "With trainer.ranks > 1: compare the ranks' weights every this many "
+                     "iterations (and at start); a difference stops the group (0: only at start).")
+          .at_least(0),
       Entry::real("trainer.redis_outage_limit_seconds", 0,
                   "async: after Redis has been unavailable this long the trainer exits with code 5 "
                   "(every completed iteration is checkpointed; a restart resumes); 0: wait.")

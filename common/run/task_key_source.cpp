@@ -1,9 +1,12 @@
 #include "common/run/task_key_source.hpp"
 
+#include <memory>
 #include <stdexcept>
+#include <utility>
 
 #include "common/run/run_config.hpp"
 #include "common/run/run_keys.hpp"
+#include "common/store/redis_key_value_store.hpp"
 
 namespace spotlight::run {
 namespace {
@@ -29,6 +32,21 @@ TaskKey planner_task_key(store::KeyValueStore& run_store) {
 std::optional<TaskKey> shared_task_key(store::KeyValueStore& run_store) {
   if (auto key = TaskKey::from_env()) return key;
   return stored(run_store);
+}
+
+std::function<std::optional<store::ManifestKey>()> manifest_key_source(redis::RedisOptions redis,
+                                                                       std::string prefix,
+                                                                       bool create) {
+  auto kv = std::make_shared<store::RedisKeyValueStore>(std::move(redis), std::move(prefix));
+  auto known = std::make_shared<std::optional<store::ManifestKey>>();
+  return [kv, known, create]() -> std::optional<store::ManifestKey> {
+    if (!*known) {
+      const std::optional<TaskKey> key =
+          create ? std::optional<TaskKey>(planner_task_key(*kv)) : shared_task_key(*kv);
+      if (key) *known = store::ManifestKey{key->id(), key->secret()};
+    }
+    return *known;
+  };
 }
 
 }  // namespace spotlight::run

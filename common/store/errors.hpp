@@ -9,6 +9,7 @@
 //   +- VersionConflict         publish() of a version that exists with different content
 //   +- CorruptWeights          a version's stored content disagrees with its manifest
 //      +- ChecksumMismatch     ... specifically its checksum (expected / actual in hex)
+//      +- UntrustedWeights     ... its manifest is unsigned or mis-signed (a store that checks)
 
 #include <cstdint>
 #include <stdexcept>
@@ -83,6 +84,11 @@ class ChecksumMismatch : public CorruptWeights {
  private:
   std::string expected_;
   std::string actual_;
+};
+
+class UntrustedWeights : public CorruptWeights {
+ public:
+  using CorruptWeights::CorruptWeights;
 };
 
 }  // namespace spotlight::store

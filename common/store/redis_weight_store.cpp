@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "common/clock/unix_time.hpp"
+#include "common/security/hmac.hpp"
 #include "common/store/checksum.hpp"
 
 namespace spotlight::store {
@@ -13,11 +17,13 @@ namespace {
 using redis::Reply;
 
 // KEYS: manifest, latest. ARGV: version, bytes, chunk_bytes, chunks, checksum, algorithm,
-// published_unix_ms. Writes the manifest and moves `latest` forward, atomically.
+// published_unix_ms[, key_id, signature]. Writes the manifest and moves `latest` forward,
+// atomically.
 constexpr const char* kCommitLua = R"lua(
 redis.call('HSET', KEYS[1], 'version', ARGV[1], 'bytes', ARGV[2], 'chunk_bytes', ARGV[3],
            'chunks', ARGV[4], 'checksum', ARGV[5], 'algorithm', ARGV[6],
            'published_unix_ms', ARGV[7])
+if ARGV[9] then redis.call('HSET', KEYS[1], 'key_id', ARGV[8], 'signature', ARGV[9]) end
 local latest = redis.call('GET', KEYS[2])
 if not latest or tonumber(latest) < tonumber(ARGV[1]) then
   redis.call('SET', KEYS[2], ARGV[1])
@@ -47,6 +53,13 @@ std::int64_t parse_int(const std::string& text, std::int64_t version, const char
 }
 
 }  // namespace
+
+std::string manifest_signing_text(const WeightManifest& m) {
+  return "spotlight-weights-manifest-v1\n" + std::to_string(m.version) + "\n" +
+         std::to_string(m.bytes) + "\n" + std::to_string(m.chunk_bytes) + "\n" +
+         std::to_string(m.chunks) + "\n" + m.checksum + "\n" + m.algorithm + "\n" +
+         std::to_string(m.published_unix_ms) + "\n" + m.key_id;
+}
 
 void WeightStoreOptions::validate() const {
   if (key_prefix.empty()) throw InvalidStoreOptions("key_prefix", "must not be empty");
@@ -112,10 +125,38 @@ std::optional<WeightManifest> RedisWeightStore::read_manifest(std::int64_t versi
       m.algorithm = value, ++seen;
     } else if (name == "published_unix_ms") {
       m.published_unix_ms = parse_int(value, version, "published_unix_ms");
+    } else if (name == "key_id") {
+      m.key_id = value;
+    } else if (name == "signature") {
+      m.signature = value;
     }
   }
   if (seen != 6 || m.version != version) {
     throw CorruptWeights(version, "manifest " + manifest_key(version) + " is incomplete");
+  }
+  return m;
+}
+
+std::optional<WeightManifest> RedisWeightStore::read_trusted_manifest(std::int64_t version) {
+  auto m = read_manifest(version);
+  if (!m || !options_.manifest_key) return m;
+  if (m->signature.empty()) {
+    throw UntrustedWeights(version,
+                           "its manifest is unsigned (this store requires manifests "
+                           "signed with the run's key)");
+  }
+  const auto key = options_.manifest_key();
+  if (!key) throw UntrustedWeights(version, "no run key to check its manifest's signature yet");
+  if (m->key_id != key->id) {
+    throw UntrustedWeights(version, "its manifest is signed with key " + m->key_id +
+                                        ", not with the run's key " + key->id);
+  }
+  const auto signature = security::from_hex(m->signature);
+  if (!signature ||
+      !security::equal_constant_time(
+          *signature, security::hmac_sha256(key->secret, manifest_signing_text(*m)))) {
+    throw UntrustedWeights(version, "its manifest's signature does not match its fields (key " +
+                                        key->id + "): substituted or altered");
   }
   return m;
 }
@@ -132,6 +173,15 @@ WeightManifest RedisWeightStore::publish(std::int64_t version, std::string_view 
   m.checksum = to_hex(xxh64(bytes));
   m.algorithm = kChecksumAlgorithm;
   m.published_unix_ms = clock::unix_ms();
+  if (options_.manifest_key) {
+    const auto key = call(version, [&] { return options_.manifest_key(); });
+    if (!key) {
+      throw StoreError("weights version " + std::to_string(version) +
+                       ": no run key to sign its manifest with");
+    }
+    m.key_id = key->id;
+    m.signature = security::to_hex(security::hmac_sha256(key->secret, manifest_signing_text(m)));
+  }
   return call(version, [&] {
     if (auto existing = read_manifest(version)) {
       if (existing->checksum != m.checksum || existing->bytes != m.bytes) {
@@ -146,17 +196,29 @@ WeightManifest RedisWeightStore::publish(std::int64_t version, std::string_view 
       client_.command({"SET", chunk_key(version, i), bytes.substr(offset, m.chunk_bytes)});
     }
     delete_chunks_from(version, m.chunks);  // leftovers of an earlier, larger partial publish
-    client_.eval(
-        commit_script(), {manifest_key(version), base_ + ":latest"},
-        {v, std::to_string(m.bytes), std::to_string(m.chunk_bytes), std::to_string(m.chunks),
-         m.checksum, m.algorithm, std::to_string(m.published_unix_ms)});
+    std::vector<std::string> argv{v,
+                                  std::to_string(m.bytes),
+                                  std::to_string(m.chunk_bytes),
+                                  std::to_string(m.chunks),
+                                  m.checksum,
+                                  m.algorithm,
+                                  std::to_string(m.published_unix_ms)};
+    if (!m.signature.empty()) {
+      argv.push_back(m.key_id);
+      argv.push_back(m.signature);
+    }
+    const std::vector<std::string_view> args(argv.begin(), argv.end());
+    const std::string manifest = manifest_key(version);
+    const std::string latest = base_ + ":latest";
+    const std::string_view keys[] = {manifest, latest};
+    client_.eval(commit_script(), keys, args);
     return m;
   });
 }
 
 std::optional<std::string> RedisWeightStore::fetch(std::int64_t version) {
   return call(version, [&]() -> std::optional<std::string> {
-    const auto m = read_manifest(version);
+    const auto m = read_trusted_manifest(version);
     if (!m) return std::nullopt;
     if (m->algorithm != kChecksumAlgorithm) {
       throw CorruptWeights(version, "unknown checksum algorithm '" + m->algorithm + "'");
@@ -195,7 +257,7 @@ std::optional<std::string> RedisWeightStore::fetch(std::int64_t version) {
 }
 
 std::optional<WeightManifest> RedisWeightStore::manifest(std::int64_t version) {
-  return call(version, [&] { return read_manifest(version); });
+  return call(version, [&] { return read_trusted_manifest(version); });
 }
 
 std::optional<std::int64_t> RedisWeightStore::latest_version() {

@@ -10,6 +10,13 @@
 //                       garbage-collected meanwhile).
 //   gc(keep)            deletes all but the newest `keep` versions, never `latest`.
 //
+// Signed manifests (a store given a ManifestKey source): publish() signs each manifest with
+// HMAC-SHA256 under the run's key (the key seed tasks are signed with); fetch() and manifest()
+// refuse (UntrustedWeights naming the version) a manifest that is unsigned, signed with another
+// key, or whose signature does not match its fields. The checksum then detects substitution,
+// not only corruption: whoever can write the weight keys but not read the key cannot make a
+// reader load other weights. A store without a key source neither signs nor checks.
+//
 // Publishing a version again with the same content is a no-op; with different content it throws
 // VersionConflict. Versions are integers chosen by the publisher (the trainer's weights version).
 // Errors: StoreUnavailable (back off, retry), StoreError otherwise (common/store/errors.hpp).
@@ -25,6 +32,12 @@
 
 namespace spotlight::store {
 
+// The key manifests are signed with.
+struct ManifestKey {
+  std::string id;      // names the key in manifests and errors (not secret)
+  std::string secret;  // HMAC-SHA256 key bytes
+};
+
 struct WeightManifest {
   std::int64_t version = 0;
   std::uint64_t bytes = 0;        // total size
@@ -33,9 +46,14 @@ struct WeightManifest {
   std::string checksum;                // hex, of the whole blob
   std::string algorithm;               // of the checksum, e.g. "xxh64"
   std::int64_t published_unix_ms = 0;  // wall clock of the publisher (cross-process timestamp)
+  std::string key_id;                  // of the key that signed it; empty: unsigned
+  std::string signature;  // hex HMAC-SHA256 of manifest_signing_text(); empty: unsigned
 
   bool operator==(const WeightManifest&) const = default;
 };
+
+// What a manifest's signature covers: every field but the signature, behind a domain tag.
+std::string manifest_signing_text(const WeightManifest& m);
 
 class WeightStore {
  public:

@@ -447,6 +447,7 @@ std::string RewardReply::encode() const {
   if (!components.empty()) {
     w.str_list("components", components).f64_list("component_rewards", component_rewards);
   }
+  if (!range.empty()) w.f64_list("range", range);
   return w.finish();
 }
 
@@ -472,6 +473,13 @@ RewardReply RewardReply::decode_body(const Reader& r) {
                  " values, expected one per reward and component (" +
                  std::to_string(m.rewards.size()) + " x " + std::to_string(m.components.size()) +
                  ")");
+    }
+  }
+  if (r.has("range")) {
+    m.range = r.f64_list("range");
+    if (m.range.size() != 2 || !std::isfinite(m.range[0]) || !std::isfinite(m.range[1]) ||
+        !(m.range[0] < m.range[1])) {
+      r.fail(WireErrorKind::kBadValue, "range", "must be two finite numbers [lo, hi] with lo < hi");
     }
   }
   return m;

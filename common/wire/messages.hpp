@@ -243,6 +243,8 @@ struct RewardReply {
   std::string error{};
   std::vector<std::string> components{};
   std::vector<double> component_rewards{};
+  // The service's declared reward range [lo, hi] (finite, lo < hi); empty: not declared.
+  std::vector<double> range{};
 
   bool ok() const { return error.empty(); }
   std::string encode() const;

@@ -35,6 +35,8 @@ std::string_view to_string(FrameReject reject) {
       return "bad_command";
     case FrameReject::kHandshake:
       return "handshake";
+    case FrameReject::kMessageSize:
+      return "message_size";
   }
   return "unknown";
 }

@@ -23,6 +23,7 @@
 #include "common/reward/remote_reward.hpp"
 #include "common/run/bus_subscription.hpp"
 #include "common/run/run_config.hpp"
+#include "common/run/task_key_source.hpp"
 #include "common/run/task_signature.hpp"
 #include "common/service/exit_codes.hpp"
 #include "common/service/main_guard.hpp"
@@ -77,8 +78,10 @@ int run_explorer(const config::Config& config) {
     auto redis = run::redis_options(config);
     redis.client_name = "explorer:" + options.id;
     queue::RedisLeaseQueue queue(redis, run::explore_queue_options(config));
+    // Weights whose manifest is not signed with the run's key are refused (counted, logged).
     store::WeightStoreOptions weight_options;
     weight_options.key_prefix = keys.prefix;
+    weight_options.manifest_key = run::manifest_key_source(redis, keys.prefix, /*create=*/false);
     store::RedisWeightStore weights(redis, weight_options);
     store::RedisKeyValueStore kv(redis, keys.prefix);
     store::RedisTrajectoryStore trajectories(redis, run::trajectory_store_options(config));
@@ -116,6 +119,7 @@ int run_explorer(const config::Config& config) {
     std::unique_ptr<store::RedisWeightStore> prefetch_store;
     std::unique_ptr<WeightsPrefetcher> prefetcher;
     if (const auto bus = run::bus_subscription(config)) {
+      weight_options.manifest_key = run::manifest_key_source(redis, keys.prefix, false);
       prefetch_store = std::make_unique<store::RedisWeightStore>(redis, weight_options);
       prefetcher =
           std::make_unique<WeightsPrefetcher>(*bus, *prefetch_store, explorer.policy_weights());

@@ -483,7 +483,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
   } catch (const std::exception& e) {
     log::error("sampling {} task(s) failed: {}", active.size(), e.what());
     for (Held* h : active)
-      fail(*h, std::string("sampling: ") + e.what());
+      fail_with_version(*h, std::string("sampling: ") + e.what(), version);
     return;
   }
   // Pixels that are not finite (a diverged model) are not scored: the reward service would refuse
@@ -492,7 +492,8 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
     const auto& rgb = images[i].rgb;
     if (std::all_of(rgb.begin(), rgb.end(), [](float v) { return std::isfinite(v); })) continue;
     metrics_.non_finite_samples.inc();
-    fail(*active[i], "sampling produced pixels that are not finite (NaN or Inf)");
+    fail_with_version(*active[i], "sampling produced pixels that are not finite (NaN or Inf)",
+                      version);
     active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
     prompts.erase(prompts.begin() + static_cast<std::ptrdiff_t>(i));
     images.erase(images.begin() + static_cast<std::ptrdiff_t>(i));
@@ -509,7 +510,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
   } catch (const std::invalid_argument& e) {  // the input was bad: retrying will not help
     metrics_.reward_errors.inc();
     for (Held* h : active)
-      fail(*h, std::string("reward: ") + e.what());
+      fail_with_version(*h, std::string("reward: ") + e.what(), version);
     return;
   } catch (const std::exception&) {
     metrics_.reward_errors.inc();
@@ -524,6 +525,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
   }
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const double per_sample = seconds / static_cast<double>(active.size());
+  const reward::RewardRange range = parts_.reward.range();  // declared with these scores
   metrics_.samples_per_second.set(seconds > 0 ? static_cast<double>(active.size()) / seconds : 0.0);
   for (std::size_t i = 0; i < active.size(); ++i) {
     metrics_.sample_seconds.observe(per_sample);
@@ -535,6 +537,10 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
     result.prompt_index = task.prompt_index;
     result.seed = task.seed;
     result.weights_version_used = version;
+    if (const auto fault = reward::reward_fault(scores[i].reward, range)) {
+      reward_fault(*active[i], *fault);
+      continue;
+    }
     metrics_.staleness_versions.observe(static_cast<double>(task.iteration - version));
     result.reward = scores[i].reward;
     result.correct = scores[i].correct;
@@ -544,7 +550,8 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
     if (const auto problem =
             run::result_problem(result, run::expected_result(active[i]->lease.task_id, task))) {
       metrics_.invalid_results.inc();
-      fail(*active[i], "result not recorded: " + *problem);
+      log::warn("result of task '{}' not recorded: {}", active[i]->lease.task_id, *problem);
+      fail_with_version(*active[i], "result not recorded: " + *problem, version);
       continue;
     }
     explored_images_.maybe_record(task, images[i]);  // before the result: the trainer reads both
@@ -710,6 +717,25 @@ void Explorer::fail(Held& held, const std::string& error) {
   fail(held.lease, error);
 }
 
+void Explorer::fail_with_version(Held& held, const std::string& error, std::int64_t version) {
+  constexpr std::int64_t kVersionFailuresLogged = 3;
+  constexpr std::size_t kVersionsKept = 8;
+  const std::int64_t n = ++failures_by_version_[version];
+  while (failures_by_version_.size() > kVersionsKept)
+    failures_by_version_.erase(failures_by_version_.begin());
+  // At the threshold, then at every doubling of it (3, 6, 12, ...): not one line per failure.
+  const std::int64_t multiple = n / kVersionFailuresLogged;
+  const bool log_now =
+      n % kVersionFailuresLogged == 0 && multiple > 0 && (multiple & (multiple - 1)) == 0;
+  if (log_now) {
+    log::error(
+        "weights version {}: {} task failures with it on this explorer (last: {}); the version "
+        "itself may be bad (weights that are not finite, another model's blob)",
+        version, n, error);
+  }
+  fail(held, error);
+}
+
 void Explorer::fail(const queue::Lease& lease, const std::string& error) {
   metrics_.tasks_failed.inc();
   try {
@@ -728,6 +754,25 @@ void Explorer::fail(const queue::Lease& lease, const std::string& error) {
     metrics_.redis_errors.inc();
     redis_.failed(e);  // one line per outage; the task's lease expires
     log::debug("could not fail task '{}' (it will expire): {}", lease.task_id, e.what());
+  }
+}
+
+void Explorer::reward_fault(Held& held, const reward::RewardFault& fault) {
+  held.settled = true;
+  metrics_.reward_faults(fault.reason).inc();
+  metrics_.tasks_failed.inc();
+  const std::string error = "reward fault (" + std::string(fault.reason) +
+                            "): " + parts_.reward.name() + ": " + fault.message;
+  if (const auto held_back = reward_fault_lines_.admit()) {
+    log::error("task '{}' dead-lettered: {} ({} more reward faults since the previous line)",
+               held.lease.task_id, error, *held_back);
+  }
+  try {
+    parts_.queue.reject(held.lease, error);
+  } catch (const queue::QueueUnavailable& e) {
+    metrics_.redis_errors.inc();
+    redis_.failed(e);  // one line per outage; the task's lease expires
+    log::debug("could not reject task '{}' (it will expire): {}", held.lease.task_id, e.what());
   }
 }
 

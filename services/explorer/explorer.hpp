@@ -41,7 +41,9 @@
 //         then release the chunk's leases and return kStopped
 //       a sample whose pixels are not all finite -> fail(lease), not scored
 //       score, then per task
-//       run::result_problem(result, task) -> fail(lease), not recorded (e.g. reward not finite)
+//       reward not finite or outside parts.reward.range() -> reject(lease): dead-lettered now as
+//                                      a reward fault, counted by reason, logged (throttled)
+//       run::result_problem(result, task) -> fail(lease), not recorded
 //       if the task asks for its trajectory (trajectory_end > 0):
 //         trajectories.put(task id, SeedTrajectory)   (latents of the asked steps, log-probs,
 //                                       weights version + checksum; before the result, so a
@@ -59,11 +61,14 @@
 // propagate): Redis unavailable -> count, back off (doubling from min_backoff to max_backoff),
 // retry, logging one line per change of state (outage::OutageTracker); a result is "done" only
 // after complete() returned, and leases that cannot be completed or released are left to expire
-// (re-delivered to another explorer). A sampling error fails the chunk's leases; a reward error
-// releases them (the reward service may be down) unless the input was invalid (fail). After a stop
-// request the chunk being sampled stops at its next step boundary (committed, then released; a
-// chunk already past its last step is scored and completed), the rest is released, and run()
-// returns within grace_period of the request plus one sampler step (plus one scoring call).
+// (re-delivered to another explorer). Tasks failed after sampling with a weights version (a
+// sampling error, pixels not finite, an invalid input to the reward, a result that does not check
+// out) are counted per version: the 3rd failure on one version is logged as an error naming the
+// version, then every doubling (6, 12, 24, ...). A sampling error fails the chunk's leases; a
+// reward error releases them (the reward service may be down) unless the input was invalid (fail).
+// After a stop request the chunk being sampled stops at its next step boundary (committed, then
+// released; a chunk already past its last step is scored and completed), the rest is released, and
+// run() returns within grace_period of the request plus one sampler step (plus one scoring call).
 //
 // Thread-compatible: run() uses its collaborators from the calling thread only; give every
 // explorer thread its own queue, stores, reward and policy.
@@ -72,12 +77,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <stop_token>
 #include <string>
 #include <vector>
 
+#include "common/log/throttle.hpp"
 #include "common/metrics/metrics.hpp"
 #include "common/outage/outage_tracker.hpp"
 #include "common/queue/lease_queue.hpp"
@@ -200,6 +207,13 @@ class Explorer {
   std::int64_t staleness_bound(const wire::SeedTask& task) const;
   void fail(Held& held, const std::string& error);
   void fail(const queue::Lease& lease, const std::string& error);
+  // fail() of a task sampled or scored with weights `version`: failures repeated on one version
+  // (bad weights: NaN blobs, another model) are logged with it, at the 3rd and at every doubling
+  // after (6, 12, ...).
+  void fail_with_version(Held& held, const std::string& error, std::int64_t version);
+  // A reward the reward function should not have given: counted by reason, logged (throttled:
+  // every task of a bad service has one), the task dead-lettered now (rescoring gives the same).
+  void reward_fault(Held& held, const reward::RewardFault& fault);
   void release_all(std::span<Held> held, const char* why);
   void release(Held& held, const char* why);
 
@@ -225,6 +239,8 @@ class Explorer {
   Clock::time_point next_key_lookup_{};
   bool said_waiting_for_key_ = false;
   outage::OutageTracker redis_;
+  std::map<std::int64_t, std::int64_t> failures_by_version_;  // the newest few versions
+  log::Throttle reward_fault_lines_{std::chrono::seconds(10)};
 
   std::stop_token stop_;
   std::atomic<std::int64_t> stop_requested_ns_{0};  // steady clock; 0: not requested

@@ -19,6 +19,10 @@ ExplorerMetrics::ExplorerMetrics(metrics::Registry& r)
           r.counter("spotlight_explorer_weights_loaded_total", "Weights versions loaded.")),
       weights_corrupt(r.counter("spotlight_explorer_weights_corrupt_total",
                                 "Fetched weights versions rejected as corrupt.")),
+      weights_untrusted(
+          r.counter("spotlight_explorer_weights_untrusted_total",
+                    "Fetched weights versions refused because their manifest is unsigned or not "
+                    "signed with the run's key (also counted as corrupt).")),
       weights_prefetched(r.counter("spotlight_explorer_weights_prefetched_total",
                                    "Weights versions loaded on a notice of the trainer's bus (or "
                                    "its Redis resync) before a task asked for them.")),
@@ -75,6 +79,18 @@ ExplorerMetrics::ExplorerMetrics(metrics::Registry& r)
         reason, r.counter("spotlight_explorer_tasks_refused_total",
                           "Seed tasks refused before running, by reason.", {{"reason", reason}}));
   }
+  for (const char* reason : {"non_finite", "out_of_range"}) {
+    reward_faults_.emplace(
+        reason, r.counter("spotlight_explorer_reward_faults_total",
+                          "Rewards refused (not finite, or outside the reward function's declared "
+                          "range); each one's task is dead-lettered.",
+                          {{"reason", reason}}));
+  }
+}
+
+metrics::Counter ExplorerMetrics::reward_faults(std::string_view reason) const {
+  const auto it = reward_faults_.find(reason);
+  return it == reward_faults_.end() ? metrics::Counter() : it->second;
 }
 
 metrics::Counter ExplorerMetrics::refused(std::string_view reason) const {

@@ -22,6 +22,8 @@ struct ExplorerMetrics {
   metrics::Counter tasks_released;     // leases given back (weights missing, stop, reward down)
   metrics::Counter weights_loaded;     // weights versions loaded into the policy
   metrics::Counter weights_corrupt;    // fetched versions rejected (checksum, undecodable)
+  // ... of which their manifest was unsigned or mis-signed (store::UntrustedWeights)
+  metrics::Counter weights_untrusted;
   // Versions loaded by the prefetcher (a weights notice or its Redis resync) before a task asked.
   metrics::Counter weights_prefetched;
   metrics::Counter redis_errors;   // operations that failed because Redis was unavailable
@@ -30,6 +32,9 @@ struct ExplorerMetrics {
   // "bad_signature", "out_of_limits"); results not recorded because they did not check out
   // against their task (e.g. a reward that is not finite); samples whose pixels were not finite.
   metrics::Counter refused(std::string_view reason) const;
+  // Rewards refused as faults of the reward function, by reason ("non_finite", "out_of_range":
+  // outside the range the function declares); each one's task is dead-lettered.
+  metrics::Counter reward_faults(std::string_view reason) const;
   metrics::Counter invalid_results;
   metrics::Counter non_finite_samples;
   // Preemption (issue #4): notices received, in-flight samples committed on a notice, committed
@@ -58,6 +63,7 @@ struct ExplorerMetrics {
 
  private:
   std::map<std::string, metrics::Counter, std::less<>> refused_;
+  std::map<std::string, metrics::Counter, std::less<>> reward_faults_;
 };
 
 }  // namespace spotlight::explorer

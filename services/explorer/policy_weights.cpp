@@ -67,6 +67,9 @@ bool PolicyWeights::try_load(std::int64_t version) {
   std::optional<std::string> bytes;
   try {
     bytes = store_.fetch(version);
+  } catch (const store::UntrustedWeights& e) {  // not signed with the run's key: not the trainer's
+    metrics_.weights_untrusted.inc();
+    return reject(version, "untrusted manifest", e.what());
   } catch (const store::CorruptWeights& e) {  // ChecksumMismatch among them
     return reject(version, "corrupt", e.what());
   }

@@ -9,8 +9,10 @@
 //       policy.load_weights_bytes(bytes); return v
 //     return loaded()                     // may be < min_version: not published (yet)
 //
-// A version that fails verification (store::CorruptWeights, e.g. ChecksumMismatch) or that the
-// policy cannot load is logged, counted (weights_corrupt) and never used; it is tried again only
+// A version that fails verification (store::CorruptWeights, e.g. ChecksumMismatch, or
+// UntrustedWeights: its manifest is not signed with the run's key, also counted
+// weights_untrusted) or that the policy cannot load is logged, counted (weights_corrupt) and
+// never used; it is tried again only
 // after retry_interval (a republished or repaired blob then loads). A load that fails halfway
 // leaves the policy's weights unknown: loaded() becomes std::nullopt until the next good load.
 //

@@ -124,6 +124,7 @@ std::chrono::milliseconds Planner::time_budget(const TrainerTiming& timing) cons
 
 StepOutcome Planner::step() {
   const auto progress = state_.trainer_progress();
+  check_state_kept(progress);
   if (!progress) {
     if (!said_waiting_)
       log::info("waiting for the trainer ({} absent)", keys_.absolute(keys_.trainer_iteration));
@@ -136,17 +137,34 @@ StepOutcome Planner::step() {
     status_.trainer_iteration = c;
     metrics_.trainer_iteration.set(static_cast<double>(*c));
   }
-  if (progress->finished || *c >= options_.iterations) return StepOutcome::kFinished;
+  if (progress->finished || *c >= options_.iterations) {
+    // The last completions explorers parked (they may not acknowledge) are acknowledged now.
+    parts_.queue->reconcile({});
+    return StepOutcome::kFinished;
+  }
 
   maybe_reap();
   const TrainerTiming timing = read_timing();
   feed_back(timing);
   purge_passed(*c);
   track_open(*c);
+  reconcile_open();
   const auto planned = state_.planner_progress();
   const std::int64_t state = planned ? planned->enqueued_through : -1;
   status_.planned_through = state;
   metrics_.planned_iteration.set(static_cast<double>(state));
+  // Iterations enqueued before this planner started (a restarted planner) are reconciled too.
+  adopted_.erase(adopted_.begin(), adopted_.lower_bound(*c));
+  for (std::int64_t t = std::max(*c, adopted_through_ + 1); t <= state; ++t) {
+    adopted_through_ = t;
+    if (open_.count(t)) continue;
+    try {
+      if (const auto record = state_.plan(t); record && record->candidates > 0)
+        adopted_[t] = static_cast<int>(record->candidates);
+    } catch (const run::MalformedRunState& e) {
+      log::warn("{}: the tasks of iteration {} are not reconciled", e.what(), t);
+    }
+  }
   const std::int64_t last = std::min(*c + options_.lookahead, options_.iterations - 1);
   for (std::int64_t t = std::max(*c, state + 1); t <= last; ++t)
     plan(t, *c, timing);
@@ -351,32 +369,20 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
         order.emplace_back(i, j);
     }
   }
+  OpenIteration open;
+  open.candidates = d.candidates;
+  open.steps = d.steps;
+  open.weights_version = weights_version;
+  open.deadline_unix_ms = deadline;
+  open.keep_trajectories = keep;
+  for (const auto& prompt : prompt_list)
+    open.prompts.push_back(prompt.text());
   std::vector<queue::Task> tasks;
   tasks.reserve(order.size());
-  for (const auto& [i, j] : order) {
-    wire::SeedTask task;
-    task.run_id = options_.run_id;
-    task.iteration = t;
-    task.prompt_index = i;
-    task.prompt_text = prompt_list[static_cast<std::size_t>(i)].text();
-    task.weights_version = weights_version;
-    task.sampler_steps = d.steps;
-    task.deadline_unix_ms = deadline;
-    task.attempt = 0;
-    task.max_staleness = options_.offload ? 0 : -1;
-    task.trajectory_begin = keep ? options_.trained.begin : 0;
-    task.trajectory_end = keep ? options_.trained.end : 0;
-    task.seed = run::candidate_seed(options_.run_seed, t, i, j);
-    run::sign(task, *parts_.task_key);
-    tasks.push_back(queue::Task{run::seed_task_id(t, i, j), task.encode()});
-  }
+  for (const auto& [i, j] : order)
+    tasks.push_back(queue::Task{run::seed_task_id(t, i, j), make_task(t, open, i, j).encode()});
   const std::int64_t added = tasks.empty() ? 0 : parts_.queue->enqueue_many(tasks);
   if (d.candidates > 0) {
-    OpenIteration open;
-    open.candidates = d.candidates;
-    open.steps = d.steps;
-    for (const auto& prompt : prompt_list)
-      open.prompts.push_back(prompt.text());
     open.rewards.assign(static_cast<std::size_t>(prompts),
                         std::vector<std::optional<double>>(static_cast<std::size_t>(d.candidates)));
     open.purged.assign(static_cast<std::size_t>(prompts),
@@ -444,6 +450,24 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
       "v{}{}, deadline in {} s); queue depth {}; results of iteration {}: {}",
       t, added, tasks.size(), prompts, d.candidates, d.steps, weights_version,
       keep ? ", trajectories kept" : "", seconds(budget), queue, t - 1, previous);
+}
+
+wire::SeedTask Planner::make_task(std::int64_t t, const OpenIteration& open, int i, int j) const {
+  wire::SeedTask task;
+  task.run_id = options_.run_id;
+  task.iteration = t;
+  task.prompt_index = i;
+  task.prompt_text = open.prompts.at(static_cast<std::size_t>(i));
+  task.weights_version = open.weights_version;
+  task.sampler_steps = open.steps;
+  task.deadline_unix_ms = open.deadline_unix_ms;
+  task.attempt = 0;
+  task.max_staleness = options_.offload ? 0 : -1;
+  task.trajectory_begin = open.keep_trajectories ? options_.trained.begin : 0;
+  task.trajectory_end = open.keep_trajectories ? options_.trained.end : 0;
+  task.seed = run::candidate_seed(options_.run_seed, t, i, j);
+  run::sign(task, *parts_.task_key);
+  return task;
 }
 
 std::int64_t Planner::count_results(std::int64_t iteration, int candidates) {
@@ -721,6 +745,141 @@ void Planner::maybe_reap() {
   next_reap_ = now + options_.heartbeat_period;
 }
 
+void Planner::check_state_kept(const std::optional<wire::TrainerProgress>& progress) {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_state_check_) return;
+  next_state_check_ = now + options_.heartbeat_period;
+  Witness seen;
+  if (progress) seen.trainer_iteration = progress->iteration;
+  try {
+    if (const auto planned = state_.planner_progress())
+      seen.planned_through = planned->enqueued_through;
+  } catch (const run::MalformedRunState&) {
+    seen.planned_through = witness_.planned_through;  // there, if unreadable: not lost
+  }
+  if (const auto latest = parts_.store->get("weights:latest")) {
+    try {
+      seen.weights_latest = std::stoll(*latest);
+    } catch (const std::exception&) {
+      seen.weights_latest = witness_.weights_latest;
+    }
+  }
+  const queue::QueueStats stats = parts_.queue->stats();
+  seen.enqueued_total = stats.enqueued_total;
+  seen.results = stats.results;
+
+  std::vector<std::string> vanished;
+  const auto went_back = [](const std::optional<std::int64_t>& before,
+                            const std::optional<std::int64_t>& now_seen) {
+    return before && (!now_seen || *now_seen < *before);
+  };
+  const auto text = [](const std::optional<std::int64_t>& v) {
+    return v ? std::to_string(*v) : std::string("none");
+  };
+  if (went_back(witness_.trainer_iteration, seen.trainer_iteration)) {
+    vanished.push_back("the trainer's progress (iteration " + text(witness_.trainer_iteration) +
+                       ", now " + text(seen.trainer_iteration) + ")");
+  }
+  if (went_back(witness_.planned_through, seen.planned_through)) {
+    vanished.push_back("the planner's progress (enqueued through " +
+                       text(witness_.planned_through) + ", now " + text(seen.planned_through) +
+                       ") and its plan records");
+  }
+  if (went_back(witness_.weights_latest, seen.weights_latest)) {
+    vanished.push_back("the published weights (latest v" + text(witness_.weights_latest) +
+                       ", now " + text(seen.weights_latest) + ")");
+  }
+  if (seen.enqueued_total < witness_.enqueued_total) {
+    vanished.push_back("the task queue (" + std::to_string(witness_.enqueued_total) +
+                       " tasks enqueued in all, now " + std::to_string(seen.enqueued_total) +
+                       "; their index, payloads and counters)");
+  }
+  if (witness_.results > 0 && seen.results == 0) {
+    vanished.push_back("the explored results (" + std::to_string(witness_.results) + ")");
+  }
+  witness_ = seen;  // one line per loss: what is left is the new reference
+  if (vanished.empty()) return;
+  metrics_.state_losses.inc();
+  std::string what;
+  for (const std::string& v : vanished)
+    what += (what.empty() ? "" : "; ") + v;
+  log::error(
+      "Redis lost the run's state: {} vanished (Redis restarted without its data, a FLUSHALL, or "
+      "deleted keys); the run goes on from what is left and what went is not recovered",
+      what);
+}
+
+void Planner::reconcile_open() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now < next_reconcile_) return;
+  std::vector<std::string> ids;
+  for (const auto& [t, open] : open_) {
+    for (std::size_t i = 0; i < open.prompts.size(); ++i) {
+      for (int j = 0; j < open.candidates; ++j) {
+        const auto jj = static_cast<std::size_t>(j);
+        if (!open.rewards[i][jj] && !open.purged[i][jj])
+          ids.push_back(run::seed_task_id(t, static_cast<int>(i), j));
+      }
+    }
+  }
+  for (const auto& [t, candidates] : adopted_) {
+    if (open_.count(t)) continue;
+    for (int i = 0; i < options_.prompts_per_iteration; ++i) {
+      for (int j = 0; j < candidates; ++j) {
+        std::string id = run::seed_task_id(t, i, j);
+        if (!given_up_.count(id)) ids.push_back(std::move(id));
+      }
+    }
+  }
+  // Called with no ids too: it also acknowledges what explorers completed and parked.
+  const queue::Reconciliation r = parts_.queue->reconcile(ids);
+  next_reconcile_ = now + options_.heartbeat_period;
+  ++status_.reconcile_passes;
+  status_.reconcile_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - now).count();
+  const auto list = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (std::size_t k = 0; k < v.size() && k < 8; ++k)
+      out += (k ? ", " : "") + v[k];
+    return v.size() > 8 ? out + ", ..." : out;
+  };
+  if (!r.requeued.empty()) {
+    const auto n = static_cast<std::int64_t>(r.requeued.size());
+    status_.tasks_reconciled += n;
+    metrics_.tasks_reconciled.inc(static_cast<double>(n));
+    log::warn(
+        "reconciliation: {} tasks had vanished from the queue (acknowledged or deleted by a "
+        "client other than the queue's scripts, or their lease dropped) and are enqueued again: "
+        "{}",
+        n, list(r.requeued));
+  }
+  if (!r.lost.empty()) {
+    // Their payloads went too (the queue's keys deleted, Redis lost its data): this planner still
+    // has what it enqueued them from.
+    std::vector<queue::Task> tasks;
+    for (const std::string& id : r.lost) {
+      const auto parsed = run::parse_seed_task_id(id);
+      const auto it = parsed ? open_.find(parsed->iteration) : open_.end();
+      if (it == open_.end()) {
+        given_up_.insert(id);  // enqueued by an earlier planner: nothing to rebuild it from
+        continue;
+      }
+      tasks.push_back(queue::Task{
+          id, make_task(it->first, it->second, parsed->prompt, parsed->candidate).encode()});
+    }
+    const std::int64_t added = tasks.empty() ? 0 : parts_.queue->enqueue_many(tasks);
+    const auto n = static_cast<std::int64_t>(r.lost.size());
+    status_.tasks_lost += n;
+    status_.tasks_reconciled += added;
+    metrics_.tasks_lost.inc(static_cast<double>(n));
+    metrics_.tasks_reconciled.inc(static_cast<double>(added));
+    log::error(
+        "reconciliation: {} tasks vanished from the queue with their payloads (the queue's keys "
+        "were deleted or Redis lost its data); enqueued {} of them again from the plan: {}",
+        n, added, list(r.lost));
+  }
+}
+
 void Planner::refresh_gauges(const queue::QueueStats& stats) {
   metrics_.queue_depth.set(static_cast<double>(stats.length));
   metrics_.dead_letters.set(static_cast<double>(stats.dead_letters));
@@ -792,11 +951,18 @@ void Planner::log_summary(const char* why) {
       "planner done ({}): trainer iteration {}, planned through iteration {}; this planner "
       "enqueued {} tasks over {} iterations, purged {} waiting tasks of passed iterations, {} "
       "of prompts explored enough and {} past an iteration's budget, saw {} uniform prompts, "
-      "handed back {} leases of dead explorers, {} failed passes; queue: {}",
+      "handed back {} leases of dead explorers, {} failed passes; reconciliation: {} passes "
+      "(one Redis call each, {:.3f} ms on average), {} vanished tasks enqueued again, {} lost; "
+      "queue: {}",
       why, status_.trainer_iteration ? std::to_string(*status_.trainer_iteration) : "unknown",
       status_.planned_through, status_.tasks_enqueued, status_.iterations_planned,
       status_.tasks_purged_passed, status_.tasks_purged_satisfied, status_.tasks_purged_budget,
-      status_.uniform_prompts, status_.leases_released, status_.failed_passes, queue);
+      status_.uniform_prompts, status_.leases_released, status_.failed_passes,
+      status_.reconcile_passes,
+      status_.reconcile_passes > 0
+          ? 1000.0 * status_.reconcile_seconds / static_cast<double>(status_.reconcile_passes)
+          : 0.0,
+      status_.tasks_reconciled, status_.tasks_lost, queue);
 }
 
 }  // namespace spotlight::planner

@@ -2,8 +2,14 @@
 // The planner of exploration.mode=async (docs/iteration.md): owns the run's exploration schedule.
 //
 //   step():
+//     every heartbeat period: check that the run's state this planner saw is still there (the
+//       trainer's progress and the published weights never go back, the planner's progress, the
+//       queue's enqueued count and its results never vanish); what went is named in one error
+//       line per loss (Redis restarted with an empty AOF, a FLUSHALL, deleted keys) and counted
+//       (spotlight_planner_state_losses_total); the run goes on with what is left
 //     c = trainer_iteration (wire::TrainerProgress)      absent: kWaitingForTrainer
-//     if finished or c >= iterations: kFinished
+//     if finished or c >= iterations: acknowledge what explorers parked (LeaseQueue::reconcile
+//       with no task), kFinished
 //     every heartbeat period: reap dead explorers (explorer_reaper.hpp; an error other than
 //                             unavailability is only logged), refresh gauges; the explorers
 //                             reaped over the live explorer-seconds since the last reap feed the
@@ -23,6 +29,15 @@
 //       once P x N results are in (the policy's work) every waiting task is ("budget spent");
 //       once every task has a result or was purged: log and record the measured exploration
 //       time against the predicted one
+//     every heartbeat period: reconcile (LeaseQueue::reconcile) the tasks of the open iterations
+//       (enqueued by this planner, t >= c) that have no result and were not purged, and every task
+//       of the iterations t >= c an earlier planner enqueued (from their plan records): one that
+//       vanished from the queue is enqueued again (spotlight_planner_tasks_reconciled_total, one
+//       warning line per pass); one whose payload vanished too is signed and enqueued again from
+//       the open iteration (also counted spotlight_planner_tasks_lost_total, an error line; one of
+//       an earlier planner's iteration is only counted and reported, once); the
+//       parked completions and dead letters of explorers (which may not acknowledge) are
+//       acknowledged
 //     for t in [max(c, planner_state + 1), min(c + lookahead, iterations - 1)]:
 //       d = plan record t if present (a restarted planner keeps what the trainer may have read),
 //           else policy.decide({t, c, P, time budget, training time, live explorers, queue depth,
@@ -64,6 +79,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <stop_token>
 #include <string>
@@ -181,6 +197,10 @@ struct PlannerStatus {
   std::int64_t tasks_purged_satisfied = 0;        // purged: their prompt was explored enough
   std::int64_t tasks_purged_budget = 0;           // purged: their iteration spent its budget
   std::int64_t uniform_prompts = 0;               // prompts whose explored rewards were all alike
+  std::int64_t tasks_reconciled = 0;              // vanished from the queue, enqueued again
+  std::int64_t tasks_lost = 0;                    // vanished, nothing to enqueue them again from
+  std::int64_t reconcile_passes = 0;              // LeaseQueue::reconcile calls (one script each)
+  double reconcile_seconds = 0;                   // their total wall time
   std::optional<int> desired_explorers;           // at the last plan
   std::optional<int> live_explorers;              // at the last reap
 };
@@ -219,7 +239,12 @@ class Planner {
     std::optional<double> probability;
     std::int64_t budget_samples = 0;  // adaptive: P x the policy's N
     bool budget_spent = false;
+    std::int64_t weights_version = 0;  // of its tasks
+    std::int64_t deadline_unix_ms = 0;
+    bool keep_trajectories = false;
   };
+  wire::SeedTask make_task(std::int64_t t, const OpenIteration& open, int prompt,
+                           int candidate) const;
   struct TrainerTiming {
     std::optional<std::int64_t> iteration;
     std::optional<double> iteration_seconds;
@@ -239,6 +264,16 @@ class Planner {
   exploration::BetaPosterior prior_of(const std::string& prompt_text);
   std::optional<int> desired_explorers(const exploration::IterationContext& context);
   void maybe_reap();
+  void reconcile_open();
+  void check_state_kept(const std::optional<wire::TrainerProgress>& progress);
+  // What check_state_kept() last saw of the run's state.
+  struct Witness {
+    std::optional<std::int64_t> trainer_iteration;
+    std::optional<std::int64_t> planned_through;
+    std::optional<std::int64_t> weights_latest;
+    std::int64_t enqueued_total = 0;
+    std::int64_t results = 0;
+  };
   void refresh_gauges(const queue::QueueStats& stats);
   void log_summary(const char* why);
 
@@ -252,6 +287,13 @@ class Planner {
   std::shared_ptr<const task::PromptSource> prompts_;
   std::unique_ptr<exploration::ExplorerReaper> reaper_;
   std::chrono::steady_clock::time_point next_reap_{};
+  std::chrono::steady_clock::time_point next_reconcile_{};
+  std::chrono::steady_clock::time_point next_state_check_{};
+  // Iterations t >= c enqueued by an earlier planner (not in open_): their plan's N, reconciled.
+  std::map<std::int64_t, int> adopted_;
+  std::int64_t adopted_through_ = -1;
+  std::set<std::string> given_up_;  // lost tasks of adopted iterations (reported once)
+  Witness witness_;
   std::map<std::int64_t, int> candidates_;  // iteration -> N enqueued by this object
   std::int64_t fed_back_through_ = -1;      // last iteration whose outcome the policy saw
   std::int64_t purged_through_ = -1;        // last passed iteration purged

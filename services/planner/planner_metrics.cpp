@@ -52,6 +52,17 @@ PlannerMetrics PlannerMetrics::create(const std::shared_ptr<metrics::Registry>& 
   m.explored_seconds =
       r.gauge("spotlight_planner_exploration_seconds",
               "Measured time from enqueueing to the last result of the last explored iteration.");
+  m.tasks_reconciled = r.counter(
+      "spotlight_planner_tasks_reconciled_total",
+      "Seed tasks of open iterations that had vanished from the queue (acknowledged or deleted by "
+      "a client other than the queue's scripts) and were enqueued again.");
+  m.tasks_lost = r.counter("spotlight_planner_tasks_lost_total",
+                           "Seed tasks of open iterations that had vanished from the queue with "
+                           "nothing left to enqueue them again from (their payload gone too).");
+  m.state_losses = r.counter(
+      "spotlight_planner_state_losses_total",
+      "Times the run's state in Redis was found gone or gone back (an empty-AOF restart, a "
+      "FLUSHALL, deleted keys); each is named in one error line.");
   return m;
 }
 

@@ -29,6 +29,9 @@ struct PlannerMetrics {
   metrics::Gauge planned_candidates;  // spotlight_planner_planned_candidates (last plan's N)
   metrics::Gauge predicted_seconds;   // spotlight_planner_predicted_exploration_seconds
   metrics::Gauge explored_seconds;    // spotlight_planner_exploration_seconds (measured)
+  metrics::Counter tasks_reconciled;  // spotlight_planner_tasks_reconciled_total (re-enqueued)
+  metrics::Counter tasks_lost;        // spotlight_planner_tasks_lost_total (vanished, no payload)
+  metrics::Counter state_losses;      // spotlight_planner_state_losses_total (Redis lost state)
 
   // Detached handles when `registry` is null.
   static PlannerMetrics create(const std::shared_ptr<metrics::Registry>& registry);

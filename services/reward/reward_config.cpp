@@ -49,6 +49,11 @@ const config::Schema& reward_schema() {
                        static_cast<std::int64_t>(rpc::kDefaultMaxRequestBytes),
                        "Larger requests get an error reply.")
             .range(1024, std::int64_t{1} << 31),
+        Entry::boolean("reward.limit_message_bytes", true,
+                       "Close a client connection that sends more than reward.max_request_bytes "
+                       "+ 1 MiB + 64 KiB before it is answered (one message of many frames), "
+                       "counted as message_size; false: a message is held whole, however many "
+                       "frames it has, before it is refused."),
         Entry::integer("reward.max_batch_images", static_cast<std::int64_t>(kDefaultMaxBatchImages),
                        "Most images scored together in one reward call.")
             .range(1, 1 << 20),
@@ -95,6 +100,7 @@ RewardServiceOptions reward_service_options(const config::Config& config) {
   options.max_batch = config.get<std::size_t>("reward.max_batch");
   options.batch_window = std::chrono::milliseconds(config.get_int("reward.batch_window_ms"));
   options.max_request_bytes = config.get<std::size_t>("reward.max_request_bytes");
+  options.limit_message_bytes = config.get_bool("reward.limit_message_bytes");
   options.max_batch_images = config.get<std::size_t>("reward.max_batch_images");
   options.client_images_per_batch = config.get<std::size_t>("reward.client_images_per_batch");
   options.max_queued_bytes = config.get<std::size_t>("reward.max_queued_bytes");

@@ -34,6 +34,8 @@ constexpr std::string_view kOverBudget = "over_budget";
 // Frames up to max_request_bytes + this still get a polite "too large" answer; larger ones are
 // dropped by libzmq as soon as their size arrives, before any of it is buffered.
 constexpr std::int64_t kFrameHeadroom = std::int64_t{1} << 20;
+// The request's other frames and the ZMTP/CURVE framing of all three.
+constexpr std::int64_t kMessageHeadroom = std::int64_t{64} << 10;
 // Memory goes back to the system when the queue empties after this much was released.
 constexpr std::size_t kTrimAfterBytes = std::size_t{1} << 20;
 // ... and once it has stayed empty this long: memory goes back after a load, not between the
@@ -70,12 +72,14 @@ std::string error_reply(const std::string& request_id, const std::string& messag
   return reply.encode();
 }
 
-std::string reply_body(const Job& job) {
+// Scores declare the reward function's range, which clients check every reward against.
+std::string reply_body(const Job& job, const RewardRange& range) {
   if (!job.error.empty()) return error_reply(job.request.request_id, job.error);
   wire::RewardReply reply;
   reply.request_id = job.request.request_id;
   reply.rewards = job.rewards;
   reply.correct = job.correct;
+  reply.range = {range.lo, range.hi};
   return reply.encode();
 }
 
@@ -116,6 +120,8 @@ struct RewardService::Impl {
   void answer(std::shared_ptr<FairJob> job);
 
   std::unique_ptr<RewardFunction> reward;
+  // reward->range(), taken once: replies are built on other threads than the one that scores.
+  RewardRange declared_range;
   RewardServiceOptions options;
   std::shared_ptr<metrics::Registry> registry;
   std::mutex handle_mutex;  // one batch at a time through the (thread-compatible) reward
@@ -173,6 +179,7 @@ RewardService::Impl::Impl(std::unique_ptr<RewardFunction> r, RewardServiceOption
       registry(std::move(reg)),
       queue(fair_queue_options(checked(options))) {
   if (!reward) throw std::invalid_argument("reward service: reward function is null");
+  declared_range = reward->range();
   options.task.validate();
   if (!registry) registry = std::make_shared<metrics::Registry>("reward");
   if (registry->service() != "reward") {
@@ -198,8 +205,9 @@ RewardService::Impl::Impl(std::unique_ptr<RewardFunction> r, RewardServiceOption
   const std::string rejected_help =
       "Messages rejected before scoring (RPC framing, size, wire decoding, memory budget), by "
       "reason.";
-  std::vector<std::string> reasons = {"frame_count", "delimiter", "header",
-                                      "too_large",   "handshake", std::string(kOverBudget)};
+  std::vector<std::string> reasons = {
+      "frame_count",           "delimiter", "header", "too_large", "message_size", "handshake",
+      std::string(kOverBudget)};
   for (wire::WireErrorKind kind : kWireErrorKinds)
     reasons.emplace_back(wire::to_string(kind));
   for (const auto& reason : reasons) {
@@ -377,7 +385,7 @@ void RewardService::Impl::on_call(rpc::RpcCall call) {
     return;
   }
   if (job->units == 0) {  // nothing to score
-    server->reply(call.peer, call.id, reply_body(*job));
+    server->reply(call.peer, call.id, reply_body(*job, declared_range));
     return;
   }
   Admission admission;
@@ -411,7 +419,7 @@ void RewardService::Impl::on_call(rpc::RpcCall call) {
 
 void RewardService::Impl::answer(std::shared_ptr<FairJob> job) {
   const Job& j = static_cast<const Job&>(*job);
-  rpc::RpcReply reply(reply_body(j));
+  rpc::RpcReply reply(reply_body(j, declared_range));
   const std::string peer = j.client;
   const std::uint64_t id = j.rpc_id;
   // Unmapping a large request's frame takes milliseconds: once the reply is sent, the reclaimer
@@ -432,8 +440,7 @@ void RewardService::Impl::score_loop(std::stop_token stop) {
   std::unique_lock lock(mutex);
   bool trim_due = false;  // large requests were answered and the queue emptied
   for (;;) {
-    if (trim_due) {
-      trim_due = false;
+    if (trim_due) {  // set again at the end of every pass
       if (!work.wait_for(lock, stop, kTrimAfterIdle, [&] { return queue.has_work(); })) {
         if (stop.stop_requested()) return;
         released_since_trim = 0;
@@ -500,6 +507,13 @@ RewardService::RewardService(std::unique_ptr<RewardFunction> reward, RewardServi
   rpc_options.max_message_size = std::max<std::int64_t>(
       zmqio::kMinMaxMessageSize,
       static_cast<std::int64_t>(impl_->options.max_request_bytes) + kFrameHeadroom);
+  // Per message: a connection that sends more than this before its answer is closed, so one
+  // client can make the service hold at most this much of a message however many frames it has.
+  // One frame of the largest size libzmq accepts still fits (and gets its too_large answer).
+  if (impl_->options.limit_message_bytes) {
+    rpc_options.max_message_bytes =
+        static_cast<std::size_t>(rpc_options.max_message_size + kMessageHeadroom);
+  }
   impl_->server.emplace([impl = impl_.get()](rpc::RpcCall call) { impl->on_call(std::move(call)); },
                         rpc_options);
 }
@@ -565,7 +579,7 @@ std::vector<rpc::RpcReply> RewardService::handle(std::vector<rpc::RpcRequest> ba
     s.score(slices);
   }
   for (const auto& job : jobs)
-    replies[job->index] = rpc::RpcReply(reply_body(*job));
+    replies[job->index] = rpc::RpcReply(reply_body(*job, s.declared_range));
   return replies;
 }
 

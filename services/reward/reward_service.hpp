@@ -40,12 +40,16 @@
 //   progress and its own, however large the others' requests are. A lone client fills batches
 //   (max_batch_images). See fair_queue.hpp.
 // - Memory: requests held (received and not yet answered) never exceed max_queued_bytes; frames
-//   are refused by libzmq as their size arrives when above max_request_bytes + 1 MiB.
+//   are refused by libzmq as their size arrives when above max_request_bytes + 1 MiB; on a tcp://
+//   endpoint a connection that sends more than max_request_bytes + 1 MiB + 64 KiB before its
+//   answer is closed (rpc::RpcServerOptions::max_message_bytes), so a message of many frames
+//   costs at most that much, not its whole size.
 // - Replies are pure functions of their requests (clients may retry).
 // - Metrics (registry of service "reward"): spotlight_reward_requests_total, _batches_total (reward
 //   calls), _images_scored_total, _correct_total, _malformed_total, _errors_total{kind} (wire
 //   error kinds, bad_image, bad_prompt, non_finite, score_failed), _rejected_messages_total{reason}
-//   (refused before scoring: RPC frame_count, delimiter, header, too_large, handshake (a
+//   (refused before scoring: RPC frame_count, delimiter, header, too_large, message_size (a
+//   connection closed above the per-message limit), handshake (a
 //   connection that failed its ZMTP/CURVE handshake), the wire error kinds of undecodable
 //   payloads, and over_budget), histograms _batch_size_requests, _batch_size_images,
 //   _score_seconds, gauges _reward_mean and _reward_std (last scored batch), _queued_bytes and
@@ -80,6 +84,10 @@ struct RewardServiceOptions {
   std::size_t max_batch = rpc::kDefaultMaxBatch;                      // requests per batch, >= 1
   std::chrono::microseconds batch_window = rpc::kDefaultBatchWindow;  // wait for more, >= 0
   std::size_t max_request_bytes = rpc::kDefaultMaxRequestBytes;       // larger: error reply
+  // Close a connection that sends more than max_request_bytes + 1 MiB + 64 KiB before it is
+  // answered (rpc::RpcServerOptions::max_message_bytes); false: libzmq holds a message of any
+  // number of frames whole before the service can refuse it.
+  bool limit_message_bytes = true;
   std::size_t max_batch_images = kDefaultMaxBatchImages;  // images per reward call, >= 1
   // A client's share of a batch while others wait too; >= 1, <= max_batch_images.
   std::size_t client_images_per_batch = kDefaultClientImagesPerBatch;

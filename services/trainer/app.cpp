@@ -22,7 +22,9 @@
 #include "common/report/html.hpp"
 #include "common/report/page_json.hpp"
 #include "common/reward/remote_reward.hpp"
+#include "common/run/task_key_source.hpp"
 #include "common/service/exit_codes.hpp"
+#include "common/service/writable_dirs.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_trajectory_store.hpp"
 #include "common/store/redis_weight_store.hpp"
@@ -53,6 +55,15 @@ metrics::ContentProvider latest_grid_route(fs::path file) {
     if (!in) return std::nullopt;
     return bytes.str();
   };
+}
+
+// HOST:PORT of rank `rank`'s metrics: PORT + rank (an ephemeral port 0, or no server, as is).
+std::string rank_bind(const std::string& bind, int rank) {
+  const auto colon = bind.rfind(':');
+  if (bind.empty() || colon == std::string::npos) return bind;
+  const int port = std::stoi(bind.substr(colon + 1));
+  if (port == 0) return bind;
+  return bind.substr(0, colon + 1) + std::to_string(port + rank);
 }
 
 void write_report_logged(const fs::path& run_dir) {
@@ -92,8 +103,10 @@ class ServicesHooks final : public TrainHooks {
     const run::RunKeys keys(c_.get_string("run.id"));
     const auto redis = run::redis_options(c_);
     queue_ = std::make_unique<queue::RedisLeaseQueue>(redis, run::explore_queue_options(c_));
-    weight_store_ =
-        std::make_unique<store::RedisWeightStore>(redis, store::WeightStoreOptions{keys.prefix});
+    // Manifests signed with the run's key: explorers refuse weights that are not the trainer's.
+    store::WeightStoreOptions weights{keys.prefix};
+    weights.manifest_key = run::manifest_key_source(redis, keys.prefix, /*create=*/true);
+    weight_store_ = std::make_unique<store::RedisWeightStore>(redis, weights);
     state_ = std::make_unique<store::RedisKeyValueStore>(redis, keys.prefix);
     run_state_ = std::make_unique<run::RunState>(*state_, keys);
     // Refused credentials stop the trainer now, with one line (an unavailable Redis is waited for).
@@ -140,11 +153,16 @@ class ServicesHooks final : public TrainHooks {
                                  latest_grid_route(options.run_dir / "validation" / "latest.png"));
       SPOTLIGHT_LOG(info) << "metrics on " << metrics_server_->url();
     }
-    meter_ = std::make_unique<cost::CostMeter>(cost::DeviceClass::kReserved, cost::devices_from(c_),
-                                               prices_);
+    // Rank 0 accounts for the whole trainer group: every rank holds its devices as long as it.
+    meter_ = std::make_unique<cost::CostMeter>(
+        cost::DeviceClass::kReserved, cost::devices_from(c_) * c_.get<int>("trainer.ranks"),
+        prices_);
     cost_reporter_ = std::make_unique<cost::CostReporter>(*meter_, registry_.get(), state_.get());
     trainer_metrics_ = std::make_unique<TrainerMetrics>(
         *registry_, options.iterations, options.prompts_per_iteration * options.group_size);
+    if (const int ranks = c_.get<int>("trainer.ranks"); ranks > 1) {
+      rank_metrics_ = std::make_unique<RankMetrics>(*registry_, 0, ranks);
+    }
     // The bus's rejects (garbage frames, refused handshakes), exported after every iteration.
     bus_rejected_frames_ =
         registry_->counter("spotlight_trainer_bus_rejected_frames_total",
@@ -163,8 +181,21 @@ class ServicesHooks final : public TrainHooks {
 
   void started(int64_t next_iteration) override { trainer_metrics_->started(next_iteration); }
 
+  // Ranks other than 0 serve their own metrics on metrics.bind's port + rank.
+  void prepare_rank(const GrpoOptions& options, int rank) override {
+    options_ = options;
+    auto server_options = metrics::metrics_server_options(c_);
+    server_options.bind = rank_bind(server_options.bind, rank);
+    metrics_server_ = metrics::MetricsServer::start(*registry_, server_options);
+    if (metrics_server_) SPOTLIGHT_LOG(info) << "rank metrics on " << metrics_server_->url();
+    rank_metrics_ = std::make_unique<RankMetrics>(*registry_, rank, c_.get<int>("trainer.ranks"));
+  }
+
+  void rank_observed(const IterationReport& r) override { rank_metrics_->observe(r); }
+
   void observed(const IterationReport& r) override {
     trainer_metrics_->observe(r);
+    if (rank_metrics_) rank_metrics_->observe(r);
     export_bus_counters();
     images_->observe(r);  // the grid of a validation, with the weights it validated
   }
@@ -283,6 +314,7 @@ class ServicesHooks final : public TrainHooks {
   std::unique_ptr<cost::CostMeter> meter_;
   std::unique_ptr<cost::CostReporter> cost_reporter_;
   std::unique_ptr<TrainerMetrics> trainer_metrics_;
+  std::unique_ptr<RankMetrics> rank_metrics_;
   std::optional<metrics::Counter> bus_rejected_frames_, bus_handshake_failures_;
   std::unique_ptr<RunImages> images_;  // after the registry, the state and the seed source
 };
@@ -346,6 +378,7 @@ int run_subcommand(const std::vector<std::string>& args, const config::Config& c
   if (subcommand == "page") return run_page_command(args);
   if (subcommand == "pretrain" || subcommand == "train" || subcommand == "eval" ||
       subcommand == "validate" || subcommand == "bench") {
+    service::check_run_dir(c);  // before anything runs whose output would be lost
     ServicesHooks hooks(c);
     return run_subcommand(subcommand, c, hooks);
   }

@@ -47,6 +47,29 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(o_.max_wait);
   const size_t n = prompts.size();
+  // Longer than the last iteration (start to start, at least explain_floor): say why, once.
+  const auto half_wait = std::chrono::duration_cast<Clock::duration>(o_.max_wait / 2);
+  const Clock::duration usual =
+      last_start_
+          ? std::min(std::max<Clock::duration>(start - *last_start_, o_.explain_floor), half_wait)
+          : half_wait;
+
+  last_start_ = start;
+  bool explained = false;
+  const auto explain_if_long = [&](bool have_plan, size_t missing) {
+    if (explained || Clock::now() - start < usual) return;
+    explained = true;
+    const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+    std::string why;
+    try {
+      why = why_waiting(iteration, have_plan, missing);
+    } catch (const std::exception& e) {
+      why = std::string("unknown (") + e.what() + ")";
+    }
+    SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": waiting " << waited
+                        << " s for explored seeds (longer than the last iteration), because of "
+                        << why;
+  };
   // How many candidates the planner enqueued: its plan record, once it shows up.
   std::optional<int> planned;
   std::optional<int> planned_steps;
@@ -67,6 +90,7 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
     // polling interval of a condition wait with a deadline
     if (outage::wait_or_stop(o_.stop, o_.poll)) break;
     read_plan();
+    if (!planned) explain_if_long(false, 0);
   }
   const int candidates = planned.value_or(o_.offload ? o_.group_size : o_.candidates);
   std::vector<std::vector<std::optional<wire::SeedResult>>> found(
@@ -149,6 +173,7 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
                               : q.requeued ? "the task runs again"
                                            : "its holder completes it");
     }
+    if (missing > 0) explain_if_long(true, missing);
     const auto now = Clock::now();
     if (missing == 0 || now >= deadline || o_.stop.stop_requested()) break;
     if (bell) {
@@ -234,6 +259,40 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
                         << " of their tasks lost for this iteration";
   }
   return out;
+}
+
+std::string AsyncSeedSource::why_waiting(int64_t iteration, bool have_plan, size_t missing) {
+  if (plans_) {
+    std::optional<wire::PlannerProgress> progress;
+    try {
+      progress = call(retry_, [&] { return plans_->planner_progress(); });
+    } catch (const run::MalformedRunState&) {
+    }
+    if (!have_plan || !progress || progress->enqueued_through < iteration) {
+      std::string last = "nothing";
+      if (progress) {
+        last = "through iteration " + std::to_string(progress->enqueued_through) + ", " +
+               std::to_string(static_cast<double>(clock::unix_ms() - progress->unix_ms) / 1000.0) +
+               " s ago";
+      }
+      return "no planner progress: " +
+             std::string(have_plan ? "" : "no plan record for this iteration; ") +
+             "the planner has enqueued " + last + " (is spotlight-planner running?)";
+    }
+  }
+  const queue::QueueStats s = call(retry_, [&] { return queue_.stats(); });
+  if (s.length == 0) {
+    return "an empty queue: none of the " + std::to_string(missing) +
+           " missing tasks is waiting or leased (the planner enqueues vanished tasks again at its "
+           "next reconciliation)";
+  }
+  if (s.leased == 0) {
+    return "no explorers: " + std::to_string(s.waiting) +
+           " tasks wait in the queue and none is leased (are explorers running?)";
+  }
+  return "slow exploration: " + std::to_string(s.leased) + " tasks leased, " +
+         std::to_string(s.waiting) + " waiting, the oldest lease idle for " +
+         std::to_string(static_cast<double>(s.oldest_lease_age.count()) / 1000.0) + " s";
 }
 
 void AsyncSeedSource::reuse_trajectories(

@@ -17,6 +17,11 @@
 //    out (poisoned: garbage, another task's, a reward that is not finite) is quarantined with its
 //    reason and the task runs again (LeaseQueue::quarantine), so the wait goes on for the real
 //    result instead of stalling on the bad one; counted in SeedSelection.
+//    A wait that runs longer than the trainer's last iteration (start to start, and at least
+//    explain_floor; max_wait / 2 for the first, and at most max_wait / 2) logs why, once per
+//    iteration: no planner progress (no plan record, or the planner
+//    has not enqueued the iteration), an empty queue (none of the missing tasks is waiting or
+//    leased), no explorers (tasks wait, none is leased), or slow exploration (what is leased).
 //    With trajectories (exploration.reuse=off_policy, offload) the chosen seeds' kept
 //    trajectories are read from the trajectory store and checked (rollout::accept_trajectory);
 //    the usable ones are the iteration's rollouts, trained on with the importance ratio against
@@ -67,6 +72,9 @@ struct AsyncSeedOptions {
   // Quarantines of one task's results per iteration before it is given up as lost (a writer
   // that keeps poisoning it).
   int max_quarantines_per_task = 3;
+  // A wait is explained (above) once longer than the last iteration and than this: iterations of
+  // milliseconds do not make every small wait a warning.
+  std::chrono::milliseconds explain_floor{2000};
   std::stop_token stop;  // ends the wait early (select() returns what it has)
   bool offload = false;  // exploration.mode=offload: no selection (above)
   // Train on the chosen seeds' kept trajectories (needs the trajectory and weight stores).
@@ -103,6 +111,8 @@ class AsyncSeedSource final : public SeedSource {
                           const std::vector<std::vector<std::optional<wire::SeedResult>>>& found,
                           SeedSelection& out);
   std::optional<std::string> weights_checksum(std::int64_t version);
+  // Why `missing` explored seeds of `iteration` are still missing (above), as one phrase.
+  std::string why_waiting(int64_t iteration, bool have_plan, size_t missing);
   void erase_trajectories(const std::vector<std::string>& task_ids, const char* which);
 
   AsyncSeedOptions o_;
@@ -111,8 +121,9 @@ class AsyncSeedSource final : public SeedSource {
   const outage::Retrier* retry_;
   store::TrajectoryStore* trajectories_;
   store::WeightStore* weights_;
-  std::map<std::int64_t, std::string> checksums_;                  // published, by version
-  std::map<std::int64_t, std::vector<std::string>> chosen_tasks_;  // iteration -> task ids
+  std::map<std::int64_t, std::string> checksums_;                    // published, by version
+  std::map<std::int64_t, std::vector<std::string>> chosen_tasks_;    // iteration -> task ids
+  std::optional<std::chrono::steady_clock::time_point> last_start_;  // of the previous select()
 };
 
 class RunPublisher final : public TrainerObserver {

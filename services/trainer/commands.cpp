@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -22,10 +23,12 @@
 #include "common/durable/durable_file.hpp"
 #include "common/log/log.hpp"
 #include "common/model/safetensors.hpp"
+#include "common/parallel/process_group.hpp"
 #include "common/reward/reward_function.hpp"
 #include "common/rollout/rollout.hpp"
 #include "common/service/exit_codes.hpp"
 #include "common/signals/stop_signals.hpp"
+#include "services/trainer/data_parallel.hpp"
 #include "services/trainer/pretrain_cache.hpp"
 #include "services/trainer/trainer_config.hpp"
 
@@ -72,7 +75,9 @@ std::unique_ptr<reward::RewardFunction> make_reward(const config::Config& c,
                               "whose client this build lacks (the compute core alone, "
                               "SPOTLIGHT_CORE_ONLY): use the embedded task");
   }
-  return remote;
+  // A reward outside the service's declared range, or not finite, stops the run with the
+  // service's name instead of being trained on.
+  return reward::make_checked_reward(std::move(remote));
 }
 
 std::string format_validation(const ValidationReport& v) {
@@ -90,6 +95,59 @@ std::string format_validation(const ValidationReport& v) {
   }
   s << ")";
   return s.str();
+}
+
+std::chrono::milliseconds config_millis(const config::Config& c, const char* key) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::duration<double>(c.get_double(key)));
+}
+
+// trainer.ranks > 1: this process's rank of the trainer group, formed through the torchrun-style
+// environment (process_group.hpp); null for one rank.
+std::unique_ptr<parallel::Communicator> open_trainer_group(const config::Config& c,
+                                                           const std::string& device) {
+  const int ranks = c.get<int>("trainer.ranks");
+  parallel::ProcessGroupOptions o;
+  o.world_size = ranks;
+  o.rendezvous_timeout = config_millis(c, "trainer.rendezvous_timeout_seconds");
+  o.group.device = device;
+  o.group.timeout = config_millis(c, "trainer.collective_timeout_seconds");
+  o.group.label = "trainer";
+  try {
+    o = parallel::process_group_from_env(o);
+  } catch (const std::invalid_argument& e) {
+    throw config::ConfigError("trainer.ranks", std::string("config: 'trainer.ranks': ") + e.what());
+  }
+  if (o.world_size != ranks) {
+    throw config::ConfigError("trainer.ranks", "config: 'trainer.ranks' is " +
+                                                   std::to_string(ranks) + " but WORLD_SIZE is " +
+                                                   std::to_string(o.world_size));
+  }
+  if (ranks == 1) return nullptr;
+  if (std::getenv("RANK") == nullptr) {
+    throw config::ConfigError(
+        "trainer.ranks", "config: 'trainer.ranks' " + std::to_string(ranks) + " needs RANK (0.." +
+                             std::to_string(ranks - 1) +
+                             "), WORLD_SIZE, MASTER_ADDR and MASTER_PORT in each process's "
+                             "environment (spotlight-cluster --trainer-ranks, compose and the "
+                             "Kubernetes manifests set them)");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  SPOTLIGHT_LOG(info) << "rank " << o.rank << " of " << ranks << ": joining the trainer group at "
+                      << o.master_addr << ":" << o.master_port;
+  auto group = parallel::open_process_group(o);
+  SPOTLIGHT_LOG(info)
+      << "rank " << o.rank << " of " << ranks << ": group formed (" << group->backend() << ") in "
+      << std::fixed << std::setprecision(3)
+      << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s";
+  return group;
+}
+
+// One GPU per rank on a node: device "cuda" becomes cuda:LOCAL_RANK when LOCAL_RANK is set.
+std::string rank_device(const std::string& device) {
+  const char* local_rank = std::getenv("LOCAL_RANK");
+  if (device != "cuda" || local_rank == nullptr) return device;
+  return device + ":" + local_rank;
 }
 
 }  // namespace
@@ -198,8 +256,13 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
     throw config::ConfigError("run.dir", std::string("config: 'run.dir': ") + e.what());
   }
   apply_threads(c);
-  durable::write_file(options.run_dir / "config.yaml", c.dump());
-  policy::Policy policy(policy_options(c), task_options(c));
+  auto policy_config = policy_options(c);
+  if (c.get<int>("trainer.ranks") > 1) policy_config.device = rank_device(policy_config.device);
+  const auto group = open_trainer_group(c, policy_config.device);
+  const int rank = group ? group->rank() : 0;
+  const bool leader = rank == 0;  // writes the run's files; the others train and report metrics
+  if (leader) durable::write_file(options.run_dir / "config.yaml", c.dump());
+  policy::Policy policy(policy_config, task_options(c));
   load_base(policy, c);
   if (!policy.is_native()) {
     SPOTLIGHT_LOG(info) << "TorchScript model " << c.get_string("model.path") << ": "
@@ -208,8 +271,15 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
   }
   std::unique_ptr<policy::Policy> reference;
   if (options.loss.kl_beta > 0) {
-    reference = std::make_unique<policy::Policy>(policy_options(c), task_options(c));
+    reference = std::make_unique<policy::Policy>(policy_config, task_options(c));
     reference->copy_weights_from(policy);
+  }
+  if (reference && group) {
+    // The KL term's frozen base is rank 0's: the other ranks need no model.base of their own.
+    std::string bytes;
+    if (leader) bytes = model::encode_safetensors(reference->state());
+    broadcast_bytes(*group, bytes, policy.tensor_options().device());
+    if (!leader) reference->load_state(model::decode_safetensors(bytes));
   }
   auto reward = make_reward(c, policy, hooks);
   ExplorationOptions exploration;
@@ -224,7 +294,9 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
   exploration.window = rollout::trained_steps(options.sampler.steps, options.train_step_begin,
                                               options.train_step_end);
   std::unique_ptr<SeedSource> seeds;
-  if (options.mode == "none") {
+  if (!leader) {
+    seeds = make_random_seed_source(exploration);  // never asked: rank 0 selects for the group
+  } else if (options.mode == "none") {
     seeds = make_random_seed_source(exploration);
   } else if (options.mode == "sync") {
     seeds = make_sync_seed_source(exploration, policy, *reward);
@@ -233,14 +305,19 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
   } else {
     seeds = hooks.seed_source(options, exploration, policy, stop);
   }
-  hooks.prepare(options, policy);
-  seeds = hooks.wrap_seeds(std::move(seeds));
+  if (leader) {
+    hooks.prepare(options, policy);
+    seeds = hooks.wrap_seeds(std::move(seeds));
+  } else {
+    hooks.prepare_rank(options, rank);
+  }
   GrpoTrainer trainer(options, policy, *reward, std::move(seeds), reference.get());
-  trainer.set_observer(hooks.observer());
+  trainer.set_group(group.get());
+  if (leader) trainer.set_observer(hooks.observer());
   if (const auto next = trainer.resume(); next > 0) {
     SPOTLIGHT_LOG(info) << "resumed from checkpoint: next iteration " << next;
   }
-  hooks.started(trainer.next_iteration());
+  if (leader) hooks.started(trainer.next_iteration());
   std::optional<ValidationReport> first_validation, last_validation;
   double last_wall = 0;
   std::vector<double> taus;
@@ -250,6 +327,15 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
   std::int64_t reused = 0, sampled = 0, off_policy = 0, rejected = 0, rollout_steps = 0;
   double max_abs_log_ratio = 0, clip_fraction_sum = 0, ratio_sum = 0;
   const auto on_iteration = [&](const IterationReport& r) {
+    if (!leader) {  // this rank's share: its metrics and one line
+      hooks.rank_observed(r);
+      SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(3) << "rank " << rank << " iter "
+                          << r.iteration + 1 << "/" << options.iterations << " | "
+                          << r.iteration_seconds << " s (rollout " << r.rollout_seconds
+                          << ", train " << r.train_seconds << ", all-reduce " << r.allreduce_seconds
+                          << " s, " << r.allreduce_bytes << " bytes)";
+      return;
+    }
     hooks.observed(r);
     if (r.iteration < 0) {
       first_validation = r.validation;
@@ -292,6 +378,10 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
     if (r.fallback_prompts > 0) line << " fallback " << r.fallback_prompts;
     if (r.dead_lettered_tasks > 0) line << " dead-lettered " << r.dead_lettered_tasks;
     if (r.kendall_tau) line << " tau " << std::setprecision(2) << *r.kendall_tau;
+    if (r.ranks > 1) {
+      line << std::setprecision(3) << " | " << r.ranks << " ranks, all-reduce "
+           << r.allreduce_seconds << " s " << r.allreduce_bytes << " bytes";
+    }
     if (r.validation) {
       last_validation = r.validation;
       line << " | " << format_validation(*r.validation);
@@ -310,6 +400,7 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
                         << " are checkpointed; a restart resumes at iteration "
                         << trainer.next_iteration();
   }
+  if (!leader) return 0;  // rank 0 writes the run's summary
   Json summary{{"mode", options.mode},
                {"seed", options.seed},
                {"iterations", options.iterations},

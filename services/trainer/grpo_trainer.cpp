@@ -26,6 +26,7 @@
 #include "common/task/generator.hpp"
 #include "common/task/score.hpp"
 #include "services/trainer/checkpoint_store.hpp"
+#include "services/trainer/data_parallel.hpp"
 
 namespace spotlight::trainer {
 namespace {
@@ -75,6 +76,7 @@ Json to_json(const IterationReport& r) {
          {"wall_seconds", r.wall_seconds},
          {"elapsed_seconds", r.elapsed_seconds},
          {"kl", r.kl},
+         {"loss", r.loss},
          {"rollouts_reused", r.rollouts_reused},
          {"rollouts_sampled", r.rollouts_sampled},
          {"rollouts_off_policy", r.rollouts_off_policy},
@@ -89,6 +91,11 @@ Json to_json(const IterationReport& r) {
          {"optimizer_steps", r.optimizer_steps},
          {"first_ratio_max_deviation", r.first_ratio_max_deviation}};
   if (r.explore_weights_version >= 0) j["explore_weights_version"] = r.explore_weights_version;
+  if (r.ranks > 1) {
+    j["ranks"] = r.ranks;
+    j["allreduce_seconds"] = r.allreduce_seconds;
+    j["allreduce_bytes"] = r.allreduce_bytes;
+  }
   int rejected = 0;
   for (const auto& [reason, n] : r.trajectories_rejected) {
     j["trajectories_rejected_by_reason"][reason] = n;
@@ -195,8 +202,23 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
 
   // 1. Seeds for this iteration's prompts (and the rollouts exploration already sampled).
   const auto prompts = prompts_for(iteration);
-  SeedSelection selection = seeds_->select(iteration, prompts);
+  const int ranks = this->ranks();
+  const int rank = this->rank();
+  report.rank = rank;
+  report.ranks = ranks;
+  const auto owns = [&](size_t sample) { return owner_of(sample, o_.micro_batch, ranks) == rank; };
+  // Rank 0 selects (exploration's results are read, and acted on, once) and shares the seeds.
+  SeedSelection selection;
+  if (rank == 0) selection = seeds_->select(iteration, prompts);
   check_stop();
+  if (group_) {
+    share_selection(
+        *group_, selection,
+        [&](size_t prompt, size_t index) {
+          return owner_of(prompt * static_cast<size_t>(g) + index, o_.micro_batch, ranks);
+        },
+        policy_.tensor_options());
+  }
   report.explore_seconds = selection.explore_seconds;
   report.selected_variance = selection.selected_variance;
   report.fallback_prompts = selection.fallback_prompts;
@@ -226,6 +248,10 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   std::vector<task::Prompt> missing_prompts;
   std::vector<uint64_t> missing_seeds;
   for (size_t i = 0; i < rollouts.size(); ++i) {
+    if (!owns(i)) {
+      rollouts[i].reset();  // another rank's
+      continue;
+    }
     if (rollouts[i]) continue;
     missing.push_back(i);
     missing_prompts.push_back(flat_prompts[i]);
@@ -247,14 +273,6 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
     }
   }
   finish_device_work(policy_.tensor_options());
-  report.rollouts_sampled = static_cast<int>(missing.size());
-  report.rollouts_reused = static_cast<int>(rollouts.size() - missing.size());
-  report.rollout_sampler_steps = static_cast<std::int64_t>(missing.size()) * o_.sampler.steps;
-  for (const auto& r : rollouts) {
-    const std::int64_t staleness = iteration - r->weights_version;
-    if (staleness > 0) ++report.rollouts_off_policy;
-    report.rollout_staleness_max = std::max(report.rollout_staleness_max, staleness);
-  }
   report.rollout_seconds = seconds_since(rollout_start);
   check_stop();
 
@@ -268,7 +286,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
     }
     // Named parts of the reward: only when every rollout was scored here (reused ones carry
     // their total alone), so the mean is over the whole iteration.
-    if (missing.size() == rollouts.size() && !scores.empty()) {
+    if (ranks == 1 && missing.size() == rollouts.size() && !scores.empty()) {
       for (const auto& [name, value] : scores.front().components) {
         double sum = 0;
         for (const auto& s : scores) {
@@ -280,9 +298,36 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
       }
     }
   }
+  // Every sample's reward and provenance, each row filled by the rank that owns the sample
+  // (summed over the ranks): reward, sampled here, off-policy, staleness.
+  auto table = torch::zeros({static_cast<int64_t>(rollouts.size()), 4}, torch::kDouble);
+  {
+    auto rows = table.accessor<double, 2>();
+    std::set<size_t> sampled(missing.begin(), missing.end());
+    for (size_t i = 0; i < rollouts.size(); ++i) {
+      if (!owns(i)) continue;
+      const std::int64_t staleness = iteration - rollouts[i]->weights_version;
+      rows[static_cast<int64_t>(i)][0] = rollouts[i]->reward;
+      rows[static_cast<int64_t>(i)][1] = sampled.count(i) ? 1.0 : 0.0;
+      rows[static_cast<int64_t>(i)][2] = staleness > 0 ? 1.0 : 0.0;
+      rows[static_cast<int64_t>(i)][3] = static_cast<double>(staleness);
+    }
+  }
+  if (group_) share_sample_table(*group_, table, policy_.tensor_options().device());
   std::vector<double> rewards;
-  for (const auto& r : rollouts)
-    rewards.push_back(r->reward);
+  {
+    const auto rows = table.accessor<double, 2>();
+    for (int64_t i = 0; i < table.size(0); ++i) {
+      rewards.push_back(rows[i][0]);
+      report.rollouts_sampled += static_cast<int>(rows[i][1]);
+      report.rollouts_off_policy += static_cast<int>(rows[i][2]);
+      report.rollout_staleness_max =
+          std::max(report.rollout_staleness_max, static_cast<std::int64_t>(rows[i][3]));
+    }
+  }
+  report.rollouts_reused = static_cast<int>(rollouts.size()) - report.rollouts_sampled;
+  report.rollout_sampler_steps =
+      static_cast<std::int64_t>(report.rollouts_sampled) * o_.sampler.steps;
   auto advantage_options = o_.advantages;
   advantage_options.group_size = g;
   const auto advantages = rl::group_advantages(rewards, advantage_options);
@@ -317,7 +362,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   // The staleness audit of stale exploration compares the v_{k-1} rewards with v_k, now.
   const bool stale_exploration = o_.mode == "async" || o_.mode == "sync-stale";
   const bool audit_due = o_.audit_every > 0 && (iteration + 1) % o_.audit_every == 0;
-  if (audit_due && stale_exploration) {
+  if (audit_due && stale_exploration && rank == 0) {
     const auto audit_start = Clock::now();
     report.kendall_tau = staleness_audit(prompts, selection, rewards);
     report.audit_seconds = seconds_since(audit_start);
@@ -334,82 +379,114 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   auto& optimizer = state_->optimizer;
   optimizer.zero_grad();
   int accumulated = 0, updates = 0;
-  double kl_sum = 0, ratio_sum = 0, max_abs_log = 0;
+  double kl_sum = 0, ratio_sum = 0, max_abs_log = 0, loss_sum = 0, first_deviation = 0;
   int64_t trained = 0, clipped = 0;
   int loss_terms = 0;
-  bool first = true;
   const size_t total = rollouts.size();
   const auto micro = static_cast<size_t>(o_.micro_batch);
-  for (int epoch = 0; epoch < o_.inner_epochs; ++epoch) {
-    for (size_t offset = 0; offset < total; offset += micro) {
-      const size_t count = std::min(micro, total - offset);
-      const auto b = static_cast<int64_t>(count);
-      std::vector<double> chunk_adv(advantages.begin() + offset,
-                                    advantages.begin() + offset + count);
-      if (std::all_of(chunk_adv.begin(), chunk_adv.end(), [](double a) { return a == 0.0; }))
-        continue;
-      check_stop();
-      std::vector<task::Prompt> chunk_prompts(flat_prompts.begin() + offset,
-                                              flat_prompts.begin() + offset + count);
-      // [b, W + 1, C, H, W] latents and [b, W] old log-probs of the micro-batch.
-      std::vector<at::Tensor> latent_parts, log_prob_parts;
-      for (size_t i = offset; i < offset + count; ++i) {
-        latent_parts.push_back(rollouts[i]->latents.to(policy_.tensor_options()));
-        log_prob_parts.push_back(rollouts[i]->log_probs.to(policy_.tensor_options()));
-      }
-      const auto latents = torch::stack(latent_parts);
-      const auto old_log_probs = torch::stack(log_prob_parts);
-      auto adv = torch::tensor(chunk_adv, torch::kDouble).to(policy_.tensor_options());
-      const auto active = adv != 0;
-      for (int j = begin; j < end; ++j) {
-        auto x = latents.select(1, j - begin);
-        auto x_next = latents.select(1, j - begin + 1);
-        const auto coefficients =
-            sampler::sde_coefficients(grid[j], grid[j + 1], o_.sampler.noise_level, grid[1]);
-        auto t = torch::full({b}, grid[j], policy_.tensor_options());
-        // Conditioned per step, as a forward from tokens would: the MMDiT's text encoder trains.
-        const auto condition = policy_.condition(chunk_prompts);
-        auto mean = sampler::sde_mean(x, policy_.velocity(x, t, condition), coefficients);
-        auto logp = sampler::sde_log_prob(x_next, mean, coefficients);
-        at::Tensor mean_ref;
-        if (o_.loss.kl_beta > 0) {
-          torch::NoGradGuard no_grad;
-          mean_ref = sampler::sde_mean(
-              x, reference_->velocity(x, t, reference_->condition(chunk_prompts)), coefficients);
-        }
-        const auto log_prob_old = old_log_probs.select(1, j - begin);
-        auto terms =
-            rl::grpo_loss(logp, log_prob_old, adv, mean, mean_ref, coefficients.std_dev, o_.loss);
-        (terms.loss / (window_size * o_.micro_batches_per_update)).backward();
-        if (first && updates == 0) {
-          report.first_ratio_max_deviation = std::max(report.first_ratio_max_deviation,
-                                                      (terms.ratio - 1).abs().max().item<double>());
-        }
-        const auto abs_log = (logp.detach() - log_prob_old).abs().to(torch::kDouble);
-        max_abs_log =
-            std::max(max_abs_log, torch::where(active, abs_log, 0.0).max().item<double>());
-        ratio_sum += torch::where(active, terms.ratio.to(torch::kDouble), 0.0).sum().item<double>();
-        clipped += (terms.clipped & active).sum().item<int64_t>();
-        trained += terms.active;
-        kl_sum += terms.kl.item<double>();
-        ++loss_terms;
-      }
-      first = false;
-      if (++accumulated == o_.micro_batches_per_update) {
-        if (o_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(trainable, o_.grad_clip);
-        optimizer.step();
-        optimizer.zero_grad();
-        accumulated = 0;
-        ++updates;
-      }
-    }
+  // The micro-batches with a non-zero advantage, in group order: every rank knows them, and an
+  // update takes micro_batches_per_update of them, whichever ranks own them.
+  std::vector<size_t> offsets;
+  for (size_t offset = 0; offset < total; offset += micro) {
+    const size_t count = std::min(micro, total - offset);
+    if (std::any_of(advantages.begin() + offset, advantages.begin() + offset + count,
+                    [](double a) { return a != 0.0; }))
+      offsets.push_back(offset);
   }
-  if (accumulated > 0) {
+  const auto step = [&] {
+    if (group_) {
+      const auto reduced = reduce_gradients(*group_, trainable, o_.gradient_bucket_bytes);
+      report.allreduce_seconds += reduced.seconds;
+      report.allreduce_bytes += reduced.bytes;
+    }
     if (o_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(trainable, o_.grad_clip);
     optimizer.step();
     optimizer.zero_grad();
+    accumulated = 0;
     ++updates;
+  };
+  for (int epoch = 0; epoch < o_.inner_epochs; ++epoch) {
+    for (size_t q = 0; q < offsets.size(); ++q) {
+      const size_t offset = offsets[q];
+      const size_t count = std::min(micro, total - offset);
+      const auto b = static_cast<int64_t>(count);
+      check_stop();
+      if (owns(offset)) {
+        std::vector<double> chunk_adv(advantages.begin() + offset,
+                                      advantages.begin() + offset + count);
+        std::vector<task::Prompt> chunk_prompts(flat_prompts.begin() + offset,
+                                                flat_prompts.begin() + offset + count);
+        // [b, W + 1, C, H, W] latents and [b, W] old log-probs of the micro-batch.
+        std::vector<at::Tensor> latent_parts, log_prob_parts;
+        for (size_t i = offset; i < offset + count; ++i) {
+          latent_parts.push_back(rollouts[i]->latents.to(policy_.tensor_options()));
+          log_prob_parts.push_back(rollouts[i]->log_probs.to(policy_.tensor_options()));
+        }
+        const auto latents = torch::stack(latent_parts);
+        const auto old_log_probs = torch::stack(log_prob_parts);
+        auto adv = torch::tensor(chunk_adv, torch::kDouble).to(policy_.tensor_options());
+        const auto active = adv != 0;
+        const bool first = epoch == 0 && q == 0;
+        for (int j = begin; j < end; ++j) {
+          auto x = latents.select(1, j - begin);
+          auto x_next = latents.select(1, j - begin + 1);
+          const auto coefficients =
+              sampler::sde_coefficients(grid[j], grid[j + 1], o_.sampler.noise_level, grid[1]);
+          auto t = torch::full({b}, grid[j], policy_.tensor_options());
+          // Conditioned per step, as a forward from tokens would: the MMDiT's text encoder trains.
+          const auto condition = policy_.condition(chunk_prompts);
+          auto mean = sampler::sde_mean(x, policy_.velocity(x, t, condition), coefficients);
+          auto logp = sampler::sde_log_prob(x_next, mean, coefficients);
+          at::Tensor mean_ref;
+          if (o_.loss.kl_beta > 0) {
+            torch::NoGradGuard no_grad;
+            mean_ref = sampler::sde_mean(
+                x, reference_->velocity(x, t, reference_->condition(chunk_prompts)), coefficients);
+          }
+          const auto log_prob_old = old_log_probs.select(1, j - begin);
+          auto terms =
+              rl::grpo_loss(logp, log_prob_old, adv, mean, mean_ref, coefficients.std_dev, o_.loss);
+          (terms.loss / (window_size * o_.micro_batches_per_update)).backward();
+          if (first) {
+            first_deviation =
+                std::max(first_deviation, (terms.ratio - 1).abs().max().item<double>());
+          }
+          const auto abs_log = (logp.detach() - log_prob_old).abs().to(torch::kDouble);
+          max_abs_log =
+              std::max(max_abs_log, torch::where(active, abs_log, 0.0).max().item<double>());
+          ratio_sum +=
+              torch::where(active, terms.ratio.to(torch::kDouble), 0.0).sum().item<double>();
+          clipped += (terms.clipped & active).sum().item<int64_t>();
+          trained += terms.active;
+          kl_sum += terms.kl.item<double>();
+          loss_sum += terms.loss.item<double>();
+          ++loss_terms;
+        }
+      }
+      if (++accumulated == o_.micro_batches_per_update) step();
+    }
   }
+  if (accumulated > 0) step();
+  if (group_) {  // the batch's statistics over every rank's micro-batches
+    const auto device = policy_.tensor_options().device();
+    const auto sums =
+        reduce_values(*group_,
+                      {kl_sum, ratio_sum, static_cast<double>(trained),
+                       static_cast<double>(clipped), static_cast<double>(loss_terms), loss_sum},
+                      parallel::ReduceOp::kSum, device);
+    const auto maxima =
+        reduce_values(*group_, {max_abs_log, first_deviation}, parallel::ReduceOp::kMax, device);
+    kl_sum = sums[0];
+    ratio_sum = sums[1];
+    trained = static_cast<int64_t>(sums[2]);
+    clipped = static_cast<int64_t>(sums[3]);
+    loss_terms = static_cast<int>(sums[4]);
+    loss_sum = sums[5];
+    max_abs_log = maxima[0];
+    first_deviation = maxima[1];
+  }
+  report.first_ratio_max_deviation = first_deviation;
+  report.loss = loss_terms ? loss_sum / loss_terms : 0.0;
   report.optimizer_steps = updates;
   policy_.set_training(false);
   report.kl = loss_terms ? kl_sum / loss_terms : 0.0;
@@ -423,7 +500,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
 
   // 5. Staleness audit after the update (v_k explored vs v_{k+1}); stale exploration audits
   // before it.
-  if (audit_due && !stale_exploration) {
+  if (audit_due && !stale_exploration && rank == 0) {
     const auto audit_start = Clock::now();
     report.kendall_tau = staleness_audit(prompts, selection, rewards);
     report.audit_seconds = seconds_since(audit_start);
@@ -481,10 +558,11 @@ void GrpoTrainer::check_stop() const {
 bool GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iteration,
                       std::stop_token stop) {
   stop_ = std::move(stop);
-  if (!o_.run_dir.empty()) durable::create_directories(o_.run_dir);
+  const bool leader = rank() == 0;  // the one rank that writes, validates and publishes
+  if (!o_.run_dir.empty() && leader) durable::create_directories(o_.run_dir);
   // Each line is on disk before the checkpoint of its iteration (resume drops later ones).
   auto write_metrics = [&](const IterationReport& r) {
-    if (o_.run_dir.empty()) return;
+    if (o_.run_dir.empty() || !leader) return;
     durable::append_file(o_.run_dir / "metrics.jsonl", to_json(r).dump() + "\n");
   };
   // A validation point after `version` iterations; its time is kept off the elapsed time line.
@@ -501,7 +579,7 @@ bool GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iter
     return v;
   };
   try {
-    if (next_iteration_ == 0) {
+    if (next_iteration_ == 0 && leader) {
       IterationReport base;
       base.iteration = -1;
       base.validation = validation_point(0);
@@ -512,30 +590,39 @@ bool GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iter
     const auto timeline_start = Clock::now();
     const double elapsed_before = state_->wall_seconds;  // a resumed run continues its time line
     measured_seconds = 0.0;
-    if (observer_) observer_->weights_ready(next_iteration_, policy_, nullptr);
+    if (observer_ && leader) observer_->weights_ready(next_iteration_, policy_, nullptr);
     for (int64_t k = next_iteration_; k < o_.iterations; ++k) {
       check_stop();
       auto report = run_iteration(k);
+      if (group_ && o_.checksum_every > 0 && (k + 1) % o_.checksum_every == 0) {
+        check_weights_agree(*group_, policy_.trainable_parameters(), k,
+                            policy_.tensor_options().device());
+      }
       measured_seconds += report.audit_seconds;
       report.elapsed_seconds = elapsed_before + seconds_since(timeline_start) - measured_seconds;
-      if ((k + 1) % o_.validate_every == 0 || k + 1 == o_.iterations) {
+      if (leader && ((k + 1) % o_.validate_every == 0 || k + 1 == o_.iterations)) {
         report.validation = validation_point(k + 1);
       }
       check_stop();
       write_metrics(report);
-      save_checkpoint(k);
-      seeds_->iteration_done(k);
+      if (leader) {
+        save_checkpoint(k);
+        seeds_->iteration_done(k);
+      }
       next_iteration_ = k + 1;
       // Published only after the checkpoint: a restarted trainer republishes identical weights.
-      if (observer_) observer_->weights_ready(next_iteration_, policy_, &report);
+      if (observer_ && leader) observer_->weights_ready(next_iteration_, policy_, &report);
       if (on_iteration) on_iteration(report);
     }
   } catch (const Abandoned&) {
     return false;
   } catch (const outage::RetryStopped&) {  // stopped while waiting for Redis
     return false;
+  } catch (const parallel::CommunicatorError&) {
+    if (stop_.stop_requested()) return false;  // a peer stopped first and left the group
+    throw;
   }
-  if (observer_) observer_->finished(o_.iterations);
+  if (observer_ && leader) observer_->finished(o_.iterations);
   return true;
 }
 
@@ -599,6 +686,11 @@ int GrpoTrainer::validate_deferred(
 }
 
 int64_t GrpoTrainer::resume() {
+  if (ranks() > 1) return resume_group();
+  return resume_alone();
+}
+
+int64_t GrpoTrainer::resume_alone() {
   if (!state_->checkpoints) return next_iteration_;
   const auto checkpoint = state_->checkpoints->load_newest();
   if (!checkpoint) return next_iteration_;
@@ -627,6 +719,44 @@ int64_t GrpoTrainer::resume() {
     in.close();
     durable::write_file(metrics, kept.str());
   }
+  return next_iteration_;
+}
+
+}  // namespace spotlight::trainer
+
+namespace spotlight::trainer {
+
+int64_t GrpoTrainer::resume_group() {
+  // Rank 0 resumes from its checkpoint store, then hands every rank its weights, optimizer state
+  // and position (the others need no access to run_dir), and the ranks check that they agree.
+  const bool leader = rank() == 0;
+  if (leader) resume_alone();
+  std::string bytes;
+  if (leader) {
+    std::ostringstream optimizer;
+    torch::save(state_->optimizer, optimizer);
+    const auto text = std::move(optimizer).str();
+    const auto model = model::encode_safetensors(policy_.state());
+    const Json j{{"next_iteration", next_iteration_},
+                 {"wall_seconds", state_->wall_seconds},
+                 {"model", Json::binary(std::vector<std::uint8_t>(model.begin(), model.end()))},
+                 {"optimizer", Json::binary(std::vector<std::uint8_t>(text.begin(), text.end()))}};
+    const auto cbor = Json::to_cbor(j);
+    bytes.assign(cbor.begin(), cbor.end());
+  }
+  broadcast_bytes(*group_, bytes, policy_.tensor_options().device());
+  if (!leader) {
+    const Json j = Json::from_cbor(bytes);
+    const auto& model = j.at("model").get_binary();
+    policy_.load_state(model::decode_safetensors(std::string(model.begin(), model.end())));
+    const auto& optimizer = j.at("optimizer").get_binary();
+    std::istringstream in(std::string(optimizer.begin(), optimizer.end()));
+    torch::load(state_->optimizer, in);
+    next_iteration_ = j.at("next_iteration").get<int64_t>();
+    state_->wall_seconds = j.at("wall_seconds").get<double>();
+  }
+  check_weights_agree(*group_, policy_.trainable_parameters(), next_iteration_ - 1,
+                      policy_.tensor_options().device());
   return next_iteration_;
 }
 

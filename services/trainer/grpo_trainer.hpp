@@ -15,6 +15,7 @@
 // the base), and validate_deferred() scores them later, in another process if wanted. The run's
 // time line then holds training only; the scores are the same as validating in the run.
 
+#include <cstddef>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -24,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "common/parallel/communicator.hpp"
 #include "common/policy/policy.hpp"
 #include "common/reward/reward_function.hpp"
 #include "common/rl/advantages.hpp"
@@ -59,6 +61,11 @@ struct GrpoOptions {
   int validation_images = 0;  // validation images kept in ValidationReport::images
   int audit_every = 5;        // 0 disables the staleness audit
   int audit_prompts = 4;
+  // Data parallelism over set_group()'s ranks (trainer.ranks): the ranks' weights are compared
+  // every this many iterations (0: only at the start), and gradients are all-reduced in buckets
+  // of at most this many bytes.
+  int checksum_every = 10;
+  std::size_t gradient_bucket_bytes = std::size_t{64} << 20;
   uint64_t seed = 0;              // run seed: prompts, seeds and validation are functions of it
   std::filesystem::path run_dir;  // checkpoints and metrics; empty: nothing written
   // Training and validation prompts (run::prompt_source); null: the embedded task's generator.
@@ -105,6 +112,12 @@ struct IterationReport {
   double elapsed_seconds = 0.0;
   double first_ratio_max_deviation = 0.0;  // |ratio - 1| max over the first micro-batch
   double kl = 0.0;
+  double loss = 0.0;  // mean clipped loss (with its KL term) over the trained steps of the batch
+  // Data parallelism: this rank, the group's size, and this rank's all-reduce of gradients (time
+  // and bytes, summed over the iteration's updates; 0 for one rank).
+  int rank = 0, ranks = 1;
+  double allreduce_seconds = 0.0;
+  std::int64_t allreduce_bytes = 0;
   // Rollouts trained on: reused from exploration (of them off-policy: sampled with older weights)
   // or sampled here; the largest staleness (k - weights version) among them; the trainer's own
   // rollout sampler steps (samples x steps).
@@ -186,12 +199,26 @@ class GrpoTrainer {
   void save_checkpoint(int64_t completed_iteration);
   void save_validation_weights(int64_t version);
   void set_observer(TrainerObserver* observer) { observer_ = observer; }
+  // Trains data-parallel with the other ranks of `group` (null or size 1: alone); set before
+  // resume(). Rank r rolls out, scores and trains the micro-batches m with m % R == r; the
+  // gradients of an update are summed over the ranks (one bucketed all-reduce), and every rank
+  // takes the same optimizer step, so the updates equal one rank's on the whole batch up to
+  // floating-point summation order. Rank 0 alone selects seeds (and shares them), validates,
+  // audits, writes checkpoints and metrics and notifies the observer; resume() hands its
+  // checkpoint to the others. Every rank must call run() (or run_iteration() for the same
+  // iterations). A collective that fails throws parallel::CommunicatorError out of run().
+  void set_group(parallel::Communicator* group) { group_ = group; }
+  int rank() const { return group_ ? group_->rank() : 0; }
+  int ranks() const { return group_ ? group_->size() : 1; }
 
  private:
   // Re-scores explored (or rolled-out) seeds with the current weights: mean within-prompt tau.
   std::optional<double> staleness_audit(const std::vector<task::Prompt>& prompts,
                                         const SeedSelection& selection,
                                         const std::vector<double>& rollout_rewards);
+
+  int64_t resume_alone();
+  int64_t resume_group();  // resume() of a group of ranks: rank 0's checkpoint to every rank
 
   // Throws the private Abandoned when stop_ is requested (a phase boundary of run()).
   void check_stop() const;
@@ -205,6 +232,7 @@ class GrpoTrainer {
   std::unique_ptr<State> state_;
   int64_t next_iteration_ = 0;
   TrainerObserver* observer_ = nullptr;
+  parallel::Communicator* group_ = nullptr;
   std::stop_token stop_;
 };
 

@@ -17,6 +17,8 @@
 //   an exception e out of the training loop: exit with hooks.failed(e, next iteration), or rethrow
 //   hooks.summarize(summary)                                               // then summary.json
 //   hooks.finished(run dir)
+// With trainer.ranks > 1 only rank 0 calls the above; every other rank calls
+// prepare_rank(options, rank) and rank_observed(r) for each of its iterations.
 // and, for task.kind prompt_file (train and eval), hooks.remote_reward(config) before the trainer.
 // run_validate calls hooks.validating(options, policy), hooks.validated(r) for each validated
 // weights version (r.iteration = version - 1, r.validation set), then hooks.finished(run dir).
@@ -63,6 +65,10 @@ class TrainHooks {
   virtual TrainerObserver* observer() { return nullptr; }
   virtual void started(int64_t next_iteration) {}
   virtual void observed(const IterationReport& report) {}
+  // trainer.ranks > 1, ranks other than 0: instead of prepare() (and of everything else here,
+  // which only rank 0 calls), then rank_observed() for each of this rank's iterations.
+  virtual void prepare_rank(const GrpoOptions& options, int rank) {}
+  virtual void rank_observed(const IterationReport& report) {}
   virtual void iteration_done(const IterationReport& report, double explore_seconds) {}
   // The exit code for a failure the hooks' own parts raised (a Redis outage past its limit);
   // nullopt: not theirs.

@@ -49,6 +49,7 @@ GrpoOptions grpo_options(const config::Config& c) {
   o.validation_images = c.get<int>("validation.grid_prompts");
   o.audit_every = c.get<int>("audit.every");
   o.audit_prompts = c.get<int>("audit.prompts");
+  o.checksum_every = c.get<int>("trainer.checksum_every");
   o.seed = c.get<uint64_t>("run.seed");
   o.run_dir = c.get_string("run.dir");
   o.prompts = run::prompt_source(c);

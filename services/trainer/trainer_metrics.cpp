@@ -1,5 +1,8 @@
 #include "services/trainer/trainer_metrics.hpp"
 
+#include <algorithm>
+#include <string>
+
 namespace spotlight::trainer {
 
 TrainerMetrics::TrainerMetrics(metrics::Registry& r, int iterations, int samples_per_iteration)
@@ -105,6 +108,47 @@ void TrainerMetrics::observe(const IterationReport& r) {
                  {{"reason", reason}})
         .inc(n);
   }
+}
+
+namespace {
+std::array<metrics::Counter, RankMetrics::kPhases.size()> rank_phase_counters(
+    metrics::Registry& r, const std::string& rank) {
+  auto counter = [&](const char* phase) {
+    return r.counter("spotlight_trainer_rank_phase_seconds_total",
+                     "Seconds this rank spent per phase: rollout (its samples, sampled and "
+                     "scored), train (its micro-batches), allreduce (gradients).",
+                     {{"rank", rank}, {"phase", phase}});
+  };
+  return {counter(RankMetrics::kPhases[0]), counter(RankMetrics::kPhases[1]),
+          counter(RankMetrics::kPhases[2])};
+}
+}  // namespace
+
+RankMetrics::RankMetrics(metrics::Registry& r, int rank, int ranks)
+    : ranks_(r.gauge("spotlight_trainer_group_ranks",
+                     "Data-parallel trainer ranks (trainer.ranks).",
+                     {{"rank", std::to_string(rank)}})),
+      iterations_total_(r.counter("spotlight_trainer_rank_iterations_total",
+                                  "Iterations this rank trained.",
+                                  {{"rank", std::to_string(rank)}})),
+      iteration_seconds_(r.gauge("spotlight_trainer_rank_iteration_seconds",
+                                 "Wall time of this rank's last iteration.",
+                                 {{"rank", std::to_string(rank)}})),
+      phase_seconds_total_(rank_phase_counters(r, std::to_string(rank))),
+      allreduce_bytes_total_(r.counter("spotlight_trainer_rank_allreduce_bytes_total",
+                                       "Gradient bytes this rank all-reduced.",
+                                       {{"rank", std::to_string(rank)}})) {
+  ranks_.set(ranks);
+}
+
+void RankMetrics::observe(const IterationReport& r) {
+  if (r.iteration < 0) return;
+  iterations_total_.inc();
+  iteration_seconds_.set(r.iteration_seconds);
+  phase_seconds_total_[0].inc(r.rollout_seconds + r.reward_seconds);
+  phase_seconds_total_[1].inc(std::max(0.0, r.train_seconds - r.allreduce_seconds));
+  phase_seconds_total_[2].inc(r.allreduce_seconds);
+  allreduce_bytes_total_.inc(static_cast<double>(r.allreduce_bytes));
 }
 
 }  // namespace spotlight::trainer

@@ -60,4 +60,21 @@ class TrainerMetrics {
   metrics::Gauge ratio_max_abs_log_;
 };
 
+// One rank's share of data-parallel training (trainer.ranks), labelled rank="r": every rank
+// serves its own, rank 0 next to the group's metrics above. Same contract as TrainerMetrics.
+class RankMetrics {
+ public:
+  RankMetrics(metrics::Registry& registry, int rank, int ranks);
+  void observe(const IterationReport& report);  // a trained iteration of this rank
+
+  static constexpr std::array<const char*, 3> kPhases = {"rollout", "train", "allreduce"};
+
+ private:
+  metrics::Gauge ranks_;
+  metrics::Counter iterations_total_;
+  metrics::Gauge iteration_seconds_;
+  std::array<metrics::Counter, kPhases.size()> phase_seconds_total_;
+  metrics::Counter allreduce_bytes_total_;
+};
+
 }  // namespace spotlight::trainer

@@ -141,6 +141,21 @@ TEST_F(RedisAclTest, EveryRoleDoesItsWorkAndExplorersCannotWriteWhatIsNotTheirs)
           .complete(explorer_queue.reclaim("e2", std::chrono::milliseconds(0), 5).at(0), "result-2")
           .recorded);
 
+  // An explorer may not acknowledge: its completion and its dead letter wait, parked, for the
+  // planner's reconciliation to acknowledge them (the results are readable at once).
+  EXPECT_EQ(planner_queue.stats().acked_total, 0);
+  const auto settled =
+      planner_queue.reconcile(std::vector<std::string>{"i0/p0/c0", "i0/p0/c1", "i0/p0/c2"});
+  EXPECT_EQ(settled.settled, 3);  // two completions, one dead letter
+  EXPECT_TRUE(settled.requeued.empty());
+  EXPECT_TRUE(settled.lost.empty());
+  {
+    const queue::QueueStats s = planner_queue.stats();
+    EXPECT_EQ(s.acked_total, 2);
+    EXPECT_EQ(s.dead_lettered_total, 1);
+    EXPECT_EQ(s.length, 0);
+  }
+
   // ... and nothing else.
   redis::RedisClient explorer(as("explorer"));
   const std::string p = kKeys.prefix + ":";
@@ -177,6 +192,37 @@ TEST_F(RedisAclTest, EveryRoleDoesItsWorkAndExplorersCannotWriteWhatIsNotTheirs)
       {"KEYS", "*"},
       {"EVAL", "return 1", "0"},
   };
+  // No task can vanish by an explorer's hand: it acknowledges and deletes nothing it did not
+  // lease (nor anything else: the lease scripts park, the planner acknowledges).
+  planner_queue.enqueue("i1/p0/c0", "task i1/p0/c0");
+  planner_queue.enqueue("i1/p0/c1", "task i1/p0/c1");
+  const auto others = queue::RedisLeaseQueue(as("explorer"), queue_options())
+                          .lease("e3", 1, std::chrono::milliseconds(0));
+  ASSERT_EQ(others.size(), 1u);
+  const std::string waiting_entry = planner_queue.enqueue("i1/p0/c1", "").entry_id;
+  for (const std::string& entry : {others[0].entry_id, waiting_entry}) {
+    for (const std::vector<std::string>& argv : std::vector<std::vector<std::string>>{
+             {"XACK", p + "explore:tasks", "explorers", entry},
+             {"XDEL", p + "explore:tasks", entry},
+             {"XTRIM", p + "explore:tasks", "MAXLEN", "0"},
+             {"XGROUP", "DESTROY", p + "explore:tasks", "explorers"},
+             {"XGROUP", "SETID", p + "explore:tasks", "explorers", "$"},
+             {"XGROUP", "DELCONSUMER", p + "explore:tasks", "explorers", "e3"},
+             {"XSETID", p + "explore:tasks", "99999999999999-0"},
+             {"XAUTOCLAIM", p + "explore:tasks", "explorers", "e4", "0", "0-0", "JUSTID"},
+             {"DEL", p + "explore:tasks"},
+             {"UNLINK", p + "explore:tasks"},
+             {"RENAME", p + "explore:tasks", p + "explore:stats"},
+             {"HDEL", p + "explore:index", "i1/p0/c0"},
+             {"HDEL", p + "explore:payloads", "i1/p0/c0"},
+         }) {
+      std::vector<std::string_view> words(argv.begin(), argv.end());
+      EXPECT_EQ(code_of([&] { explorer.command(words); }), "NOPERM") << argv[0] << " " << argv[1];
+    }
+  }
+  EXPECT_EQ(planner_queue.stats().length, 2);
+  EXPECT_EQ(planner_queue.stats().leased, 1);
+
   for (const auto& argv : denied) {
     std::vector<std::string_view> words(argv.begin(), argv.end());
     EXPECT_EQ(code_of([&] { explorer.command(words); }), "NOPERM")
@@ -196,7 +242,7 @@ TEST_F(RedisAclTest, EveryRoleDoesItsWorkAndExplorersCannotWriteWhatIsNotTheirs)
   // The results and the trainer's keys are as they were.
   EXPECT_EQ(trainer_kv.get(kKeys.trainer_iteration), "0");
   EXPECT_EQ(planner_queue.result("i0/p0/c0"), "result");
-  EXPECT_EQ(planner_queue.stats().enqueued_total, 3);
+  EXPECT_EQ(planner_queue.stats().enqueued_total, 5);
   // The planner's reaper finds explorers and hands their leases back (raw commands it uses).
   redis::RedisClient planner(as("planner"));
   EXPECT_EQ(code_of([&] {

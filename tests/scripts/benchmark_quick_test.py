@@ -45,12 +45,13 @@ def main():
             if elapsed != sorted(elapsed) or elapsed[0] <= 0:
                 problems.append(f"{r['run']}: elapsed time line not increasing: {elapsed}")
             trainer = [p for p in r["processes"] if p["role"] == "trainer"]
-            if len(trainer) != 1 or trainer[0]["cpu_seconds"] <= 0:
+            # none-2 trains data-parallel: one rank per core.
+            want = ["0", "1"] if r["mode"] == "none-2" else ["0"]
+            if len(trainer) != len(want) or any(p["cpu_seconds"] <= 0 for p in trainer):
                 problems.append(f"{r['run']}: trainer CPU seconds missing")
-            want = "0-1" if r["mode"] == "none-2" else "0"
-            if trainer and trainer[0]["cpus_allowed"] != want:
-                problems.append(f"{r['run']}: trainer on CPUs {trainer[0]['cpus_allowed']}, "
-                                f"expected {want}")
+            if [p["cpus_allowed"] for p in trainer] != want[:len(trainer)]:
+                problems.append(f"{r['run']}: trainer ranks on CPUs "
+                                f"{[p['cpus_allowed'] for p in trainer]}, expected {want}")
             spot = [p for p in r["processes"] if p["role"] != "trainer"]
             if r["mode"] in ("async", "offload") and not any(p["role"] == "explorer" for p in spot):
                 problems.append(f"{r['run']}: no explorer")

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The cluster study's pipeline end to end on a small study (CTest sim_study_quick_test, label
-unit): `spotlight-sim study` (one trace, one ratio, two offsets, the embedded calibration), then
-scripts/sim_report.py, then `spotlight-sim page`. Fails unless report.md, page.json and
-report.html hold every compared mode and the sections docs/simulator.md points to."""
+unit): `spotlight-sim study` (one trace, one ratio, one start-up, two offsets, two gains, the
+embedded calibration of the contrast law), then scripts/sim_report.py, then `spotlight-sim page`.
+Fails unless report.md, page.json and report.html hold every alternative's break-even row and the
+sections deploy/sim/README.md points to."""
 import argparse
 import json
 import os
@@ -25,27 +26,28 @@ def main():
     out = tempfile.mkdtemp(prefix="spotlight-sim-study-")
     try:
         study = os.path.join(out, "study.jsonl")
-        subprocess.run([sim, "study", "--fitted",
-                        os.path.join(root, "deploy", "sim", "calibration", "fitted.json"),
-                        "--out", study, "--offsets", "2", "--ratios", "1", "--gains", "2",
+        fitted = os.path.join(root, "deploy", "sim", "calibration", "contrast", "fitted.json")
+        subprocess.run([sim, "study", "--fitted", fitted, "--out", study, "--offsets", "2",
+                        "--ratios", "1", "--gains", "1,2", "--startups", "120",
                         "--calibrations", "embedded", "--jobs", "2", trace], check=True)
         subprocess.run([sys.executable, os.path.join(root, "scripts", "sim_report.py"), study,
-                        "--out", out], check=True)
+                        "--out", out, "--fitted", fitted], check=True)
         html = os.path.join(out, "report.html")
         subprocess.run([sim, "page", os.path.join(out, "page.json"), html], check=True)
         problems = []
         modes = {json.loads(line).get("mode") for line in open(study)}
-        for m in ("none", "sync", "offload", "async", "async-reuse", "none-matched", "async-gain"):
+        for m in ("none", "offload", "offload-pipelined", "async", "none-matched", "async-gain"):
             if m not in modes:
                 problems.append(f"study.jsonl: no {m} run")
         page = json.load(open(os.path.join(out, "page.json")))
         ids = [s["id"] for s in page["sections"]]
-        for want in ("about", "calibration-embedded", "gain-embedded", "assumptions"):
+        for want in ("about", "decision-embedded", "map-embedded", "law", "sensitivity",
+                     "assumptions"):
             if want not in ids:
                 problems.append(f"page.json: no section {want} (has {ids})")
         text = open(html).read()
         markdown = open(os.path.join(out, "report.md")).read()
-        for m in ("offload", "async-reuse", "none-matched"):
+        for m in ("none-matched", "offload", "offload-pipelined", "none"):
             if f"| {m} |" not in markdown:
                 problems.append(f"report.md: no row for {m}")
             if f">{m}<" not in text:

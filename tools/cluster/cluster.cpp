@@ -80,6 +80,17 @@ void ClusterOptions::validate() const {
   if (trainer.threads < 0 || spot.threads < 0) {
     throw std::invalid_argument("ClusterOptions placement threads: must be >= 0");
   }
+  if (trainer_ranks < 1 || trainer_restarts < 0) {
+    throw std::invalid_argument("ClusterOptions.trainer_ranks/trainer_restarts: must be >= 1/0");
+  }
+  if (trainer_ranks > 1 && !trainer.cpus.empty() &&
+      trainer.cpus.size() % static_cast<std::size_t>(trainer_ranks) != 0) {
+    throw std::invalid_argument(
+        "ClusterOptions.trainer.cpus: " + std::to_string(trainer.cpus.size()) +
+        " CPUs do not split evenly "
+        "over " +
+        std::to_string(trainer_ranks) + " trainer ranks");
+  }
   if (grace.count() < 0 || drain_timeout.count() < 0) {
     throw std::invalid_argument("ClusterOptions.grace/drain_timeout: must be >= 0");
   }
@@ -126,7 +137,8 @@ std::vector<std::string> Cluster::run_args() const {
 }
 
 Cluster::Member& Cluster::launch(const std::string& name, const std::string& role,
-                                 std::vector<std::string> argv, const Placement& placement) {
+                                 std::vector<std::string> argv, const Placement& placement,
+                                 const std::map<std::string, std::string>& env) {
   auto member = std::make_unique<Member>();
   ProcessRecord& r = member->record;
   r.name = name;
@@ -137,6 +149,8 @@ Cluster::Member& Cluster::launch(const std::string& name, const std::string& rol
   process::ProcessOptions po;
   po.argv = std::move(argv);
   po.env = env_of(role);
+  for (const auto& [key, value] : env)
+    po.env[key] = value;
   po.cpus = placement.cpus;
   po.log = r.log;
   r.argv = po.argv;
@@ -262,23 +276,134 @@ void Cluster::start() {
            ", reward :" + std::to_string(reward_port_) + ", planner, " +
            std::to_string(o_.explorers) + " explorers, trainer ==");
     }
-    Placement trainer = o_.trainer;
-    if (trainer.threads == 0) trainer.threads = static_cast<int>(trainer.cpus.size());
-    auto argv = run_args();
-    argv.insert(argv.begin(),
-                {(services / "trainer" / "spotlight-trainer").string(), o_.trainer_command});
-    if (trainer.threads > 0) {
-      argv.insert(argv.end(), {"--set", "run.threads=" + std::to_string(trainer.threads)});
+    note("== GRPO post-training (exploration.mode=" + mode_ + ") in " + run_dir_.string() +
+         (o_.trainer_ranks > 1 ? ", " + std::to_string(o_.trainer_ranks) + " trainer ranks" : "") +
+         " ==");
+    if (o_.trainer_ranks > 1) master_port_ = free_loopback_port();
+    const auto names = trainer_names();
+    for (int rank = 0; rank < o_.trainer_ranks; ++rank) {
+      const Placement trainer = rank_placement(rank);
+      auto argv = run_args();
+      argv.insert(argv.begin(),
+                  {(services / "trainer" / "spotlight-trainer").string(), o_.trainer_command});
+      if (trainer.threads > 0) {
+        argv.insert(argv.end(), {"--set", "run.threads=" + std::to_string(trainer.threads)});
+      }
+      if (o_.trainer_ranks > 1) {
+        argv.insert(argv.end(), {"--set", "trainer.ranks=" + std::to_string(o_.trainer_ranks)});
+      }
+      launch(names[static_cast<std::size_t>(rank)], "trainer", argv, trainer,
+             o_.trainer_ranks > 1 ? rank_env(rank) : std::map<std::string, std::string>{});
     }
-    note("== GRPO post-training (exploration.mode=" + mode_ + ") in " + run_dir_.string() + " ==");
-    launch("trainer", "trainer", argv, trainer);
   } catch (...) {
     stop();
     throw;
   }
 }
 
+std::vector<std::string> Cluster::trainer_names() const {
+  std::vector<std::string> names{"trainer"};
+  for (int rank = 1; rank < o_.trainer_ranks; ++rank)
+    names.push_back("trainer-" + std::to_string(rank));
+  return names;
+}
+
+std::map<std::string, std::string> Cluster::rank_env(int rank) const {
+  return {{"RANK", std::to_string(rank)},
+          {"LOCAL_RANK", std::to_string(rank)},
+          {"WORLD_SIZE", std::to_string(o_.trainer_ranks)},
+          {"MASTER_ADDR", "127.0.0.1"},
+          {"MASTER_PORT", std::to_string(master_port_)}};
+}
+
+Placement Cluster::rank_placement(int rank) const {
+  Placement p = o_.trainer;
+  if (o_.trainer_ranks > 1 && !p.cpus.empty()) {
+    const std::size_t share = p.cpus.size() / static_cast<std::size_t>(o_.trainer_ranks);
+    const auto first = p.cpus.begin() + static_cast<std::ptrdiff_t>(share * rank);
+    p.cpus.assign(first, first + static_cast<std::ptrdiff_t>(share));
+  }
+  if (p.threads == 0) p.threads = static_cast<int>(p.cpus.size());
+  return p;
+}
+
+process::ExitStatus Cluster::wait_trainer_group(std::stop_token stop) {
+  std::vector<Member*> ranks;
+  for (const auto& name : trainer_names()) {
+    for (auto& m : members_) {
+      if (m->record.name == name) ranks.push_back(m.get());
+    }
+  }
+  if (ranks.size() != static_cast<std::size_t>(o_.trainer_ranks)) {
+    throw ClusterError("wait_trainer: the trainer ranks were not started");
+  }
+  std::set<std::string> reported;
+  LogFollower echo(ranks[0]->record.log, o_.echo);
+  const auto stop_group = [&](const char* why) {
+    for (Member* m : ranks) {
+      if (!m->process->running()) {
+        finish(*m, "exited");
+        continue;
+      }
+      const auto r = m->process->terminate(o_.grace);
+      finish(*m, r.escalated ? "sigkill" : why);
+    }
+  };
+  for (;;) {
+    // The period only paces the echo of the log and the look at the other ranks.
+    ranks[0]->process->wait_for(o_.echo_period);
+    echo.poll();
+    bool all_ended = true;
+    Member* failed = nullptr;
+    for (Member* m : ranks) {
+      const auto s = m->process->wait_for(milliseconds(0));  // reaps a rank that ended
+      if (!s) {
+        all_ended = false;
+      } else if (!s->success() && failed == nullptr) {
+        failed = m;
+      }
+    }
+    bool stop_with_ended = false;
+    for (auto& m : members_) {
+      if (m->record.role == "trainer" || reported.count(m->record.name) || m->process->running())
+        continue;
+      reported.insert(m->record.name);
+      if (m->record.name == o_.stop_with) stop_with_ended = true;
+    }
+    if (stop.stop_requested() || stop_with_ended) {
+      note("== stopping the trainer group ==");
+      stop_group("sigterm");
+      echo.finish();
+      return *ranks[0]->process->exit_status();
+    }
+    if (failed != nullptr) {
+      const auto status = *failed->process->exit_status();
+      note("== trainer group: " + failed->record.name + " failed (" + status.describe() +
+           "); stopping the other ranks ==");
+      stop_group("sigterm");
+      if (trainer_group_restarts_ >= o_.trainer_restarts || status.code == 2) {
+        echo.finish();
+        return status;
+      }
+      ++trainer_group_restarts_;
+      master_port_ = free_loopback_port();
+      for (int rank = 0; rank < o_.trainer_ranks; ++rank)
+        restart(ranks[static_cast<std::size_t>(rank)]->record.name, rank_env(rank));
+      note("== trainer group restarted (" + std::to_string(trainer_group_restarts_) + " of " +
+           std::to_string(o_.trainer_restarts) + "): it resumes from its newest checkpoint ==");
+      continue;
+    }
+    if (all_ended) {
+      echo.finish();
+      for (Member* m : ranks)
+        finish(*m, "exited");
+      return *ranks[0]->process->exit_status();
+    }
+  }
+}
+
 process::ExitStatus Cluster::wait_trainer(std::stop_token stop) {
+  if (o_.trainer_ranks > 1) return wait_trainer_group(stop);
   Member* trainer = nullptr;
   for (auto& m : members_) {
     if (m->record.name == "trainer") trainer = m.get();

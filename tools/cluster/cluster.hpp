@@ -70,7 +70,15 @@ struct ClusterOptions {
   config::ConfigSources run;      // --config / --set of trainer, planner and explorers
   std::optional<bool> services;   // redis + reward + planner + explorers; nullopt: by the mode
   int explorers = 2;
-  Placement trainer;         // the reserved role: the trainer alone
+  Placement trainer;  // the reserved role: the trainer alone
+  // Data-parallel trainer ranks (trainer.ranks): processes trainer (rank 0) and trainer-1 ..
+  // trainer-<R-1>, each pinned to its share of trainer.cpus (split evenly, in order) with
+  // trainer.threads each (0: the size of its share), and given RANK, WORLD_SIZE, LOCAL_RANK,
+  // MASTER_ADDR (127.0.0.1) and MASTER_PORT (a free port). When a rank fails, wait_trainer()
+  // stops the whole group and starts it again (it resumes from rank 0's newest checkpoint), up
+  // to trainer_restarts times; a configuration error (exit 2) is not retried.
+  int trainer_ranks = 1;
+  int trainer_restarts = 3;
   Placement spot;            // the spot role: explorers, planner, reward, redis
   int explorer_threads = 1;  // run.threads of each explorer
   std::string trainer_command = "train";
@@ -121,7 +129,9 @@ class Cluster {
   // Throws ClusterError when the run has no services, else as start(). Idempotent.
   void start_redis();
   // Waits for the trainer to exit, echoing its output; when `stop` is requested first the
-  // trainer is terminated (SIGTERM, grace, SIGKILL). Returns its exit status.
+  // trainer is terminated (SIGTERM, grace, SIGKILL). Returns its exit status. With trainer ranks,
+  // waits for every rank (restarting the group after a failure, above) and returns rank 0's
+  // status, or the failed rank's once the restarts are spent.
   process::ExitStatus wait_trainer(std::stop_token stop = {});
   // Gives planner, explorers and processes of role "driver" drain_timeout to exit by themselves
   // once the trainer has finished the job by itself (they exit then); returns at once when the
@@ -153,6 +163,10 @@ class Cluster {
   const std::string& mode() const { return mode_; }
   bool has_services() const { return services_; }
   int redis_port() const { return redis_port_; }
+  // The names of the trainer's processes, rank order ({"trainer"} for one rank), and how often
+  // wait_trainer() restarted the group.
+  std::vector<std::string> trainer_names() const;
+  int trainer_group_restarts() const { return trainer_group_restarts_; }
 
   // Every process so far with its CPU seconds and exit status (running ones: CPU so far).
   Manifest manifest() const;
@@ -162,7 +176,7 @@ class Cluster {
  private:
   struct Member;
   Member& launch(const std::string& name, const std::string& role, std::vector<std::string> argv,
-                 const Placement& placement);
+                 const Placement& placement, const std::map<std::string, std::string>& env = {});
   // Waits until redis `m` answers PING; its exit status if it exited first. Throws ClusterError
   // after redis_start_timeout.
   std::optional<process::ExitStatus> await_redis(Member& m);
@@ -171,6 +185,10 @@ class Cluster {
   std::map<std::string, std::string> env_of(const std::string& role) const;
   void note(const std::string& line) const;
   void finish(Member& m, const char* how);  // records how a process that ended was stopped
+  process::ExitStatus wait_trainer_group(std::stop_token stop);
+  // RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT of trainer rank `rank`.
+  std::map<std::string, std::string> rank_env(int rank) const;
+  Placement rank_placement(int rank) const;
 
   ClusterOptions o_;
   std::filesystem::path run_dir_;
@@ -181,6 +199,8 @@ class Cluster {
   std::vector<std::unique_ptr<Member>> members_;
   std::int64_t started_unix_ms_ = 0;
   bool redis_up_ = false;  // start_redis() succeeded
+  int master_port_ = 0;    // the trainer group's rendezvous (rank 0's TCPStore)
+  int trainer_group_restarts_ = 0;
   bool stopped_ = false;
 };
 

@@ -23,6 +23,12 @@ Flags:
   --trainer-cpus LIST      CPUs of the trainer, e.g. 0 (default: not pinned)
   --spot-cpus LIST         CPUs of explorers, planner, reward and redis, e.g. 1 (default: not pinned)
   --trainer-threads N      run.threads of the trainer (default: the number of --trainer-cpus)
+  --trainer-ranks R        data-parallel trainer processes (sets trainer.ranks): trainer,
+                           trainer-1 .. trainer-<R-1>, each pinned to its share of
+                           --trainer-cpus (split evenly) with RANK, WORLD_SIZE, LOCAL_RANK,
+                           MASTER_ADDR and MASTER_PORT set; --trainer-threads is per rank
+  --trainer-restarts N     when a rank fails, stop the group and start it again (it resumes
+                           from its checkpoint), at most N times (default 3; with R > 1)
   --explorer-threads N     run.threads of each explorer (default 1)
   --base FILE              base checkpoint (sets model.base)
   --base-cache DIR         base checkpoint of this recipe from DIR, pretrained there when missing
@@ -117,6 +123,10 @@ LauncherOptions parse_launcher_command_line(const std::vector<std::string>& args
       o.cluster.spot.cpus = to_cpus(flag, value());
     } else if (flag == "--trainer-threads") {
       o.cluster.trainer.threads = to_int(flag, value(), 1);
+    } else if (flag == "--trainer-ranks") {
+      o.cluster.trainer_ranks = to_int(flag, value(), 1);
+    } else if (flag == "--trainer-restarts") {
+      o.cluster.trainer_restarts = to_int(flag, value(), 0);
     } else if (flag == "--explorer-threads") {
       o.cluster.explorer_threads = to_int(flag, value(), 1);
     } else if (flag == "--base") {

@@ -12,7 +12,7 @@
 
 namespace spotlight::cluster {
 
-extern const char* const kUsage;
+extern const char* const kUsage;  // NOLINT(readability-identifier-naming): a constant, kName
 
 struct LauncherOptions {
   ClusterOptions cluster;

@@ -64,6 +64,9 @@ class Options:
     channels: int = 0  # required channels (0: any); likewise width/height
     width: int = 0
     height: int = 0
+    # [lo, hi] the function's rewards lie in, declared in every reply; clients refuse rewards
+    # outside it (the task is dead-lettered as a reward fault).
+    reward_range: tuple = (0.0, 1.0)
 
 
 class WireError(Exception):
@@ -221,13 +224,15 @@ def decode_request(payload, options):
     return request
 
 
-def encode_reply(request_id, rewards=(), correct=(), error="", components=None):
+def encode_reply(request_id, rewards=(), correct=(), error="", components=None, reward_range=None):
     body = {
         "request_id": request_id,
         "rewards": [float(r) for r in rewards],
         "correct": [bool(c) for c in correct],
         "error": error,
     }
+    if reward_range is not None:
+        body["range"] = [float(reward_range[0]), float(reward_range[1])]
     if components:
         names = list(components)
         body["components"] = names
@@ -434,7 +439,8 @@ class RewardServer:
             end = begin + request["count"]
             parts = {n: v[begin:end] for n, v in components.items()} if components else None
             self._send(_reply_frames(peer, rid, STATUS_OK, encode_reply(
-                request["request_id"], rewards[begin:end], correct[begin:end], "", parts)))
+                request["request_id"], rewards[begin:end], correct[begin:end], "", parts,
+                self.options.reward_range)))
             begin = end
 
 
@@ -475,7 +481,11 @@ def main(argv=None):
     parser.add_argument("--channels", type=int, default=0)
     parser.add_argument("--width", type=int, default=0)
     parser.add_argument("--height", type=int, default=0)
+    parser.add_argument("--range", type=float, nargs=2, default=list(d.reward_range), metavar=("LO", "HI"),
+                        help="the range the function's rewards lie in, declared to clients (default 0 1)")
     args = parser.parse_args(argv)
+    if not (math.isfinite(args.range[0]) and math.isfinite(args.range[1]) and args.range[0] < args.range[1]):
+        parser.error("--range needs two finite numbers LO < HI")
     if args.max_batch < 1 or args.max_images < 1 or args.max_request_bytes < 1024 or args.batch_window_ms < 0:
         parser.error("--max-batch and --max-images must be >= 1, --max-request-bytes >= 1024, "
                      "--batch-window-ms >= 0")
@@ -483,7 +493,8 @@ def main(argv=None):
         bind=args.bind, metrics_bind=args.metrics_bind, max_batch=args.max_batch,
         batch_window_ms=args.batch_window_ms, max_request_bytes=args.max_request_bytes,
         max_images=args.max_images, handshake_timeout_ms=args.handshake_timeout_ms,
-        content=args.content, channels=args.channels, width=args.width, height=args.height)
+        content=args.content, channels=args.channels, width=args.width, height=args.height,
+        reward_range=(args.range[0], args.range[1]))
     serve(load_function(args.score), options)
 
 

@@ -1,9 +1,10 @@
 """A toy reward on latents, for the end-to-end test and as the smallest example of a score
 function for spotlight_reward.py:
 
-    spotlight_reward.py --score toy_latent_reward.py:score --content latents
+    spotlight_reward.py --score toy_latent_reward.py:score --content latents --range -1000 1000
 
-reward = mean of latent channel 0 (the policy learns to raise it); correct = reward > 0.
+reward = mean of latent channel 0 (the policy learns to raise it; not in the default declared
+range [0, 1], hence --range); correct = reward > 0.
 Components: the channel-0 mean and the mean absolute latent value.
 """
 

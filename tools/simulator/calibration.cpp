@@ -5,6 +5,8 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -178,6 +180,7 @@ struct SimulatedMoments {
 SimulatedMoments simulate_moments(const LearningParams& p, const ReplayOptions& o, int runs) {
   SimulatedMoments m;
   std::vector<ReplayRun> all;
+  all.reserve(static_cast<std::size_t>(std::max(0, runs)));
   for (int r = 0; r < runs; ++r)
     all.push_back(replay(p, o, 1000 + static_cast<std::uint64_t>(r)));
   const std::size_t points = all.front().validations.size();
@@ -228,7 +231,7 @@ double curve_objective(const LearningParams& p, const std::vector<CurveTarget>& 
 
 // Nelder-Mead on f over x (2 dimensions here), from a start and initial step sizes.
 std::vector<double> minimise(const std::function<double(const std::vector<double>&)>& f,
-                             std::vector<double> x0, const std::vector<double>& step,
+                             const std::vector<double>& x0, const std::vector<double>& step,
                              int iterations) {
   const std::size_t n = x0.size();
   std::vector<std::vector<double>> xs{x0};
@@ -238,6 +241,7 @@ std::vector<double> minimise(const std::function<double(const std::vector<double
     xs.push_back(x);
   }
   std::vector<double> fs;
+  fs.reserve(xs.size());
   for (const auto& x : xs)
     fs.push_back(f(x));
   for (int it = 0; it < iterations; ++it) {
@@ -306,7 +310,26 @@ Json params_json(const LearningParams& p) {
               {"validation_noise", p.validation_noise},
               {"global_std", p.global_std},
               {"advantage_clip", p.advantage_clip},
-              {"offpolicy_efficiency", p.offpolicy_efficiency}};
+              {"offpolicy_efficiency", p.offpolicy_efficiency},
+              {"law", to_string(p.law)},
+              {"categories", p.categories},
+              {"local_share", p.local_share},
+              {"selection_efficiency", p.selection_efficiency}};
+}
+
+// End progress of each run (mean of its last `smooth` validations minus the base score), by seed.
+std::map<std::uint64_t, double> run_ends(const MeasuredConfig& c, double base_score) {
+  std::map<std::uint64_t, double> out;
+  const std::size_t m = static_cast<std::size_t>(std::max(1, c.replay.smooth));
+  for (const auto& run : c.runs) {
+    if (run.curve.empty()) continue;
+    const std::size_t n = std::min(m, run.curve.size());
+    double sum = 0;
+    for (std::size_t i = run.curve.size() - n; i < run.curve.size(); ++i)
+      sum += run.curve[i].second;
+    out[run.seed] = sum / static_cast<double>(n) - base_score;
+  }
+  return out;
 }
 
 }  // namespace
@@ -435,6 +458,89 @@ std::vector<ConfigCheck> check(const Measured& measured, const LearningParams& p
   return out;
 }
 
+std::vector<GainCheck> check_gains(const Measured& measured, const LearningParams& params,
+                                   int replays, int bootstrap) {
+  const auto none = std::find_if(measured.configs.begin(), measured.configs.end(),
+                                 [](const MeasuredConfig& c) { return c.label == "none"; });
+  if (none == measured.configs.end()) {
+    throw CalibrationError(measured.source +
+                           ": no plain GRPO configuration (none) to compare with");
+  }
+  const auto simulated_end = [&](const MeasuredConfig& c) {
+    const ReplaySummary s = replay_many(params, c.replay, replays, 5000);
+    const std::size_t m =
+        std::min(s.mean_observed.size(), static_cast<std::size_t>(std::max(1, c.replay.smooth)));
+    double sum = 0;
+    for (std::size_t i = s.mean_observed.size() - m; i < s.mean_observed.size(); ++i)
+      sum += s.mean_observed[i];
+    return m > 0 ? sum / static_cast<double>(m) - measured.base_score : 0.0;
+  };
+  const double none_simulated = simulated_end(*none);
+  const auto none_ends = run_ends(*none, measured.base_score);
+  std::vector<GainCheck> out;
+  for (const auto& c : measured.configs) {
+    if (&c == &*none) continue;
+    GainCheck g;
+    g.label = c.label;
+    const auto ends = run_ends(c, measured.base_score);
+    // Paired by seed where both have it (the benchmark runs a seed's modes back to back).
+    std::vector<std::pair<double, double>> pairs;
+    for (const auto& [seed, e] : ends)
+      if (const auto it = none_ends.find(seed); it != none_ends.end())
+        pairs.emplace_back(e, it->second);
+    const bool paired = pairs.size() == ends.size() && pairs.size() == none_ends.size();
+    std::vector<double> mine, theirs;
+    for (const auto& [seed, e] : ends)
+      mine.push_back(e);
+    for (const auto& [seed, e] : none_ends)
+      theirs.push_back(e);
+    const auto mean = [](const std::vector<double>& v) {
+      double m = 0;
+      for (double x : v)
+        m += x / static_cast<double>(v.size());
+      return m;
+    };
+    if (mine.empty() || theirs.empty()) continue;
+    g.measured_gain = mean(mine) / mean(theirs);
+    std::mt19937_64 rng(0x5eed);
+    std::vector<double> ratios;
+    std::vector<double> a, b;
+    for (int k = 0; k < bootstrap; ++k) {
+      a.clear();
+      b.clear();
+      if (paired) {
+        std::uniform_int_distribution<std::size_t> pick(0, pairs.size() - 1);
+        for (std::size_t i = 0; i < pairs.size(); ++i) {
+          const auto& [x, y] = pairs[pick(rng)];
+          a.push_back(x);
+          b.push_back(y);
+        }
+      } else {
+        std::uniform_int_distribution<std::size_t> pa(0, mine.size() - 1), pb(0, theirs.size() - 1);
+        for (std::size_t i = 0; i < mine.size(); ++i)
+          a.push_back(mine[pa(rng)]);
+        for (std::size_t i = 0; i < theirs.size(); ++i)
+          b.push_back(theirs[pb(rng)]);
+      }
+      const double denominator = mean(b);
+      // A resample in which plain GRPO made no progress has no finite ratio: it counts as above
+      // every finite one (an interval that reaches it is open above).
+      ratios.push_back(denominator > 0 ? mean(a) / denominator : kInf);
+    }
+    std::sort(ratios.begin(), ratios.end());
+    const auto at = [&](double q) {
+      return ratios[std::min(ratios.size() - 1, static_cast<std::size_t>(q * ratios.size()))];
+    };
+    g.ci_low = at(0.025);
+    g.ci_high = at(0.975);
+    g.simulated_gain = none_simulated > 0 ? simulated_end(c) / none_simulated : kInf;
+    g.too_little = g.simulated_gain < g.ci_low - 1e-12;
+    g.too_much = g.simulated_gain > g.ci_high + 1e-12;
+    out.push_back(g);
+  }
+  return out;
+}
+
 LearningParams fit_starting(const std::vector<std::vector<double>>& base_candidates,
                             StartingFit* moments) {
   LearningParams p;
@@ -506,7 +612,7 @@ FitReport fit(const Measured& measured, const FitOptions& options) {
   }
   if (den > 0) p.steps_gamma = std::max(0.01, num / den);
   for (const auto& t : measured.taus) {
-    LearningParams q = p;
+    const LearningParams& q = p;
     report.taus.emplace_back(t.what + " S=" + std::to_string(t.steps) + "/" +
                                  std::to_string(t.rollout_steps) +
                                  " staleness=" + std::to_string(t.staleness) + " measured",
@@ -517,32 +623,87 @@ FitReport fit(const Measured& measured, const FitOptions& options) {
         model_tau(q, t.group, t.steps, t.rollout_steps, t.staleness, options.tau_prompts));
   }
 
-  // 3. Progress: eta and c on the mean curves (no noise: the means do not need it), then w and
-  // sigma_v on the variances.
+  // 3. Progress on the mean curves of the configurations fitted (no noise: the means do not need
+  // it); then w and sigma_v on their variances.
   std::vector<CurveTarget> targets;
-  for (const auto& c : measured.configs)
+  for (const auto& c : measured.configs) {
+    if (!options.fit_labels.empty() &&
+        std::find(options.fit_labels.begin(), options.fit_labels.end(), c.label) ==
+            options.fit_labels.end()) {
+      continue;
+    }
     targets.push_back(curve_target(c));
-  const auto objective = [&](const std::vector<double>& x) {
-    LearningParams q = p;
-    q.eta = std::exp(x[0]);
-    q.noise = std::exp(x[1]);
-    return curve_objective(q, targets, options.replays);
-  };
-  // A coarse grid first (the surface has a long valley along eta ~ sqrt(c)), then Nelder-Mead.
-  std::vector<double> best{std::log(0.05), std::log(1.0)};
-  double best_value = kInf;
-  for (double le = std::log(0.003); le <= std::log(1.0); le += 0.35) {
-    for (double lc = std::log(0.01); lc <= std::log(100.0); lc += 0.7) {
-      const double v = objective({le, lc});
-      if (v < best_value) {
-        best_value = v;
-        best = {le, lc};
+    report.fitted_labels.push_back(c.label);
+  }
+  if (targets.empty()) throw CalibrationError("fit: no measured configuration to fit");
+  p.law = options.law;
+  if (options.law == Law::kCosine) {
+    // eta and c.
+    const auto objective = [&](const std::vector<double>& x) {
+      LearningParams q = p;
+      q.eta = std::exp(x[0]);
+      q.noise = std::exp(x[1]);
+      return curve_objective(q, targets, options.replays);
+    };
+    // A coarse grid first (the surface has a long valley along eta ~ sqrt(c)), then Nelder-Mead.
+    std::vector<double> best{std::log(0.05), std::log(1.0)};
+    double best_value = kInf;
+    // (while loops: the grid's values summed step by step, as the committed fit's were)
+    double le = std::log(0.003);
+    while (le <= std::log(1.0)) {
+      double lc = std::log(0.01);
+      while (lc <= std::log(100.0)) {
+        const double v = objective({le, lc});
+        if (v < best_value) {
+          best_value = v;
+          best = {le, lc};
+        }
+        lc += 0.7;
+      }
+      le += 0.35;
+    }
+    best = minimise(objective, best, {0.2, 0.4}, 40);
+    p.eta = std::exp(best[0]);
+    p.noise = std::exp(best[1]);
+  } else {
+    // eta and selection_efficiency for each lambda of the grid; the best of them.
+    p.categories = options.categories;
+    double best_value = kInf;
+    LearningParams best_params = p;
+    for (const double lambda : options.local_shares) {
+      LearningParams base = p;
+      base.local_share = lambda;
+      const auto objective = [&](const std::vector<double>& x) {
+        LearningParams q = base;
+        q.eta = std::exp(x[0]);
+        q.selection_efficiency = std::max(0.0, x[1]);
+        return curve_objective(q, targets, options.replays);
+      };
+      std::vector<double> best{std::log(0.05), 1.0};
+      double value = kInf;
+      double le = std::log(0.002);
+      while (le <= std::log(2.0)) {
+        for (int step = 0; step <= 6; ++step) {
+          const double e = 0.5 * step;
+          const double v = objective({le, e});
+          if (v < value) {
+            value = v;
+            best = {le, e};
+          }
+        }
+        le += 0.35;
+      }
+      best = minimise(objective, best, {0.2, 0.25}, 40);
+      value = objective(best);
+      if (value < best_value) {
+        best_value = value;
+        best_params = base;
+        best_params.eta = std::exp(best[0]);
+        best_params.selection_efficiency = std::max(0.0, best[1]);
       }
     }
+    p = best_params;
   }
-  best = minimise(objective, best, {0.2, 0.4}, 40);
-  p.eta = std::exp(best[0]);
-  p.noise = std::exp(best[1]);
 
   double between = 0, jitter = 0;
   int weight = 0;
@@ -614,6 +775,7 @@ void write_fitted(const std::filesystem::path& path, const FitReport& r,
                 "they reproduce it."},
                {"source", source},
                {"target", r.target},
+               {"fitted_configurations", r.fitted_labels},
                {"params", params_json(r.params)},
                {"fit",
                 {{"starting",
@@ -652,6 +814,15 @@ LearningParams load_fitted(const std::filesystem::path& path) {
     l.global_std = field(p, "global_std", at).get<bool>();
     l.advantage_clip = field(p, "advantage_clip", at).get<double>();
     l.offpolicy_efficiency = field(p, "offpolicy_efficiency", at).get<double>();
+    // Law kContrast's parameters; a file without them is a fit of law kCosine.
+    if (p.contains("law")) {
+      l.law = parse_law(p.at("law").get<std::string>());
+      l.categories = field(p, "categories", at).get<int>();
+      l.local_share = field(p, "local_share", at).get<double>();
+      l.selection_efficiency = field(p, "selection_efficiency", at).get<double>();
+    }
+  } catch (const std::invalid_argument& e) {
+    throw CalibrationError(where + ": " + e.what());
   } catch (const Json::exception& e) {
     throw CalibrationError(where + ": " + e.what());
   }

@@ -16,6 +16,13 @@
 //      and the run-to-run jitter (variance of successive differences) of the measured curves
 // The measured iterations-to-target (Kaplan-Meier medians with bootstrap intervals) are not
 // fitted directly: they are what the fit is checked against (embedded_replay.hpp).
+//
+// Law kContrast (learning_model.hpp) replaces stage 3: eta and selection_efficiency minimise the
+// same curve objective, on a grid of lambda (local_share), over the configurations named in
+// FitOptions::fit_labels only (the others are held out); then w and sigma_v as above. Its check
+// is on the gain of selection itself (check_gains): the ratio of a selecting configuration's end
+// progress to plain GRPO's, measured with a paired bootstrap interval over seeds, which the
+// simulated ratio must fall in; it fails on too little gain as on too much.
 
 #include <filesystem>
 #include <stdexcept>
@@ -100,7 +107,8 @@ struct ConfigCheck {
 
 struct FitReport {
   LearningParams params;
-  double target = 0;  // the benchmark's target score
+  std::vector<std::string> fitted_labels;  // what stage 3 fitted (the rest was held out)
+  double target = 0;                       // the benchmark's target score
   StartingFit starting;
   std::vector<std::pair<std::string, double>> taus;  // "measured" and "model" per measurement
   double objective = 0;
@@ -111,7 +119,27 @@ struct FitOptions {
   int replays = 64;         // simulated runs per configuration while fitting
   int check_replays = 400;  // simulated runs per configuration for the check
   int tau_prompts = 3000;
+  Law law = Law::kCosine;
+  int categories = 1;                               // C of law kContrast
+  std::vector<std::string> fit_labels;              // configurations stage 3 fits (empty: all)
+  std::vector<double> local_shares{0.0, 0.5, 1.0};  // lambda grid of law kContrast
 };
+
+// The gain of selection in one configuration: its end progress over plain GRPO's ("none") in the
+// same measured file.
+struct GainCheck {
+  std::string label;
+  double measured_gain = 0;
+  double ci_low = 0, ci_high = 0;  // paired bootstrap 95% over seeds (independent if unpaired)
+  double simulated_gain = 0;
+  bool too_little = false;  // simulated below the interval
+  bool too_much = false;    // simulated above it
+  bool within() const { return !too_little && !too_much; }
+};
+
+// Every configuration but "none" of `measured` (none: CalibrationError if it lacks one).
+std::vector<GainCheck> check_gains(const Measured& measured, const LearningParams& params,
+                                   int replays, int bootstrap = 2000);
 
 FitReport fit(const Measured& measured, const FitOptions& options = {});
 

@@ -32,6 +32,8 @@ struct PublishedFigure {
   std::string note;
 };
 const std::vector<PublishedFigure>& published_figures();
+// SD3.5-M's GenEval score per task before RL (published_figures(): recalled, unsure).
+std::vector<double> geneval_base_rates();
 
 struct PublishedTarget {
   double base_score = 0.63;    // Flow-GRPO, SD3.5-M GenEval before RL

@@ -59,7 +59,7 @@ class Cluster {
     if (uses_spot(mode_)) {
       next_tick_ = trace_->gap_seconds -
                    std::fmod(o_.trace_offset_seconds, trace_->gap_seconds);  // next tick boundary
-      need_ = mode_ == Mode::kOffload ? cap_ : pool_need();
+      need_ = pool_need();
       adjust_pool();
     }
     start_iteration();
@@ -82,7 +82,7 @@ class Cluster {
       if (uses_spot(mode_)) {
         if (now_ >= next_tick_ - kEps) {
           next_tick_ += trace_->gap_seconds;
-          if (mode_ != Mode::kOffload) need_ = pool_need();
+          need_ = pool_need();
           adjust_pool();
         }
         if (now_ >= reacquire_at_ - kEps) {
@@ -175,7 +175,8 @@ class Cluster {
         result_.lost_gpu_seconds += taken;
       }
     }
-    if (mode_ == Mode::kOffload && phase_ == Phase::kWait && block_ && pool_.empty()) {
+    if (offloads() && phase_ == Phase::kWait && block_ && block_->iteration == iteration_ &&
+        pool_.empty()) {
       offload_to_reserved();
     }
     const int target = std::min({available, cap_, need_});
@@ -209,14 +210,18 @@ class Cluster {
 
   double trainer_event() const {
     if (phase_ == Phase::kCompute) return compute_end_;
-    if (block_ && block_->remaining() <= kEps) return now_;  // seeds ready: stop waiting now
+    if (block_ && block_->remaining() <= kEps) {
+      return std::max(now_, least_wait_until_);  // seeds ready: stop waiting now
+    }
     double next = wait_deadline_;
     if (block_) next = std::min(next, drain_event());
     return next;
   }
 
+  bool offloads() const { return mode_ == Mode::kOffload || mode_ == Mode::kOffloadPipelined; }
   double budget_seconds() const {
-    return mode_ == Mode::kAsyncReuse ? train_seconds() : rollout_seconds() + train_seconds();
+    return mode_ == Mode::kAsyncReuse || offloads() ? train_seconds()
+                                                    : rollout_seconds() + train_seconds();
   }
   double rollout_seconds() const { return simulator::rollout_seconds(o_, trainer_gpus_); }
   double train_seconds() const {
@@ -228,6 +233,15 @@ class Cluster {
   // work. 0 when not even the smallest arm fits: GPUs that could not finish anything in time
   // are not worth holding.
   int pool_need() const {
+    const int capacity = std::min(offer(), cap_);
+    if (offloads()) {
+      // Rollouts must happen whatever the pool: as many GPUs as finish them in time, at most
+      // what is offered.
+      const double work = static_cast<double>(o_.prompts) * o_.group_size * o_.rollout_steps * t_;
+      const int gpus =
+          static_cast<int>(std::ceil(work / (o_.bandit.time_margin * budget_seconds()) - kEps));
+      return std::min(gpus, capacity);
+    }
     std::vector<std::pair<int, int>> arms;  // (N, S)
     if (o_.fixed_candidates > 0) {
       arms.emplace_back(o_.fixed_candidates,
@@ -243,7 +257,6 @@ class Cluster {
         }
       }
     }
-    const int capacity = std::min(offer(), cap_);
     int need = 0;
     for (const auto& [n, st] : arms) {
       const double work = static_cast<double>(o_.prompts) * n * st * t_;
@@ -316,12 +329,28 @@ class Cluster {
         if (pool_.empty() && reacquire_at_ == kInf) offload_to_reserved();
         return;
       }
+      case Mode::kOffloadPipelined:
+        phase_ = Phase::kWait;
+        wait_deadline_ = kInf;
+        if (!block_ || block_->iteration != iteration_) {
+          // The first iteration's rollouts: the base's, on the reserved GPUs.
+          extra_compute_ = rollout_seconds();
+          wait_deadline_ = now_;
+          return;
+        }
+        if (reacquire_at_ != kInf && reacquire_at_ <= now_ + kEps) reacquire_at_ = kInf;
+        adjust_pool();
+        if (pool_.empty() && reacquire_at_ == kInf) offload_to_reserved();
+        return;
       case Mode::kAsync:
       case Mode::kAsyncReuse:
         if (iteration_ == 0) plan(0, 0);  // the base explored with itself
         phase_ = Phase::kWait;
-        wait_deadline_ = now_ + o_.max_wait_share * budget_seconds();
-        if (!block_ || block_->iteration != iteration_) wait_deadline_ = now_;
+        // The measured least wait (async_wait_share), and at most max_wait_share for seeds.
+        least_wait_until_ = now_ + o_.costs.async_wait_share * budget_seconds();
+        wait_deadline_ =
+            now_ + std::max(o_.max_wait_share, o_.costs.async_wait_share) * budget_seconds();
+        if (!block_ || block_->iteration != iteration_) wait_deadline_ = least_wait_until_;
         return;
     }
   }
@@ -335,7 +364,7 @@ class Cluster {
 
   void step_trainer() {
     if (phase_ == Phase::kWait) {
-      const bool ready = block_ && block_->remaining() <= kEps;
+      const bool ready = block_ && block_->remaining() <= kEps && now_ >= least_wait_until_ - kEps;
       if (ready || now_ >= wait_deadline_ - kEps) begin_compute();
     } else if (now_ >= compute_end_ - kEps) {
       finish_iteration();
@@ -390,6 +419,21 @@ class Cluster {
           random_group(i);
         compute = extra_compute_ + train_seconds();
         break;
+      case Mode::kOffloadPipelined: {
+        for (int i = 0; i < o_.prompts; ++i)
+          random_group(i);
+        if (iteration_ > 0) efficiency_ = o_.learning.offpolicy_efficiency;
+        compute = extra_compute_ + train_seconds();
+        // The next iteration's rollouts, with these weights, while they train.
+        Block b;
+        b.iteration = iteration_ + 1;
+        b.staleness = 1;
+        b.per_candidate = o_.rollout_steps * t_;
+        b.total = static_cast<double>(o_.prompts) * o_.group_size * b.per_candidate;
+        b.available_at = now_ + o_.costs.weight_publish_seconds;
+        block_ = b;
+        break;
+      }
       case Mode::kAsync:
       case Mode::kAsyncReuse: {
         const bool reuse = mode_ == Mode::kAsyncReuse;
@@ -410,6 +454,8 @@ class Cluster {
         } else {
           compute = rollout_seconds() + train_seconds();
         }
+        // The measured overheads: the staleness audit and the publish of the new weights.
+        compute = compute * (1 + o_.costs.async_audit_share) + o_.costs.weight_publish_seconds;
         // Tasks of this iteration are stale now; the next iteration is explored with these
         // weights while they train.
         block_.reset();
@@ -420,6 +466,7 @@ class Cluster {
     if (mode_ == Mode::kOffload) block_.reset();
     phase_ = Phase::kCompute;
     compute_end_ = now_ + compute;
+    if (mode_ == Mode::kOffloadPipelined) adjust_pool();
   }
 
   void finish_iteration() {
@@ -477,7 +524,8 @@ class Cluster {
   std::int64_t iteration_ = 0;
   Phase phase_ = Phase::kWait;
   double wait_start_ = 0, wait_deadline_ = kInf, compute_end_ = kInf, extra_compute_ = 0;
-  LevelCounts groups_;  // what the iteration trains on
+  double least_wait_until_ = 0;  // async: the measured least wait (StepCosts::async_wait_share)
+  LevelCounts groups_;           // what the iteration trains on
   double efficiency_ = 1.0;
 
   double spot_held_seconds_ = 0, spot_busy_seconds_ = 0, wait_total_ = 0;
@@ -495,6 +543,8 @@ const char* to_string(Mode mode) {
       return "none-matched";
     case Mode::kOffload:
       return "offload";
+    case Mode::kOffloadPipelined:
+      return "offload-pipelined";
     case Mode::kSync:
       return "sync";
     case Mode::kSyncStale:
@@ -508,15 +558,16 @@ const char* to_string(Mode mode) {
 }
 
 Mode parse_mode(const std::string& name) {
-  for (Mode m : {Mode::kNone, Mode::kNoneMatched, Mode::kOffload, Mode::kSync, Mode::kSyncStale,
-                 Mode::kAsync, Mode::kAsyncReuse}) {
+  for (Mode m : {Mode::kNone, Mode::kNoneMatched, Mode::kOffload, Mode::kOffloadPipelined,
+                 Mode::kSync, Mode::kSyncStale, Mode::kAsync, Mode::kAsyncReuse}) {
     if (name == to_string(m)) return m;
   }
   throw std::invalid_argument("unknown mode " + name);
 }
 
 bool uses_spot(Mode mode) {
-  return mode == Mode::kOffload || mode == Mode::kAsync || mode == Mode::kAsyncReuse;
+  return mode == Mode::kOffload || mode == Mode::kOffloadPipelined || mode == Mode::kAsync ||
+         mode == Mode::kAsyncReuse;
 }
 
 double rollout_seconds(const ClusterOptions& o, double gpus) {

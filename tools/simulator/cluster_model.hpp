@@ -12,12 +12,19 @@
 //   none-matched  none on R' = R + spot_price_ratio x (the spot GPUs the compared run held), at
 //                 data-parallel efficiency dp_efficiency(R'/R): the same money as reserved GPUs
 //   offload       the paper's baseline: rollouts of the current weights on the spot pool, then
-//                 training on the reserved GPUs; each waits for the other. With no spot GPU held
-//                 the reserved GPUs roll out themselves.
+//                 training on the reserved GPUs; each waits for the other. The pool is sized like
+//                 async's (what finishes P G S_roll t within time_margin x the training time, at
+//                 most the offer); with no spot GPU held the reserved GPUs roll out themselves.
+//   offload-pipelined  one step off: the pool rolls out iteration k+1 with weights k while the
+//                 reserved GPUs train k (trajectories one version old, trained at
+//                 offpolicy_efficiency); the trainer waits for them, or rolls them out itself when
+//                 the pool is empty
 //   sync          exploration of P N S candidates on the reserved GPUs, on the critical path
 //   async         Spotlight: the spot pool explores iteration k+1 with weights k while the reserved
 //                 GPUs train k; the trainer waits at most max_wait_share x its compute for them,
-//                 then prompts with fewer than G explored candidates use random seeds
+//                 then prompts with fewer than G explored candidates use random seeds. It pays
+//                 the measured overheads (StepCosts): at least async_wait_share x its compute
+//                 waiting, async_audit_share x its compute auditing, and a weight publish
 //   async-reuse   async whose explorers sample whole rollouts (S = S_roll) with weights k and keep
 //                 the trajectories: the trainer trains on the selected ones directly (off-policy by
 //                 one version) and rolls out only the prompts that came back short
@@ -47,7 +54,16 @@
 
 namespace spotlight::simulator {
 
-enum class Mode { kNone, kNoneMatched, kOffload, kSync, kSyncStale, kAsync, kAsyncReuse };
+enum class Mode {
+  kNone,
+  kNoneMatched,
+  kOffload,
+  kOffloadPipelined,
+  kSync,
+  kSyncStale,
+  kAsync,
+  kAsyncReuse
+};
 const char* to_string(Mode mode);
 Mode parse_mode(const std::string& name);  // throws std::invalid_argument
 bool uses_spot(Mode mode);

@@ -30,8 +30,11 @@ ReplayRun replay(const LearningParams& params, const ReplayOptions& o, std::uint
     trained.clear();
     double efficiency = 1.0;
     for (int i = 0; i < o.prompts; ++i) {
-      if (o.mode == Mode::kNone || o.mode == Mode::kNoneMatched || o.mode == Mode::kOffload) {
+      if (o.mode == Mode::kNone || o.mode == Mode::kNoneMatched || o.mode == Mode::kOffload ||
+          o.mode == Mode::kOffloadPipelined) {
         model.add_plain_group(k, i, o.group_size, trained);
+        // One step off: rollouts of the previous weights (the first iteration's of the base).
+        if (o.mode == Mode::kOffloadPipelined && k > 0) efficiency = params.offpolicy_efficiency;
       } else {
         // sync explores with these weights; sync-stale, async and reuse with the previous ones
         // (the first iteration's exploration used the base itself).

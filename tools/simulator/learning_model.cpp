@@ -5,6 +5,7 @@
 #include <numbers>
 #include <random>
 #include <stdexcept>
+#include <utility>
 
 #include "common/rl/advantages.hpp"
 #include "common/seeds/seeds.hpp"
@@ -22,6 +23,7 @@ enum Tag : std::uint64_t {
   kStep = 106,
   kValidation = 107,
   kSelection = 108,
+  kCategory = 109,
 };
 
 // A UniformRandomBitGenerator over SplitMix64 (cheap to make per prompt).
@@ -59,7 +61,81 @@ void set_rho(UpdateReport& r, double signal, double squares, double noise_weight
   r.rho = denominator > 0 ? signal / denominator : 0.0;
 }
 
+// The advantages rl::group_advantages gives each populated level of each group, from the counts:
+// on_group(i, group_std, flat) once per group, then (unless flat) on_level(i, count, advantage,
+// reward - group mean) per populated level. Throws on groups of unequal size.
+template <typename OnGroup, typename OnLevel>
+void for_each_advantage(const LevelCounts& groups, const LearningParams& params, OnGroup&& on_group,
+                        OnLevel&& on_level) {
+  const int n_groups = groups.groups();
+  if (n_groups == 0) return;
+  const int k = groups.levels();
+  const int g = groups.size(0);
+  // The batch's moments (rl::group_advantages with global_std) from the levels' totals.
+  std::vector<double> totals(static_cast<std::size_t>(k) + 1, 0.0);
+  for (int i = 0; i < n_groups; ++i) {
+    const int* c = groups.group(i);
+    for (int l = 0; l <= k; ++l)
+      totals[static_cast<std::size_t>(l)] += c[l];
+  }
+  const double all = static_cast<double>(n_groups) * g;
+  double global_mean = 0;
+  for (int l = 0; l <= k; ++l)
+    global_mean += totals[static_cast<std::size_t>(l)] * (static_cast<double>(l) / k);
+  global_mean /= all;
+  double global_squares = 0;
+  for (int l = 0; l <= k; ++l) {
+    const double d = static_cast<double>(l) / k - global_mean;
+    global_squares += totals[static_cast<std::size_t>(l)] * d * d;
+  }
+  const double global_std = std::sqrt(global_squares / all);
+  rl::AdvantageOptions options;  // only for its epsilon
+  for (int i = 0; i < n_groups; ++i) {
+    const int* c = groups.group(i);
+    int size = 0, populated = 0;
+    double mean = 0;
+    for (int l = 0; l <= k; ++l) {
+      size += c[l];
+      populated += c[l] > 0 ? 1 : 0;
+      mean += c[l] * (static_cast<double>(l) / k);
+    }
+    if (size != g) throw std::invalid_argument("learning model: unequal group sizes");
+    mean /= g;
+    double var = 0;
+    for (int l = 0; l <= k; ++l) {
+      const double d = static_cast<double>(l) / k - mean;
+      var += c[l] * d * d;
+    }
+    var /= g;
+    // An all-equal group: every advantage exactly 0 (its mean, summed from equal rewards, can
+    // miss the reward by a rounding residue, which must not make the group informative).
+    const bool flat = populated <= 1;
+    const double group_std = flat ? 0.0 : std::sqrt(var);
+    on_group(i, group_std, flat);
+    if (flat) continue;
+    const double std = params.global_std ? global_std : group_std;
+    for (int l = 0; l <= k; ++l) {
+      if (c[l] == 0) continue;
+      const double centred = static_cast<double>(l) / k - mean;
+      const double a = std::clamp(centred / (std + options.epsilon), -params.advantage_clip,
+                                  params.advantage_clip);
+      if (a == 0.0) continue;
+      on_level(i, c[l], a, centred);
+    }
+  }
+}
+
 }  // namespace
+
+const char* to_string(Law law) {
+  return law == Law::kContrast ? "contrast" : "cosine";
+}
+
+Law parse_law(const std::string& name) {
+  if (name == "cosine") return Law::kCosine;
+  if (name == "contrast") return Law::kContrast;
+  throw std::invalid_argument("unknown learning law " + name + " (cosine or contrast)");
+}
 
 double uniform01(std::uint64_t key) {
   return static_cast<double>(seeds::mix(key) >> 11) * 0x1.0p-53;
@@ -77,8 +153,22 @@ double sigmoid(double x) {
 }
 
 LearningModel::LearningModel(LearningParams params, std::uint64_t run_seed)
-    : p_(params), seed_(run_seed), z_(params.z0) {
+    : p_(std::move(params)),
+      seed_(run_seed),
+      z_(p_.z0),
+      u_(static_cast<std::size_t>(std::max(1, p_.categories)), 0.0) {
   if (p_.reward_levels < 1) throw std::invalid_argument("learning model: reward_levels < 1");
+  if (p_.categories < 1 || !(p_.local_share >= 0 && p_.local_share <= 1) ||
+      !(p_.selection_efficiency >= 0)) {
+    throw std::invalid_argument(
+        "learning model: categories >= 1, local_share in [0, 1], selection_efficiency >= 0");
+  }
+  if (!p_.category_offsets.empty()) {
+    if (p_.category_offsets.size() != u_.size()) {
+      throw std::invalid_argument("learning model: category_offsets must have C entries");
+    }
+    u_ = p_.category_offsets;
+  }
   if (!(p_.sigma_d >= 0) || !(p_.eta >= 0) || !(p_.noise >= 0)) {
     throw std::invalid_argument("learning model: sigma_d, eta and noise must be >= 0");
   }
@@ -98,10 +188,12 @@ LearningModel::LearningModel(LearningParams params, std::uint64_t run_seed)
 
 double LearningModel::score_at(double z) const {
   double s = 0;
-  for (std::size_t k = 0; k < quadrature_.size(); ++k) {
-    s += weights_[k] * sigmoid(z + p_.validation_offset - p_.sigma_d * quadrature_[k]);
+  for (const double u : u_) {
+    for (std::size_t k = 0; k < quadrature_.size(); ++k) {
+      s += weights_[k] * sigmoid(z + u + p_.validation_offset - p_.sigma_d * quadrature_[k]);
+    }
   }
-  return s;
+  return s / static_cast<double>(u_.size());
 }
 
 double LearningModel::observed_score(std::int64_t version) const {
@@ -110,9 +202,28 @@ double LearningModel::observed_score(std::int64_t version) const {
                        standard_normal(seeds::derive(seed_, {kValidation, signed_key(version)}));
 }
 
+std::uint64_t LearningModel::prompt_choice(std::int64_t iteration, int prompt) const {
+  return seeds::derive(seed_,
+                       {kPromptChoice, signed_key(iteration), static_cast<std::uint64_t>(prompt)});
+}
+
+int LearningModel::category(std::int64_t iteration, int prompt) const {
+  if (u_.size() <= 1) return 0;
+  const std::uint64_t choice = prompt_choice(iteration, prompt);
+  const std::uint64_t key =
+      p_.prompt_pool > 0
+          ? seeds::derive(0, {kCategory, choice % static_cast<std::uint64_t>(p_.prompt_pool)})
+          : seeds::derive(choice, {kCategory});
+  return static_cast<int>(key % static_cast<std::uint64_t>(u_.size()));
+}
+
+double LearningModel::success_probability(std::int64_t iteration, int prompt) const {
+  return sigmoid(z_ + u_[static_cast<std::size_t>(category(iteration, prompt))] -
+                 difficulty(iteration, prompt));
+}
+
 double LearningModel::difficulty(std::int64_t iteration, int prompt) const {
-  const std::uint64_t choice = seeds::derive(
-      seed_, {kPromptChoice, signed_key(iteration), static_cast<std::uint64_t>(prompt)});
+  const std::uint64_t choice = prompt_choice(iteration, prompt);
   // A pool's prompts have difficulties of their own, whichever run draws them.
   const std::uint64_t key =
       p_.prompt_pool > 0
@@ -130,7 +241,7 @@ double LearningModel::draw_reward(double p, std::uint64_t key) const {
 }
 
 double LearningModel::reward(std::int64_t iteration, int prompt, int candidate) const {
-  const double p = sigmoid(z_ - difficulty(iteration, prompt));
+  const double p = success_probability(iteration, prompt);
   return draw_reward(
       p, seeds::derive(seed_, {kReward, signed_key(iteration), static_cast<std::uint64_t>(prompt),
                                static_cast<std::uint64_t>(candidate)}));
@@ -153,13 +264,13 @@ double LearningModel::observed_reward(std::int64_t iteration, int prompt, int ca
                           static_cast<std::uint64_t>(staleness)});
   };
   if (f <= 0 || uniform01(path(kFlip)) >= f) return reward(iteration, prompt, candidate);
-  return draw_reward(sigmoid(z_ - difficulty(iteration, prompt)), path(kRedraw));
+  return draw_reward(success_probability(iteration, prompt), path(kRedraw));
 }
 
 template <typename Emit>
 void LearningModel::draw_plain(std::int64_t iteration, int prompt, int group_size,
                                Emit&& emit) const {
-  const double p = sigmoid(z_ - difficulty(iteration, prompt));
+  const double p = success_probability(iteration, prompt);
   Mix64 rng{seeds::derive(
       seed_, {kReward, signed_key(iteration), static_cast<std::uint64_t>(prompt), kPlainGroup})};
   for (int j = 0; j < group_size; ++j)
@@ -178,7 +289,7 @@ std::vector<double> LearningModel::plain_group(std::int64_t iteration, int promp
 void LearningModel::add_plain_group(std::int64_t iteration, int prompt, int group_size,
                                     LevelCounts& batch) const {
   if (batch.levels() != p_.reward_levels) throw std::invalid_argument("level counts: not K");
-  int* c = batch.add_group();
+  int* c = batch.add_group({category(iteration, prompt), false});
   draw_plain(iteration, prompt, group_size, [&](int level) { ++c[level]; });
 }
 
@@ -188,7 +299,7 @@ void LearningModel::draw_selected(std::int64_t iteration, int prompt, int candid
                                   Emit&& emit) const {
   if (candidates < group_size) throw std::invalid_argument("selected_group: candidates < G");
   const int k_levels = p_.reward_levels;
-  const double p = sigmoid(z_ - difficulty(iteration, prompt));
+  const double p = success_probability(iteration, prompt);
   Mix64 rng{seeds::derive(
       seed_, {kSelection, signed_key(iteration), static_cast<std::uint64_t>(prompt),
               static_cast<std::uint64_t>(candidates), static_cast<std::uint64_t>(steps),
@@ -271,7 +382,7 @@ void LearningModel::add_selected_group(std::int64_t iteration, int prompt, int c
                                        int steps, int rollout_steps, int staleness, int group_size,
                                        bool reuse, LevelCounts& batch) const {
   if (batch.levels() != p_.reward_levels) throw std::invalid_argument("level counts: not K");
-  int* c = batch.add_group();
+  int* c = batch.add_group({category(iteration, prompt), true});
   draw_selected(iteration, prompt, candidates, steps, rollout_steps, staleness, group_size, reuse,
                 [&](int level) { ++c[level]; });
 }
@@ -324,65 +435,18 @@ UpdateReport LearningModel::measure(const LevelCounts& groups, const LearningPar
   UpdateReport r;
   const int n_groups = groups.groups();
   if (n_groups == 0) return r;
-  const int k = groups.levels();
-  const int g = groups.size(0);
-  // The batch's moments (rl::group_advantages with global_std) from the levels' totals.
-  std::vector<double> totals(static_cast<std::size_t>(k) + 1, 0.0);
-  for (int i = 0; i < n_groups; ++i) {
-    const int* c = groups.group(i);
-    for (int l = 0; l <= k; ++l)
-      totals[static_cast<std::size_t>(l)] += c[l];
-  }
-  const double all = static_cast<double>(n_groups) * g;
-  double global_mean = 0;
-  for (int l = 0; l <= k; ++l)
-    global_mean += totals[static_cast<std::size_t>(l)] * (static_cast<double>(l) / k);
-  global_mean /= all;
-  double global_squares = 0;
-  for (int l = 0; l <= k; ++l) {
-    const double d = static_cast<double>(l) / k - global_mean;
-    global_squares += totals[static_cast<std::size_t>(l)] * d * d;
-  }
-  const double global_std = std::sqrt(global_squares / all);
-  rl::AdvantageOptions options;  // only for its epsilon
   double signal = 0, squares = 0, std_sum = 0;
-  for (int i = 0; i < n_groups; ++i) {
-    const int* c = groups.group(i);
-    int size = 0, populated = 0;
-    double mean = 0;
-    for (int l = 0; l <= k; ++l) {
-      size += c[l];
-      populated += c[l] > 0 ? 1 : 0;
-      mean += c[l] * (static_cast<double>(l) / k);
-    }
-    if (size != g) throw std::invalid_argument("learning model: unequal group sizes");
-    mean /= g;
-    double var = 0;
-    for (int l = 0; l <= k; ++l) {
-      const double d = static_cast<double>(l) / k - mean;
-      var += c[l] * d * d;
-    }
-    var /= g;
-    // An all-equal group: every advantage exactly 0 (its mean, summed from equal rewards, can
-    // miss the reward by a rounding residue, which must not make the group informative).
-    const double group_std = populated > 1 ? std::sqrt(var) : 0.0;
-    std_sum += group_std;
-    if (populated <= 1) {
-      ++r.zero_groups;
-      continue;
-    }
-    const double std = params.global_std ? global_std : group_std;
-    for (int l = 0; l <= k; ++l) {
-      if (c[l] == 0) continue;
-      const double centred = static_cast<double>(l) / k - mean;
-      const double a = std::clamp(centred / (std + options.epsilon), -params.advantage_clip,
-                                  params.advantage_clip);
-      if (a == 0.0) continue;
-      r.informative += c[l];
-      signal += c[l] * a * centred;
-      squares += c[l] * a * a;
-    }
-  }
+  for_each_advantage(
+      groups, params,
+      [&](int, double group_std, bool flat) {
+        std_sum += group_std;
+        r.zero_groups += flat ? 1 : 0;
+      },
+      [&](int, int count, double a, double centred) {
+        r.informative += count;
+        signal += count * a * centred;
+        squares += count * a * a;
+      });
   r.mean_std = std_sum / n_groups;
   set_rho(r, signal, squares, params.noise);
   return r;
@@ -390,11 +454,59 @@ UpdateReport LearningModel::measure(const LevelCounts& groups, const LearningPar
 
 UpdateReport LearningModel::train(const std::vector<std::vector<double>>& groups,
                                   double efficiency) {
+  if (p_.law == Law::kContrast) {
+    LevelCounts counts(p_.reward_levels);
+    for (const auto& g : groups)
+      counts.add_rewards(g);
+    return contrast_step(counts, efficiency);
+  }
   return step(measure(groups, p_), efficiency);
 }
 
 UpdateReport LearningModel::train(const LevelCounts& groups, double efficiency) {
+  if (p_.law == Law::kContrast) return contrast_step(groups, efficiency);
   return step(measure(groups, p_), efficiency);
+}
+
+UpdateReport LearningModel::contrast_step(const LevelCounts& groups, double efficiency) {
+  const std::int64_t update = updates_++;
+  UpdateReport r;
+  const int n_groups = groups.groups();
+  if (n_groups == 0) return r;
+  const int g = groups.size(0);
+  std::vector<double> by_category(u_.size(), 0.0);
+  double total = 0, squares = 0, std_sum = 0;
+  for_each_advantage(
+      groups, p_,
+      [&](int, double group_std, bool flat) {
+        std_sum += group_std;
+        r.zero_groups += flat ? 1 : 0;
+      },
+      [&](int i, int count, double a, double centred) {
+        const GroupTag& tag = groups.tag(i);
+        const double weight = tag.selected ? p_.selection_efficiency : 1.0;
+        const double contrast = weight * count * a * centred / g;
+        total += contrast;
+        by_category[static_cast<std::size_t>(tag.category) % by_category.size()] += contrast;
+        r.informative += count;
+        squares += count * a * a;
+      });
+  r.mean_std = std_sum / n_groups;
+  if (r.informative == 0) return r;  // the trainer skips a batch of zero advantages
+  const double mean_contrast = total / n_groups;
+  r.rho = mean_contrast;
+  const double noise = std::sqrt(squares) / r.informative;  // sqrt(N)
+  double shared = (1 - p_.local_share) * mean_contrast;
+  if (p_.step_noise > 0) {
+    shared +=
+        p_.step_noise * noise * standard_normal(seeds::derive(seed_, {kStep, signed_key(update)}));
+  }
+  r.step = p_.eta * efficiency * shared;
+  z_ += r.step;
+  const double categories = static_cast<double>(u_.size());
+  for (std::size_t c = 0; c < u_.size(); ++c)
+    u_[c] += p_.eta * efficiency * p_.local_share * categories * by_category[c] / n_groups;
+  return r;
 }
 
 UpdateReport LearningModel::step(UpdateReport r, double efficiency) {

@@ -24,6 +24,25 @@
 //                     rho = S / sqrt(S^2 + c N)                (cosine with the true direction)
 //                     z += eta * e * (rho + w sqrt(1 - rho^2) xi),  xi ~ Normal(0, 1)
 //                   e = 1 on-policy; `offpolicy_efficiency` for trajectories of older weights.
+//                   (law kCosine: the update's quality is a cosine, so what selection can add is
+//                   bounded by 1 / rho of plain GRPO's groups.)
+//
+// Law kContrast: a group teaches only its own contrast. Each prompt belongs to one of C
+// categories (a hash of the prompt, or of its pool slot); category c has a skill u_c of its own
+// besides the shared z, and p_i = sigmoid(z + u_c - d_i), s = mean over c of
+// E_d[sigmoid(z + u_c + delta - d)]. For a prompt whose reward is logistic in one logit, a
+// policy-gradient step with the trainer's advantages moves that logit by
+//                     s_g = sum_{j in g} A_j (r_j - mean of g) / G      (the group's contrast)
+// whatever its p: a flat group moves nothing, and a group selected for contrast moves its prompt
+// by what it contains. Over the P trained groups (e_g = selection_efficiency for a group kept
+// from explored candidates, 1 for a random one; N and xi as above):
+//                     z   += eta e [(1 - lambda) sum_g e_g s_g / P + w sqrt(N) xi]
+//                     u_c += eta e lambda C sum_{g of c} e_g s_g / P
+// lambda (local_share) is how much of what a group teaches stays with its category. What
+// selection gains is then a consequence of the rewards (binary rewards and hard prompts leave
+// plain GRPO's groups flat), of N and G and of what exploration observes, not a bound:
+// selection_efficiency says how much of the contrast selection adds is real learning (1: as
+// much as the same contrast on-policy; fitted, see calibration.hpp).
 // Deterministic: every draw is a hash of (run seed, what is drawn).
 
 #include <cstdint>
@@ -34,7 +53,12 @@
 
 namespace spotlight::simulator {
 
+enum class Law { kCosine, kContrast };
+const char* to_string(Law law);
+Law parse_law(const std::string& name);  // "cosine" or "contrast"; std::invalid_argument else
+
 struct LearningParams {
+  Law law = Law::kCosine;
   // Starting distribution (fitted to per-prompt candidate rewards of the base).
   double z0 = 0.5;
   double sigma_d = 1.5;
@@ -56,6 +80,13 @@ struct LearningParams {
   // Progress of an update on trajectories sampled with the previous weights (off-policy reuse),
   // relative to on-policy. An assumption until off-policy reuse is measured.
   double offpolicy_efficiency = 1.0;
+  // Law kContrast only.
+  int categories = 1;  // C
+  // Starting u_c of each category (empty: all 0; else C of them): categories that start
+  // apart, as GenEval's tasks do.
+  std::vector<double> category_offsets;
+  double local_share = 0.0;           // lambda
+  double selection_efficiency = 1.0;  // e_g of a selected group
 };
 
 // What one update saw and did.
@@ -73,6 +104,10 @@ class LearningModel {
 
   const LearningParams& params() const { return p_; }
   double skill() const { return z_; }
+  // Skill of category c beyond the shared one (0 under law kCosine).
+  double category_skill(int c) const { return u_[static_cast<std::size_t>(c)]; }
+  // Category of prompt slot `prompt` of `iteration` (0 with one category).
+  int category(std::int64_t iteration, int prompt) const;
   // Expected validation score at the current weights (no observation noise).
   double score() const { return score_at(z_); }
   double score_at(double z) const;
@@ -131,7 +166,11 @@ class LearningModel {
 
  private:
   double draw_reward(double p, std::uint64_t key) const;
+  // p of a sample of that prompt at the current weights.
+  double success_probability(std::int64_t iteration, int prompt) const;
+  std::uint64_t prompt_choice(std::int64_t iteration, int prompt) const;
   UpdateReport step(UpdateReport r, double efficiency);
+  UpdateReport contrast_step(const LevelCounts& groups, double efficiency);
   // The draws of plain_group() / selected_group(): `emit(level)` once per trained sample, in
   // order, with the sample's reward level l (reward l / K).
   template <typename Emit>
@@ -144,6 +183,7 @@ class LearningModel {
   LearningParams p_;
   std::uint64_t seed_;
   double z_;
+  std::vector<double> u_;  // per category (law kContrast)
   std::int64_t updates_ = 0;
   std::vector<double> quadrature_;  // standard normal nodes for s(z)
   std::vector<double> weights_;

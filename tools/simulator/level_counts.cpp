@@ -29,8 +29,9 @@ double LevelCounts::variance(int i) const {
   return squares / n;
 }
 
-int* LevelCounts::add_group() {
+int* LevelCounts::add_group(GroupTag tag) {
   counts_.resize(counts_.size() + width(), 0);
+  tags_.push_back(tag);
   return group(groups() - 1);
 }
 
@@ -41,6 +42,7 @@ void LevelCounts::add_rewards(const std::vector<double>& rewards) {
     const long l = std::lround(scaled);
     if (l < 0 || l > levels_ || std::abs(scaled - static_cast<double>(l)) > 1e-9) {
       counts_.resize(counts_.size() - width());
+      tags_.pop_back();
       throw std::invalid_argument("level counts: reward " + std::to_string(r) +
                                   " is not l / K for K = " + std::to_string(levels_));
     }

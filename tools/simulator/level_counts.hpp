@@ -8,11 +8,19 @@
 //   LevelCounts batch(levels);
 //   int* c = batch.add_group();  // K + 1 zeroed counts
 //   c[l] += 1;                   // a sample of reward l / K
+//
+// Each group also carries what the contrast law (learning_model.hpp) needs to know about it: the
+// category of its prompt and whether it was selected from explored candidates.
 
 #include <cstddef>
 #include <vector>
 
 namespace spotlight::simulator {
+
+struct GroupTag {
+  int category = 0;
+  bool selected = false;
+};
 
 class LevelCounts {
  public:
@@ -28,17 +36,23 @@ class LevelCounts {
   // Population variance of group i's rewards (rl::variance of the same rewards).
   double variance(int i) const;
 
+  const GroupTag& tag(int i) const { return tags_[static_cast<std::size_t>(i)]; }
+
   // Appends a group with every count 0 and returns its counts (valid until the next add_group).
-  int* add_group();
+  int* add_group(GroupTag tag = {});
   // Appends the counts of these rewards (each must be l / K for an integer l in 0..K).
   void add_rewards(const std::vector<double>& rewards);
   // Removes every group; keeps the buffer.
-  void clear() { counts_.clear(); }
+  void clear() {
+    counts_.clear();
+    tags_.clear();
+  }
 
  private:
   std::size_t width() const { return static_cast<std::size_t>(levels_) + 1; }
   int levels_;
   std::vector<int> counts_;
+  std::vector<GroupTag> tags_;
 };
 
 }  // namespace spotlight::simulator

@@ -1,5 +1,5 @@
 #pragma once
-// The task-level simulation of one post-training run (issue #5): simulated explorers and trainer
+// The task-level simulation of one post-training run: simulated explorers and trainer
 // driving the real pieces, one seed task at a time:
 //   - the planner's BanditExplorationPolicy (async) choosing (N, S) per iteration within the
 //     predicted training time and the live explorer count;

@@ -54,11 +54,19 @@ void write_cost_table(std::ostream& out, const StepCosts& c) {
   out << "| spot GPU start-up | " << c.explorer_startup_seconds
       << " s | assumed | boot, container start and a weights load before the first task |\n";
   out << "| weights to spot GPUs on the critical path | " << c.weight_publish_seconds
-      << " s | assumed | offload only: rollouts need the new weights at once |\n";
+      << " s | assumed | offload: rollouts need the new weights at once; async: the trainer "
+         "publishes each version |\n";
+  out << "| async: staleness audit's share of an iteration | " << c.async_audit_share
+      << " | measured (embedded) | the six-mode study: async's audit share 0.051 against none's "
+         "0.018 |\n";
+  out << "| async: trainer's least wait for explored seeds, share of an iteration | "
+      << c.async_wait_share
+      << " | measured (embedded) | the six-mode study's trainer wait share 0.254, one spot core "
+         "beside one reserved core |\n";
   out << "| data-parallel efficiency per doubling of the trainer's GPUs | "
       << c.dp_efficiency_per_doubling
       << " | assumed | strong scaling of a fixed batch: smaller per-GPU batches, more "
-         "communication |\n";
+         "communication; to be measured on the data-parallel trainer |\n";
   out << "| reserved price | " << c.reserved_price_per_hour
       << " per GPU-hour | assumed | a unit; every ratio is independent of it |\n";
   out << "| spot price | " << c.spot_price_ratio

@@ -20,8 +20,15 @@ struct StepCosts {
   double train_cost_factor = 3.0;
   // A joining spot GPU: boot, image pull, weights load, until it takes its first task.
   double explorer_startup_seconds = 120;
-  // New weights reaching spot GPUs that need them at once (offload's rollouts).
+  // New weights reaching spot GPUs that need them at once (offload's rollouts), and the trainer's
+  // publish of each version for async's explorers (on its critical path).
   double weight_publish_seconds = 5;
+  // async's overheads on the trainer's critical path, measured by the embedded benchmark
+  // (deploy/benchmark/study-6-modes, async against none): the staleness audit's extra share of an
+  // iteration (0.051 - 0.018), and the share of its iteration the trainer waited for explored
+  // seeds (0.254): a floor on async's wait, which the fluid pool alone may make shorter.
+  double async_audit_share = 0.033;
+  double async_wait_share = 0.25;
   // Data-parallel efficiency of the trainer on k times its GPUs: per_doubling ^ log2(k).
   double dp_efficiency_per_doubling = 0.9;
   double reserved_price_per_hour = 4.0;  // per GPU-hour

@@ -19,13 +19,14 @@ double round_to(double x, double unit) {
 }
 
 Json run_json(const std::string& calibration, const std::string& trace, double ratio,
-              const std::string& mode, int offset, const ClusterResult& r) {
+              double startup, const std::string& mode, int offset, const ClusterResult& r) {
   Json arms = Json::object();
   for (const auto& [arm, n] : r.arms)
     arms[arm] = n;
   return Json{{"calibration", calibration},
               {"trace", trace},
               {"ratio", ratio},
+              {"startup", startup},
               {"mode", mode},
               {"offset", offset},
               {"reached", r.reached},
@@ -36,6 +37,7 @@ Json run_json(const std::string& calibration, const std::string& trace, double r
               {"spot_cost", round_to(r.spot_cost, 0.01)},
               {"final_score", round_to(r.final_score, 1e-4)},
               {"mean_held_spot", round_to(r.mean_held_spot, 0.01)},
+              {"spot_gpu_hours", round_to(r.mean_held_spot * r.seconds / 3600.0, 0.01)},
               {"spot_busy_share", round_to(r.spot_busy_share, 1e-3)},
               {"mean_wait_seconds", round_to(r.mean_wait_seconds, 0.01)},
               {"fallback_prompts", r.fallback_prompts},
@@ -45,9 +47,10 @@ Json run_json(const std::string& calibration, const std::string& trace, double r
               {"arms", arms}};
 }
 
-ClusterOptions options_for(const StudyOptions& s, const Calibration& c, double ratio, int offset,
-                           const Trace* trace) {
+ClusterOptions options_for(const StudyOptions& s, const Calibration& c, double ratio,
+                           double startup, int offset, const Trace* trace) {
   ClusterOptions o = s.base;
+  o.costs.explorer_startup_seconds = startup;
   o.learning = c.learning;
   o.target_score = c.target_score;
   o.spot_ratio = ratio;
@@ -79,6 +82,7 @@ std::vector<ClusterResult> for_offsets(int n, int jobs, const F& f) {
     return out;
   }
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(jobs));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(jobs));
   for (int j = 0; j < jobs; ++j) {
     threads.emplace_back([&, j] {
@@ -124,7 +128,12 @@ std::string describe_study(const StudyOptions& s) {
                       {"noise", c.learning.noise},
                       {"step_noise", c.learning.step_noise},
                       {"global_std", c.learning.global_std},
-                      {"offpolicy_efficiency", c.learning.offpolicy_efficiency}}}});
+                      {"offpolicy_efficiency", c.learning.offpolicy_efficiency},
+                      {"law", to_string(c.learning.law)},
+                      {"categories", c.learning.categories},
+                      {"category_offsets", c.learning.category_offsets},
+                      {"local_share", c.learning.local_share},
+                      {"selection_efficiency", c.learning.selection_efficiency}}}});
   }
   std::vector<std::string> traces;
   for (const auto& t : s.traces)
@@ -143,6 +152,8 @@ std::string describe_study(const StudyOptions& s) {
                  {"offsets", s.offsets},
                  {"ratios", s.ratios},
                  {"gains", s.gains},
+                 {"startups", s.startups},
+                 {"modes", s.modes},
                  {"traces", traces},
                  {"costs",
                   {{"hardware", b.costs.hardware},
@@ -152,6 +163,8 @@ std::string describe_study(const StudyOptions& s) {
                    {"train_cost_factor", b.costs.train_cost_factor},
                    {"explorer_startup_seconds", b.costs.explorer_startup_seconds},
                    {"weight_publish_seconds", b.costs.weight_publish_seconds},
+                   {"async_audit_share", b.costs.async_audit_share},
+                   {"async_wait_share", b.costs.async_wait_share},
                    {"dp_efficiency_per_doubling", b.costs.dp_efficiency_per_doubling},
                    {"reserved_price_per_hour", b.costs.reserved_price_per_hour},
                    {"spot_price_ratio", b.costs.spot_price_ratio}}},
@@ -171,61 +184,68 @@ void run_study(const StudyOptions& s, std::ostream& out,
     for (const char* mode : {"none", "sync"}) {
       if (!wanted(s, mode) && std::string(mode) != "none") continue;
       const auto results = for_offsets(s.offsets, s.jobs, [&](int i) {
-        return simulate_cluster(parse_mode(mode), options_for(s, c, 1, i, nullptr), nullptr);
+        return simulate_cluster(parse_mode(mode), options_for(s, c, 1, 0, i, nullptr), nullptr);
       });
       for (int i = 0; i < s.offsets; ++i) {
         const ClusterResult& r = results[static_cast<std::size_t>(i)];
         if (std::string(mode) == "none") none_iterations.push_back(r.iterations);
-        out << run_json(c.name, "", 0, mode, i, r).dump() << "\n";
+        out << run_json(c.name, "", 0, 0, mode, i, r).dump() << "\n";
       }
       say(c.name + ": " + mode + " done");
     }
     const double none_median = median(none_iterations);
     for (const auto& trace : s.traces) {
       for (double ratio : s.ratios) {
-        std::vector<double> held;
-        for (const char* mode : {"offload", "async", "async-reuse"}) {
-          if (!wanted(s, mode)) continue;
-          const auto results = for_offsets(s.offsets, s.jobs, [&](int i) {
-            return simulate_cluster(parse_mode(mode), options_for(s, c, ratio, i, &trace), &trace);
-          });
-          for (int i = 0; i < s.offsets; ++i) {
-            const ClusterResult& r = results[static_cast<std::size_t>(i)];
-            if (std::string(mode) == "async") held.push_back(r.mean_held_spot);
-            out << run_json(c.name, trace.name, ratio, mode, i, r).dump() << "\n";
+        for (double startup : s.startups) {
+          const auto options = [&](int i, const Trace* t) {
+            return options_for(s, c, ratio, startup, i, t);
+          };
+          std::vector<double> held;
+          for (const char* mode : {"offload", "offload-pipelined", "async", "async-reuse"}) {
+            if (!wanted(s, mode)) continue;
+            const auto results = for_offsets(s.offsets, s.jobs, [&](int i) {
+              return simulate_cluster(parse_mode(mode), options(i, &trace), &trace);
+            });
+            for (int i = 0; i < s.offsets; ++i) {
+              const ClusterResult& r = results[static_cast<std::size_t>(i)];
+              if (std::string(mode) == "async") held.push_back(r.mean_held_spot);
+              out << run_json(c.name, trace.name, ratio, startup, mode, i, r).dump() << "\n";
+            }
           }
-        }
-        if (wanted(s, "none-matched") && !held.empty()) {
-          double mean_held = 0;
-          for (double h : held)
-            mean_held += h / static_cast<double>(held.size());
-          const auto results = for_offsets(s.offsets, s.jobs, [&](int i) {
-            ClusterOptions o = options_for(s, c, ratio, i, nullptr);
-            o.matched_spot_gpus = mean_held;
-            return simulate_cluster(Mode::kNoneMatched, o, nullptr);
-          });
-          for (int i = 0; i < s.offsets; ++i) {
-            const ClusterResult& r = results[static_cast<std::size_t>(i)];
-            out << run_json(c.name, trace.name, ratio, "none-matched", i, r).dump() << "\n";
+          if (wanted(s, "none-matched") && !held.empty()) {
+            double mean_held = 0;
+            for (double h : held)
+              mean_held += h / static_cast<double>(held.size());
+            const auto results = for_offsets(s.offsets, s.jobs, [&](int i) {
+              ClusterOptions o = options(i, nullptr);
+              o.matched_spot_gpus = mean_held;
+              return simulate_cluster(Mode::kNoneMatched, o, nullptr);
+            });
+            for (int i = 0; i < s.offsets; ++i) {
+              const ClusterResult& r = results[static_cast<std::size_t>(i)];
+              out << run_json(c.name, trace.name, ratio, startup, "none-matched", i, r).dump()
+                  << "\n";
+            }
           }
-        }
-        for (double g : s.gains) {
-          const int iterations = std::max(1, static_cast<int>(std::ceil(none_median / g - 1e-9)));
-          const auto results = for_offsets(s.offsets, s.jobs, [&](int i) {
-            ClusterOptions o = options_for(s, c, ratio, i, &trace);
-            o.fixed_iterations = iterations;
-            return simulate_cluster(Mode::kAsync, o, &trace);
-          });
-          for (int i = 0; i < s.offsets; ++i) {
-            const ClusterResult& r = results[static_cast<std::size_t>(i)];
-            Json line = run_json(c.name, trace.name, ratio, "async-gain", i, r);
-            line["gain"] = g;
-            out << line.dump() << "\n";
+          for (double g : s.gains) {
+            const int iterations = std::max(1, static_cast<int>(std::ceil(none_median / g - 1e-9)));
+            const auto results = for_offsets(s.offsets, s.jobs, [&](int i) {
+              ClusterOptions o = options(i, &trace);
+              o.fixed_iterations = iterations;
+              return simulate_cluster(Mode::kAsync, o, &trace);
+            });
+            for (int i = 0; i < s.offsets; ++i) {
+              const ClusterResult& r = results[static_cast<std::size_t>(i)];
+              Json line = run_json(c.name, trace.name, ratio, startup, "async-gain", i, r);
+              line["gain"] = g;
+              out << line.dump() << "\n";
+            }
           }
+          std::ostringstream what;
+          what << c.name << ": " << trace.name << " ratio 1:" << ratio << " start-up " << startup
+               << " s done";
+          say(what.str());
         }
-        std::ostringstream what;
-        what << c.name << ": " << trace.name << " ratio 1:" << ratio << " done";
-        say(what.str());
       }
     }
   }

@@ -5,12 +5,14 @@
 // of different modes with the same i are paired). Writes one JSON line per run; the tables and
 // plots are made from them (scripts/sim_report.py).
 //
-//   per calibration: none and sync on the reserved GPUs alone (offsets runs each);
-//   per trace x ratio: offload, async, async-reuse at each offset, then none-matched on the
-//     reserved GPUs that cost what async's reserved + spot GPUs cost on average there;
-//   sensitivity, per trace x ratio: async stopped after iterations(none) / g iterations for each
-//     assumed gain g of selection in iterations to the target: its time and cost against none's
-//     say how large g must be for a given speed-up or saving.
+//   per calibration: none (and sync) on the reserved GPUs alone (offsets runs each);
+//   per trace x ratio x spot start-up: offload, offload-pipelined, async (and async-reuse) at each
+//     offset, then none-matched on the reserved GPUs that cost what async's reserved + spot GPUs
+//     cost on average there;
+//   the selection gain as an input, per trace x ratio x start-up: async stopped after
+//     iterations(none) / g iterations for each gain g of selection in iterations to the target:
+//     its time and cost against each alternative's say at which g async breaks even
+//     (scripts/sim_report.py; the spot price enters there, as every run records its GPU-hours).
 
 #include <filesystem>
 #include <functional>
@@ -38,8 +40,9 @@ struct StudyOptions {
   std::vector<Trace> traces;
   std::vector<double> ratios{0.5, 1, 2, 4};
   int offsets = 30;
-  std::vector<double> gains{1, 1.5, 2, 3, 4, 6, 8};
-  std::vector<std::string> modes{"none", "sync", "offload", "async", "async-reuse", "none-matched"};
+  std::vector<double> gains{1, 1.25, 1.5, 2, 3, 4};
+  std::vector<double> startups{30, 120, 600};  // spot GPU start-up seconds
+  std::vector<std::string> modes{"none", "offload", "offload-pipelined", "async", "none-matched"};
   // Threads that run the offsets of one configuration at once; the output is the same for any
   // number (every run depends only on its options, lines are written in offset order).
   int jobs = 1;

@@ -527,6 +527,61 @@ TEST_F(LeaseQueueTest, PurgeRemovesOnlyUnrunTasksAndKeepsTheAccountingExact) {
             s.acked_total + s.dead_lettered_total + s.purged_total + s.length);
 }
 
+// Whoever can write the stream by hand (a buggy client, the owner's credentials) can acknowledge
+// or delete entries it never leased. reconcile() finds each such task (neither waiting, leased,
+// completed, dead-lettered nor purged) and enqueues it again with its first payload; the tasks
+// that are fine are left as they are, and the accounting holds again.
+TEST_F(LeaseQueueTest, ReconcileEnqueuesAgainTasksAcknowledgedOrDeletedByHand) {
+  auto q = make_queue();
+  for (const char* id :
+       {"done", "acked", "deleted", "leased", "dead", "waiting-deleted", "waiting", "purged"})
+    q.enqueue(id, std::string("payload-") + id);
+  std::map<std::string, Lease> held;
+  for (const Lease& l : q.lease("a", 5, milliseconds(0)))
+    held[l.task_id] = l;
+  ASSERT_EQ(held.size(), 5u);
+  ASSERT_TRUE(q.complete(held["done"], "r").acked);
+  ASSERT_EQ(q.purge(std::vector<std::string>{"purged"}, "passed").size(), 1u);
+  redis::RedisClient rogue(server().client_options());
+  const std::string stream = options().key_prefix + ":" + options().stream;
+  rogue.command({"XACK", stream, options().group, held["acked"].entry_id});
+  rogue.command({"XDEL", stream, held["deleted"].entry_id});
+  const auto waiting_deleted = q.enqueue("waiting-deleted", "").entry_id;  // a no-op: its id
+  rogue.command({"XDEL", stream, waiting_deleted});
+  ASSERT_EQ(q.reject(held["dead"], "forged"), FailOutcome::kDeadLettered);
+  // Before: the accounting is off (and nothing would deliver the three again).
+  QueueStats s = q.stats();
+  EXPECT_NE(s.enqueued_total + s.requeued_total,
+            s.acked_total + s.dead_lettered_total + s.purged_total + s.length);
+
+  const std::vector<std::string> ids{"done",   "acked",           "deleted",
+                                     "leased", "waiting-deleted", "waiting",
+                                     "dead",   "purged",          "never-enqueued"};
+  const Reconciliation r = q.reconcile(ids);
+  EXPECT_EQ(std::set<std::string>(r.requeued.begin(), r.requeued.end()),
+            (std::set<std::string>{"acked", "deleted", "waiting-deleted"}));
+  EXPECT_EQ(r.lost, std::vector<std::string>{"never-enqueued"});
+  EXPECT_TRUE(q.reconcile(ids).requeued.empty()) << "nothing vanished since";
+
+  std::map<std::string, Lease> again;
+  for (const Lease& l : q.lease("b", 10, milliseconds(0)))
+    again[l.task_id] = l;
+  ASSERT_EQ(again.size(), 4u);
+  for (const char* id : {"acked", "deleted", "waiting-deleted", "waiting"}) {
+    ASSERT_TRUE(again.count(id)) << id;
+    EXPECT_EQ(again[id].payload, std::string("payload-") + id);
+    EXPECT_TRUE(q.complete(again[id], "r").acked);
+  }
+  EXPECT_TRUE(q.complete(held["leased"], "r").acked);
+  s = q.stats();
+  EXPECT_EQ(s.reconciled_total, 3);
+  EXPECT_EQ(s.length, 0);
+  // The hand-acknowledged entry was deleted by reconcile(), not acknowledged by the queue: the
+  // accounting counts what the queue itself did.
+  EXPECT_EQ(s.enqueued_total + s.requeued_total,
+            s.acked_total + s.dead_lettered_total + s.purged_total + s.length);
+}
+
 // A waiter (the trainer) must tell a dead-lettered task from one still running: it reads as
 // abandoned with the dead letter's error, and the step that dead-lettered it rang the result bell.
 // A task that completed, failed once (retried), waits or is leased does not.

@@ -532,6 +532,61 @@ TEST(Rpc, AMessageWithTooManyFramesIsRejectedWithItsFrameCount) {
   EXPECT_EQ(s.server().counters().rejected_frame_count, 1u);
 }
 
+// With max_message_bytes, a connection that sends more than that unanswered is closed before the
+// server holds the message (libzmq would keep it whole until its last frame), the server counts
+// it and goes on serving; requests within the limit, large ones included, are answered as before.
+TEST(Rpc, AMessageAboveMaxMessageBytesClosesItsConnectionBeforeTheServerHoldsIt) {
+  RpcServerOptions options;
+  options.max_request_bytes = 64 * 1024;
+  options.max_message_bytes = 96 * 1024;
+  std::vector<std::string> rejects;  // on the run() thread, read after the counters show it
+  std::mutex mutex;
+  options.on_reject = [&](std::string_view reason) {
+    std::lock_guard lock(mutex);
+    rejects.emplace_back(reason);
+  };
+  ServingServer s(echo, options);
+  RpcClient client(s.endpoint());
+  EXPECT_EQ(client.call(std::string(60 * 1024, 'a'), kLong), "echo:" + std::string(60 * 1024, 'a'));
+  try {
+    client.call(std::string(80 * 1024, 'b'), kLong);  // within the message limit: answered
+    ADD_FAILURE() << "a payload above max_request_bytes was accepted";
+  } catch (const RpcRemoteError& e) {
+    EXPECT_EQ(e.status(), RpcStatus::kTooLarge);
+  }
+
+  zmq::context_t ctx;
+  zmq::socket_t dealer(ctx, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.connect(s.endpoint());
+  std::vector<zmq::message_t> out;
+  out.emplace_back();
+  const std::string header = request_header(3);
+  out.emplace_back(header.data(), header.size());
+  for (int i = 0; i < 200; ++i)
+    out.emplace_back(std::string(16 * 1024, 'x'));  // 3.2 MB in frames far below any limit
+  zmq::send_multipart(dealer, out);
+  const auto deadline = std::chrono::steady_clock::now() + kLong;
+  while (s.server().counters().rejected_message_size == 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  const auto counters = s.server().counters();
+  EXPECT_EQ(counters.rejected_message_size, 1u);
+  EXPECT_EQ(counters.rejected_frame_count, 0u);  // the server never saw the message
+  {
+    std::lock_guard lock(mutex);
+    EXPECT_EQ(rejects, (std::vector<std::string>{"too_large", "message_size"}));
+  }
+  EXPECT_EQ(RpcClient(s.endpoint()).call("after", kLong), "echo:after");
+
+  // The limit must leave room for a whole request.
+  RpcServerOptions bad;
+  bad.max_request_bytes = 1024 * 1024;
+  bad.max_message_bytes = 1024;
+  EXPECT_THROW(RpcServer(echo, bad), RpcError);
+}
+
 TEST(Rpc, StopEndsRun) {
   RpcServer server(echo);
   server.bind("tcp://127.0.0.1:*");

@@ -235,6 +235,62 @@ TEST_F(StoreTest, CorruptedChunkIsAChecksumMismatchNamingTheVersion) {
   }
 }
 
+// The checksum detects corruption, not substitution: whoever can write the weight keys can write
+// another blob with its own checksum. Manifests signed with the run's key are refused by a reader
+// holding the key when they are altered, unsigned, or signed with another key.
+TEST_F(StoreTest, SignedManifestsRefuseSubstitutedUnsignedAndOtherKeysWeights) {
+  const ManifestKey run_key{"run-key", std::string(32, 'k')};
+  const auto with_key = [](std::optional<ManifestKey> key) {
+    WeightStoreOptions o;
+    o.key_prefix = prefix();
+    o.chunk_bytes = 1 << 10;
+    o.manifest_key = [key] { return key; };
+    return RedisWeightStore(server().client_options(), o);
+  };
+  auto trainer = with_key(run_key);
+  auto explorer = with_key(run_key);
+  auto unchecked = weights(1 << 10);
+  const std::string blob = random_bytes(1000, 1);
+  const WeightManifest published = trainer.publish(1, blob);
+  EXPECT_EQ(published.key_id, "run-key");
+  EXPECT_EQ(published.signature.size(), 64u);
+  EXPECT_EQ(explorer.manifest(1), published);
+  EXPECT_TRUE(explorer.fetch(1) == blob);
+
+  // Substitution: another blob of the same size, its checksum written into the manifest.
+  const std::string other = random_bytes(1000, 2);
+  redis::RedisClient raw(server().client_options());
+  raw.command({"SET", trainer.chunk_key(1, 0), other});
+  raw.command({"HSET", trainer.manifest_key(1), "checksum", to_hex(xxh64(other))});
+  EXPECT_TRUE(unchecked.fetch(1) == other) << "a reader without the key takes the substitute";
+  try {
+    explorer.fetch(1);
+    FAIL() << "expected UntrustedWeights";
+  } catch (const UntrustedWeights& e) {
+    EXPECT_EQ(e.version(), 1);
+    EXPECT_NE(std::string(e.what()).find("does not match"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(explorer.manifest(1), UntrustedWeights);
+
+  unchecked.publish(2, blob);  // unsigned
+  try {
+    explorer.fetch(2);
+    FAIL() << "expected UntrustedWeights";
+  } catch (const UntrustedWeights& e) {
+    EXPECT_NE(std::string(e.what()).find("unsigned"), std::string::npos) << e.what();
+  }
+  with_key(ManifestKey{"another-key", std::string(32, 'x')}).publish(3, blob);
+  try {
+    explorer.fetch(3);
+    FAIL() << "expected UntrustedWeights";
+  } catch (const UntrustedWeights& e) {
+    EXPECT_NE(std::string(e.what()).find("another-key"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(with_key(std::nullopt).fetch(1), UntrustedWeights);    // no key to check with yet
+  EXPECT_THROW(with_key(std::nullopt).publish(4, blob), StoreError);  // nor to sign with
+  EXPECT_FALSE(explorer.manifest(4));
+}
+
 TEST_F(StoreTest, GcKeepsTheNewestAndLatest) {
   auto w = weights(1024);
   for (int v = 1; v <= 5; ++v)

@@ -577,6 +577,19 @@ TEST(WireRewardContent, ReplyComponentsRoundTripAndAreChecked) {
   EXPECT_EQ(e.field(), "component_rewards");
 }
 
+TEST(WireRewardContent, ReplyRangeRoundTripsAndMustBeAnInterval) {
+  RewardReply reply = sample_reward_reply();
+  reply.range = {-1.0, 2.5};
+  expect_round_trip(reply);
+  for (const std::vector<double>& bad : std::vector<std::vector<double>>{
+           {1.0, 1.0}, {2.0, 1.0}, {0.0}, {0.0, 1.0, 2.0}, {0.0, std::nan("")}}) {
+    reply.range = bad;
+    WireError e = expect_wire_error([&] { RewardReply::decode(reply.encode()); });
+    EXPECT_EQ(e.kind(), WireErrorKind::kBadValue);
+    EXPECT_EQ(e.field(), "range");
+  }
+}
+
 TEST(WireMalformed, WrongTypeMessageNamesExpectedAndActual) {
   const std::string bytes =
       rewrite_body(sample_seed_task().encode(), "seed", str_value("forty-two"));

@@ -91,15 +91,11 @@ TEST(ByomJob, TrainsOnlyTheAdaptersOfATorchScriptModelScoredByAPythonRewardServe
   o.redis_appendfsync = "always";
   o.explorers = 2;
   o.reward_command = {testing::python().string(),
-                      (tools / "reward_server/spotlight_reward.py").string(),
-                      "--score",
-                      (tools / "reward_server/toy_latent_reward.py").string() + ":score",
-                      "--bind",
-                      "{endpoint}",
-                      "--content",
-                      "latents",
-                      "--channels",
-                      "4"};
+                      (tools / "reward_server/spotlight_reward.py").string(), "--score",
+                      (tools / "reward_server/toy_latent_reward.py").string() + ":score", "--bind",
+                      "{endpoint}", "--content", "latents", "--channels", "4",
+                      // The channel-0 mean of latents: far inside; 1e30 would not be.
+                      "--range", "-1000", "1000"};
   o.run.overrides = {
       "run.id=" + run_id,
       "run.dir=" + (dir / "run").string(),

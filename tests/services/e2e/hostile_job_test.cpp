@@ -8,7 +8,8 @@
 //    unsigned; and a real task's fields with its signature, changed): one used to be run.
 // Now: the poisoned results are quarantined and their tasks run again, the trainer does not wait
 // out its deadline, every task ends with one valid result, the forged tasks are dead-lettered at
-// their first delivery with the reason and never produce a result.
+// their first delivery with the reason and never produce a result. And tasks deleted from the
+// stream by hand are enqueued again by the planner instead of being waited for.
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -231,6 +232,83 @@ TEST(HostileJob, PoisonedResultsAndForgedTasksNeitherStallNorRun) {
               << "\n";
     EXPECT_EQ(d.deliveries, 1) << id;
     EXPECT_FALSE(queue.result(id).has_value()) << id;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A client with the stream owner's credentials (hostile, or a buggy build) deletes every task of
+// iteration 2 the moment the planner enqueues them. Deleted entries are never delivered again: the
+// trainer used to wait its whole deadline for them ("N of 12 explored seeds missing at the
+// deadline") and train iteration 2 on fallback seeds. The planner's reconciliation enqueues them
+// again within a heartbeat: no iteration waits its deadline and every task ends with a result.
+TEST(HostileJob, TasksDeletedFromTheQueueAreEnqueuedAgainInsteadOfWaitedFor) {
+  SPOTLIGHT_REQUIRE_REDIS_SERVER();
+  const auto dir = testing::make_temp_dir("spotlight-vanish");
+  const std::string run_id = "vanish";
+  const run::RunKeys keys(run_id);
+  cluster::Cluster cluster(
+      job(dir, run_id, kIterations, static_cast<int>(kMaxWaitSeconds), /*explorers=*/1));
+  cluster.start();
+  redis::RedisOptions redis_options;
+  redis_options.port = cluster.redis_port();
+  redis::RedisClient rogue(redis_options);
+  const std::string stream = keys.explore_queue + ":tasks";
+  int deleted = 0;
+  ASSERT_TRUE(testing::wait_for(
+      [&] {
+        const auto r = rogue.command({"XRANGE", stream, "-", "+"});
+        for (const auto& entry : r.as_array()) {
+          const auto& fields = entry.as_array()[1].as_array();
+          for (std::size_t i = 0; i + 1 < fields.size(); i += 2) {
+            if (fields[i].as_string() != "task" || fields[i + 1].as_string().rfind("i2/", 0) != 0)
+              continue;
+            deleted += static_cast<int>(
+                rogue.command({"XDEL", stream, entry.as_array()[0].as_string()}).as_integer());
+          }
+        }
+        return deleted > 0;
+      },
+      300s))
+      << cluster.log_tail("planner");
+  std::cout << "deleted " << deleted << " of iteration 2's " << kPrompts * kCandidates
+            << " tasks from the stream\n";
+
+  expect_clean_end(cluster, 900s);
+  if (HasFatalFailure()) return;
+  std::ifstream metrics(dir / "run" / "metrics.jsonl");
+  int iterations = 0, fallbacks = 0;
+  for (std::string line; std::getline(metrics, line);) {
+    const auto m = nlohmann::json::parse(line);
+    if (m.at("iteration").get<int>() < 0) continue;
+    ++iterations;
+    fallbacks += m.value("fallback_prompts", 0);
+    std::cout << "iteration " << m.at("iteration") << ": " << m.value("iteration_seconds", -1.0)
+              << " s, waiting for explored seeds " << m.at("explore_seconds") << " s\n";
+    EXPECT_LT(m.at("explore_seconds").get<double>(), kMaxWaitSeconds / 2)
+        << "iteration " << m.at("iteration") << " stalled\n"
+        << cluster.log_tail("trainer");
+  }
+  EXPECT_EQ(iterations, kIterations);
+  EXPECT_EQ(fallbacks, 0);
+  queue::LeaseQueueOptions queue_options;
+  queue_options.key_prefix = keys.explore_queue;
+  queue::RedisLeaseQueue queue(redis_options, queue_options);
+  for (int k = 0; k < kIterations; ++k) {
+    for (int i = 0; i < kPrompts; ++i) {
+      for (int j = 0; j < kCandidates; ++j) {
+        const auto id = run::seed_task_id(k, i, j);
+        EXPECT_TRUE(queue.result(id).has_value()) << id;
+      }
+    }
+  }
+  const auto stats = queue.stats();
+  std::cout << "queue: reconciled " << stats.reconciled_total << ", acked " << stats.acked_total
+            << ", results " << stats.results << "\n";
+  EXPECT_GE(stats.reconciled_total, 1);
+  EXPECT_LE(stats.reconciled_total, deleted);
+  std::ifstream planner_log(dir / "run" / "logs" / "planner.log");
+  for (std::string line; std::getline(planner_log, line);) {
+    if (line.find("reconciliation") != std::string::npos) std::cout << line << "\n";
   }
   std::filesystem::remove_all(dir);
 }

@@ -79,5 +79,24 @@ TEST(StartupErrors, AnEmptyRunDirOrABadDeviceStopsEveryServiceThatReadsThem) {
   std::filesystem::remove_all(dir);
 }
 
+// A run.dir that cannot be created, or that is a file, would lose what the service writes there
+// (the planner's planner.jsonl, the trainer's checkpoints): every service that reads it refuses
+// it at start, naming the key, with exit code 2.
+TEST(StartupErrors, AnUnwritableRunDirStopsEveryServiceThatReadsIt) {
+  const auto dir = testing::make_temp_dir("spotlight-startup");
+  const auto file = dir / "a-file";
+  std::ofstream(file) << "not a directory\n";
+  for (const auto& b : binaries()) {
+    if (b.name == "reward") continue;  // its own schema has no run.dir
+    expect_refused(b, {"--set", "run.dir=/proc/nope"}, "config: 'run.dir': mkdir /proc/nope", dir);
+    expect_refused(b, {"--set", "run.dir=" + file.string()},
+                   "config: 'run.dir': create a file in " + file.string(), dir);
+  }
+  // The planner's decisions file may live elsewhere: its directory is checked too.
+  expect_refused(binaries()[1], {"--set", "planner.decisions_file=/proc/nope/planner.jsonl"},
+                 "config: 'planner.decisions_file': mkdir /proc/nope", dir);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace spotlight

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,6 +17,7 @@
 #include <set>
 #include <stop_token>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -23,12 +25,16 @@
 #include <gtest/gtest.h>
 
 #include "common/image/png.hpp"
+#include "common/log/log.hpp"
 #include "common/metrics/metrics.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/redis/client.hpp"
+#include "common/reward/remote_reward.hpp"
 #include "common/rollout/trajectory.hpp"
+#include "common/rpc/server.hpp"
 #include "common/run/run_config.hpp"
 #include "common/run/run_state.hpp"
+#include "common/run/task_key_source.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_trajectory_store.hpp"
 #include "common/store/redis_weight_store.hpp"
@@ -565,6 +571,94 @@ TEST_F(ExplorerTest, CorruptWeightsChunkIsDetectedAndNeverUsed) {
   EXPECT_EQ(w->metrics().weights_loaded.value(), 1);
 }
 
+// The error lines logged while it lives.
+class ErrorLines {
+ public:
+  ErrorLines() {
+    previous_ = log::set_sink([this](log::Level level, std::string_view line) {
+      if (level < log::Level::kError) return;
+      const std::lock_guard lock(mutex_);
+      lines_.emplace_back(line);
+    });
+  }
+  ~ErrorLines() { log::set_sink(previous_); }
+  ErrorLines(const ErrorLines&) = delete;
+  ErrorLines& operator=(const ErrorLines&) = delete;
+  std::vector<std::string> containing(std::string_view text) const {
+    const std::lock_guard lock(mutex_);
+    std::vector<std::string> out;
+    for (const std::string& line : lines_) {
+      if (line.find(text) != std::string::npos) out.push_back(line);
+    }
+    return out;
+  }
+
+ private:
+  log::Sink previous_;
+  mutable std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
+// A weights version whose blob is NaN loads fine (its checksum is right) and every sample it makes
+// is not finite: each task fails, again and again until dead-lettered. The explorer says which
+// version: one error line at the 3rd failure on it, then at every doubling (6, 12), not one per
+// failure and not none.
+TEST_F(ExplorerTest, RepeatedFailuresOnOneWeightsVersionAreLoggedWithTheVersion) {
+  auto nan = testing::micro_policy(3);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& w : nan->model()->parameters())
+      w.fill_(std::numeric_limits<float>::quiet_NaN());
+  }
+  publish(0, *nan);
+  ErrorLines errors;
+  auto w = worker(options("a"));
+  w->start();
+  const auto tasks = testing::seed_tasks(kRunId, 1, 1, 4, 0, kSteps);
+  testing::enqueue(*queue_, tasks, key());
+  ASSERT_TRUE(wait_for([&] { return queue_->stats().dead_letters == 4; }, kWait));
+  w->stop();
+  EXPECT_EQ(w->metrics().non_finite_samples.value(), 12);  // 4 tasks x max_deliveries 3
+  const auto lines = errors.containing("weights version 0: ");
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_NE(lines[0].find("weights version 0: 3 task failures with it"), std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find("not finite"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[2].find("weights version 0: 12 task failures"), std::string::npos) << lines[2];
+}
+
+// Weights whose manifest is not signed with the run's key are not the trainer's: an explorer whose
+// store checks signatures refuses them (counted, one error line naming the version) and runs its
+// tasks once the trainer publishes signed weights.
+TEST_F(ExplorerTest, WeightsWhoseManifestIsNotSignedWithTheRunsKeyAreRefused) {
+  auto p1 = testing::micro_policy(6);
+  auto p2 = testing::micro_policy(7);
+  const run::TaskKey run_key = key();
+  store_->publish(1, p1->weights_bytes());  // unsigned: not the trainer's
+  auto checked = weight_options();
+  checked.manifest_key = run::manifest_key_source(redis(), keys_.prefix, /*create=*/false);
+  auto o = options("a");
+  o.max_staleness = 0;
+  ErrorLines errors;
+  auto w = std::make_unique<Worker>(redis(), queue_options(), checked, o,
+                                    std::make_unique<DenseReward>());
+  w->start();
+  const auto tasks = testing::seed_tasks(kRunId, 2, 1, 2, 1, kSteps);  // need exactly v1+
+  testing::enqueue(*queue_, tasks, run_key);
+  ASSERT_TRUE(wait_for([&] { return w->metrics().weights_untrusted.value() >= 1; }, kWait));
+  EXPECT_FALSE(queue_->result(tasks[0].id).has_value());
+  EXPECT_EQ(w->metrics().weights_loaded.value(), 0);
+  ASSERT_FALSE(errors.containing("weights version 1 rejected (untrusted manifest)").empty());
+  EXPECT_NE(errors.containing("weights version 1 rejected")[0].find("unsigned"), std::string::npos);
+
+  auto trainer_options = weight_options();
+  trainer_options.manifest_key = run::manifest_key_source(redis(), keys_.prefix, /*create=*/true);
+  store::RedisWeightStore(redis(), trainer_options).publish(2, p2->weights_bytes());
+  ASSERT_TRUE(wait_for([&] { return all_done(tasks); }, kWait));
+  EXPECT_EQ(versions_of(tasks), (std::vector<std::int64_t>{2, 2}));
+  EXPECT_EQ(errors.containing("weights version 1 rejected").size(), 1u) << "logged once";
+}
+
 // Issue #13 (5): a forged but well-formed task (3000 sampler steps, written into the stream) was
 // run and its result stored. Tasks not signed by the run's planner are now dead-lettered at their
 // first delivery and never run; tasks it could not have made (outside the run's limits), tasks
@@ -630,6 +724,91 @@ TEST_F(ExplorerTest, ForgedMalformedAndOutOfLimitsTasksAreRefusedWhileGoodOnesCo
   EXPECT_EQ(m.sample_steps.value(), static_cast<double>(good.size() * kSteps));
   expect_results_match(good, 1);
   EXPECT_EQ(queue_->stats().length, 0);
+}
+
+// A reward service that answers with nonsense: 1e30 and -5 (finite, outside the range it
+// declares, [-1, 1]) and NaN. Those tasks are dead-lettered at once as reward faults, counted by
+// reason and logged with the service's endpoint; only the in-range reward (-0.5: outside the
+// default [0, 1], inside the declared range) becomes a result the trainer can read.
+TEST_F(ExplorerTest, RewardsOutsideTheDeclaredRangeOrNotFiniteDeadLetterTheirTasks) {
+  const std::vector<double> answers = {1e30, -5.0, std::nan(""), -0.5};
+  rpc::RpcServer rogue([&](std::vector<rpc::RpcRequest> batch) {
+    std::vector<rpc::RpcReply> out;
+    for (const auto& r : batch) {
+      const auto request = wire::RewardRequest::decode(r.payload);
+      wire::RewardReply reply;
+      reply.request_id = request.request_id;
+      for (std::int64_t i = 0; i < request.count; ++i) {
+        reply.rewards.push_back(answers[static_cast<std::size_t>(i) % answers.size()]);
+        reply.correct.push_back(false);
+      }
+      reply.range = {-1.0, 1.0};
+      out.emplace_back(reply.encode());
+    }
+    return out;
+  });
+  const std::string endpoint = rogue.bind("tcp://127.0.0.1:*");
+  std::jthread serving([&](std::stop_token stop) { rogue.run(stop); });
+
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  const auto previous = log::set_sink([&](log::Level, std::string_view line) {
+    std::lock_guard lock(mutex);
+    lines.emplace_back(line);
+  });
+  struct RestoreSink {
+    log::Sink sink;
+    ~RestoreSink() { log::set_sink(sink); }
+  } restore{previous};
+
+  auto p0 = testing::micro_policy(1);
+  publish(0, *p0);
+  const auto tasks = testing::seed_tasks(kRunId, 1, 1, 4, 0, kSteps);  // one chunk of 4
+  ASSERT_EQ(testing::enqueue(*queue_, tasks, key()), 4);
+  reward::RemoteRewardOptions remote;
+  remote.endpoint = endpoint;
+  auto w = worker(options("a"), std::make_unique<reward::RemoteReward>(remote));
+  w->start();
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return queue_->dead_letters(10).size() == 3 && queue_->stats().results == 1 &&
+               queue_->stats().length == 0;
+      },
+      kWait));
+  w->stop();
+
+  std::map<std::string, int> reasons;
+  for (const auto& d : queue_->dead_letters(10)) {
+    SCOPED_TRACE(d.error);
+    EXPECT_EQ(d.deliveries, 1);  // at once: rescoring the same image gives the same reward
+    EXPECT_NE(d.error.find("remote(" + endpoint + ")"), std::string::npos);
+    EXPECT_FALSE(queue_->result(d.task_id).has_value());
+    for (const char* reason : {"(out_of_range)", "(non_finite)"}) {
+      if (d.error.find(std::string("reward fault ") + reason) != std::string::npos) {
+        ++reasons[reason];
+      }
+    }
+  }
+  EXPECT_EQ(reasons["(out_of_range)"], 2);
+  EXPECT_EQ(reasons["(non_finite)"], 1);
+  std::vector<double> recorded;
+  for (const auto& t : tasks) {
+    if (auto r = result(t.id)) recorded.push_back(r->reward);
+  }
+  EXPECT_EQ(recorded, std::vector<double>{-0.5});
+  EXPECT_EQ(w->metrics().reward_faults("out_of_range").value(), 2);
+  EXPECT_EQ(w->metrics().reward_faults("non_finite").value(), 1);
+  EXPECT_EQ(w->metrics().tasks_completed.value(), 1);
+  // Logged with the endpoint (throttled: log::Throttle, tested on its own).
+  std::lock_guard lock(mutex);
+  int fault_lines = 0;
+  for (const auto& line : lines) {
+    if (line.find("reward fault") != std::string::npos &&
+        line.find(endpoint) != std::string::npos) {
+      ++fault_lines;
+    }
+  }
+  EXPECT_GE(fault_lines, 1);
 }
 
 TEST_F(ExplorerTest, TwoExplorersShareAQueueWithOneResultPerTask) {

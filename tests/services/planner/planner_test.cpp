@@ -5,11 +5,14 @@
 #include "services/planner/planner.hpp"
 
 #include <algorithm>
+#include <mutex>
 #include <set>
+#include <string_view>
 #include <thread>
 
 #include "common/clock/unix_time.hpp"
 #include "common/config/error.hpp"
+#include "common/log/log.hpp"
 #include "common/metrics/metrics.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/run/schedule.hpp"
@@ -280,6 +283,153 @@ TEST_F(PlannerTest, ARestartedPlannerEnqueuesNothingTwice) {
   for (const auto& l : leases)
     EXPECT_FALSE(tasks.count(l.task_id)) << l.task_id << " came back after completion";
   EXPECT_EQ(planner_state(), 1);
+}
+
+// A client other than the queue's scripts (a buggy or hostile one with the stream owner's
+// credentials) acknowledges or deletes tasks of the iteration the trainer is about to wait for,
+// leased or waiting: nobody holds them and no explorer would ever be given them again. The
+// planner's next reconciliation enqueues every one of them again, and counts them.
+TEST_F(PlannerTest, TasksThatVanishFromTheQueueAreEnqueuedAgain) {
+  const auto c = make_config();
+  set_trainer_iteration(0);
+  auto registry = std::make_shared<metrics::Registry>("planner");
+  auto planner = make_planner(c, registry);
+  ASSERT_EQ(planner->step(), StepOutcome::kRunning);
+  auto q = make_queue(c);
+  const auto leases = q.lease("explorer-a", 4, 0ms);
+  ASSERT_EQ(leases.size(), 4u);
+  const std::string stream = keys().explore_queue + ":tasks";
+  const std::string group = run::explore_queue_options(c).group;
+  std::set<std::string> vanished;
+  for (std::size_t k = 0; k < 2; ++k) {
+    client().command({"XACK", stream, group, leases[k].entry_id});
+    client().command({"XDEL", stream, leases[k + 2].entry_id});
+    vanished.insert({leases[k].task_id, leases[k + 2].task_id});
+  }
+  const auto waiting = stream_tasks();  // the leased ones and 26 waiting
+  int deleted = 0;
+  for (const auto& [id, task] : waiting) {
+    if (vanished.count(id) || deleted == 3) continue;
+    const std::string entry = q.enqueue(id, "").entry_id;  // known id: a no-op that names it
+    client().command({"XDEL", stream, entry});
+    vanished.insert(id);
+    ++deleted;
+  }
+  ASSERT_EQ(vanished.size(), 7u);
+
+  EXPECT_TRUE(wait_for(
+      [&] {
+        planner->step();
+        return registry->text().find("spotlight_planner_tasks_reconciled_total 7") !=
+               std::string::npos;
+      },
+      kPatience))
+      << registry->text();
+  // Every task of iterations 0 and 1 can be leased again, those that vanished included, once.
+  std::set<std::string> leased;
+  for (const auto& l : q.lease("explorer-b", 100, 0ms))
+    EXPECT_TRUE(leased.insert(l.task_id).second) << l.task_id << " delivered twice";
+  EXPECT_EQ(leased.size(), 30u);
+  for (const std::string& id : vanished)
+    EXPECT_TRUE(leased.count(id)) << id << " vanished and was not enqueued again";
+  // And nothing more vanished since: no second count.
+  planner->step();
+  EXPECT_NE(registry->text().find("spotlight_planner_tasks_reconciled_total 7"), std::string::npos);
+}
+
+// A restarted planner reconciles the iterations its predecessor enqueued too (from their plan
+// records): a task deleted by hand is enqueued again.
+TEST_F(PlannerTest, ARestartedPlannerReconcilesWhatItsPredecessorEnqueued) {
+  const auto c = make_config();
+  set_trainer_iteration(0);
+  make_planner(c, nullptr)->step();  // enqueues iterations 0 and 1, then stops
+  auto q = make_queue(c);
+  const std::string stream = keys().explore_queue + ":tasks";
+  const std::string entry = q.enqueue(run::seed_task_id(1, 2, 4), "").entry_id;
+  client().command({"XDEL", stream, entry});
+  auto registry = std::make_shared<metrics::Registry>("planner");
+  auto restarted = make_planner(c, registry);
+  EXPECT_TRUE(wait_for(
+      [&] {
+        restarted->step();
+        return registry->text().find("spotlight_planner_tasks_reconciled_total 1") !=
+               std::string::npos;
+      },
+      kPatience))
+      << registry->text();
+  EXPECT_EQ(restarted->status().tasks_enqueued, 0);
+  EXPECT_EQ(q.lease("explorer-a", 100, 0ms).size(), 30u);
+}
+
+// The error lines logged while it lives.
+class ErrorLines {
+ public:
+  ErrorLines() {
+    previous_ = log::set_sink([this](log::Level level, std::string_view line) {
+      if (level < log::Level::kError) return;
+      const std::lock_guard lock(mutex_);
+      lines_.emplace_back(line);
+    });
+  }
+  ~ErrorLines() { log::set_sink(previous_); }
+  ErrorLines(const ErrorLines&) = delete;
+  ErrorLines& operator=(const ErrorLines&) = delete;
+  std::vector<std::string> containing(std::string_view text) const {
+    const std::lock_guard lock(mutex_);
+    std::vector<std::string> out;
+    for (const std::string& line : lines_) {
+      if (line.find(text) != std::string::npos) out.push_back(line);
+    }
+    return out;
+  }
+
+ private:
+  log::Sink previous_;
+  mutable std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
+// Redis lost the run's state (restarted with an empty AOF, a FLUSHALL: here every key of the run
+// deleted). The run would recreate its keys and go on; the planner says once what vanished.
+TEST_F(PlannerTest, LostRunStateIsNamedInOneErrorLine) {
+  const auto c = make_config({"explorer.heartbeat_ms=10"});
+  set_trainer_iteration(1);
+  set_key("weights:latest", "1");
+  make_planner(c, nullptr)->step();  // enqueues iterations 1 and 2
+  auto q = make_queue(c);
+  const auto leases = q.lease("explorer-a", 1, 0ms);
+  ASSERT_EQ(leases.size(), 1u);
+  ASSERT_TRUE(q.complete(leases[0], "result").recorded);
+  auto registry = std::make_shared<metrics::Registry>("planner");
+  auto planner = make_planner(c, registry);
+  ASSERT_EQ(planner->step(), StepOutcome::kRunning);  // sees the run's state
+  ErrorLines errors;
+
+  const redis::Reply run_keys = client().command({"KEYS", keys().prefix + ":*"});
+  for (const auto& key : run_keys.as_array())
+    client().command({"DEL", key.as_string()});
+  EXPECT_TRUE(wait_for(
+      [&] {
+        planner->step();
+        return !errors.containing("Redis lost the run's state").empty();
+      },
+      kPatience));
+  wait_for(
+      [&] {
+        planner->step();
+        return false;
+      },
+      200ms);  // many more checks (one per 10 ms heartbeat): nothing new vanished
+  const auto lines = errors.containing("Redis lost the run's state");
+  ASSERT_EQ(lines.size(), 1u);
+  for (const char* what :
+       {"the trainer's progress (iteration 1, now none)",
+        "the planner's progress (enqueued through 2, now none)",
+        "the published weights (latest v1, now none)",
+        "the task queue (30 tasks enqueued in all, now 0", "the explored results (1)"}) {
+    EXPECT_NE(lines[0].find(what), std::string::npos) << what << " not in: " << lines[0];
+  }
+  EXPECT_NE(registry->text().find("spotlight_planner_state_losses_total 1"), std::string::npos);
 }
 
 TEST_F(PlannerTest, AMalformedTrainerIterationIsAnErrorNamingTheKey) {

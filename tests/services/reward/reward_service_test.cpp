@@ -292,6 +292,58 @@ TEST(RewardService, ScoresWithTheConfiguredWeights) {
   batch[0].payload = request_for(s, "w").encode();
   const auto reply = wire::RewardReply::decode(service.handle(std::move(batch))[0].body);
   EXPECT_EQ(reply.rewards, (std::vector<double>{0.75, 0.75, 0.75, 0.75}));
+  // The weighted sum's range is declared with the scores: [0, 0.5 + 0.25].
+  EXPECT_EQ(reply.range, (std::vector<double>{0.0, 0.75}));
+}
+
+// Every score reply declares the reward function's range; the client reports the latest one (or
+// reward.range before any, and for a service that declares none) and checks nothing itself.
+TEST(RemoteReward, ReportsTheRangeTheServiceDeclares) {
+  ServingReward server(RewardServiceOptions{},
+                       make_reward_function({"task", "task"}, {2.0, -1.0}, kTask));
+  RemoteRewardOptions o;
+  o.endpoint = server.endpoint();
+  o.range = RewardRange{-10.0, 10.0};
+  RemoteReward remote(o);
+  EXPECT_EQ(remote.range(), (RewardRange{-10.0, 10.0}));
+  const Sample s = samples(3, 7, false);
+  const auto scores = remote.score(s.prompts, s.images);
+  EXPECT_EQ(remote.range(), (RewardRange{-1.0, 2.0}));
+  for (const auto& x : scores)
+    EXPECT_FALSE(reward_fault(x.reward, remote.range()).has_value()) << x.reward;
+}
+
+TEST(RewardRange, FaultsAreNonFiniteOrOutsideTheRangeAndCheckedRewardsThrowThem) {
+  const RewardRange unit = kUnitRewardRange;
+  EXPECT_FALSE(reward_fault(0.0, unit).has_value());
+  EXPECT_FALSE(reward_fault(1.0, unit).has_value());
+  EXPECT_EQ(reward_fault(1e30, unit)->reason, "out_of_range");
+  EXPECT_EQ(reward_fault(-5.0, unit)->reason, "out_of_range");
+  EXPECT_EQ(reward_fault(std::nan(""), unit)->reason, "non_finite");
+  EXPECT_EQ(reward_fault(-INFINITY, unit)->reason, "non_finite");
+  EXPECT_EQ(reward_fault(1e30, unit)->message, "reward 1e+30 is outside the declared range [0, 1]");
+
+  // A function that answers nonsense: the checked wrapper refuses the batch, naming the function.
+  class Nonsense final : public RewardFunction {
+   public:
+    std::vector<Scored> score(const std::vector<task::Prompt>& prompts,
+                              const std::vector<task::Image>&) override {
+      return std::vector<Scored>(prompts.size(), Scored{1e30, true, {}});
+    }
+    std::string name() const override { return "nonsense"; }
+  };
+  auto checked = make_checked_reward(std::make_unique<Nonsense>());
+  const Sample s = samples(2, 3, false);
+  try {
+    checked->score(s.prompts, s.images);
+    FAIL() << "a reward of 1e30 was accepted";
+  } catch (const RewardFaultError& e) {
+    EXPECT_EQ(e.reason(), "out_of_range");
+    EXPECT_NE(std::string(e.what()).find("nonsense"), std::string::npos) << e.what();
+  }
+  // The embedded reward stays within its range.
+  auto task = make_checked_reward(make_task_reward(kTask));
+  EXPECT_EQ(task->score(s.prompts, s.images).size(), 2u);
 }
 
 // A reward function that always fails: every request of the batch gets the error.
@@ -579,6 +631,10 @@ TEST(RewardConfig, DefaultsAndTranslation) {
   EXPECT_EQ(o.max_request_bytes, 4096u);
   EXPECT_FALSE(o.curve.enabled());  // plain text unless a key file is configured
   EXPECT_EQ(o.handshake_timeout, zmqio::kDefaultHandshakeTimeout);
+  EXPECT_TRUE(o.limit_message_bytes);  // a message is cut off past its limit unless turned off
+  sources.overrides.push_back("reward.limit_message_bytes=false");
+  EXPECT_FALSE(
+      reward_service_options(config::Config::load(reward_schema(), sources)).limit_message_bytes);
 }
 
 TEST(RewardConfig, UnknownFunctionsAndMismatchedWeightsAreRejected) {
@@ -624,6 +680,16 @@ TEST(RemoteRewardConfig, ClientKeys) {
   const auto run = config::Config::load(run::run_schema(), {});
   EXPECT_EQ(run.get_int("reward.retries"), defaults.get_int("reward.retries"));
   EXPECT_EQ(run.get_int("reward.timeout_ms"), defaults.get_int("reward.timeout_ms"));
+  // reward.range: [0, 1] unless set; an empty or reversed interval is refused.
+  EXPECT_EQ(o->range, kUnitRewardRange);
+  sources.overrides.push_back("reward.range=[-1, 5]");
+  EXPECT_EQ(remote_reward_options(config::Config::load(remote_reward_schema(), sources))->range,
+            (RewardRange{-1.0, 5.0}));
+  for (const char* bad : {"reward.range=[1, 1]", "reward.range=[2, 1]", "reward.range=[0]"}) {
+    config::ConfigSources s;
+    s.overrides = {bad};
+    EXPECT_THROW(config::Config::load(remote_reward_schema(), s), config::ConfigError) << bad;
+  }
 }
 
 }  // namespace

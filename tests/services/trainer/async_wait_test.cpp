@@ -5,17 +5,22 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "common/log/log.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/redis/client.hpp"
 #include "common/run/run_keys.hpp"
+#include "common/run/run_state.hpp"
 #include "common/run/schedule.hpp"
+#include "common/store/redis_key_value_store.hpp"
 #include "common/wire/messages.hpp"
 #include "services/trainer/async_exploration.hpp"
 #include "tests/support/redis_server.hpp"
@@ -164,6 +169,69 @@ TEST_F(AsyncWaitTest, DeadLetteredCandidatesAreLostInsteadOfWaitedFor) {
   EXPECT_EQ(selection.candidate_rewards[0].size(), static_cast<std::size_t>(kCandidates));
   EXPECT_EQ(selection.candidate_rewards[1].size(), 1u);  // two of three dead-lettered
   EXPECT_EQ(selection.fallback_prompts, 1);              // fewer than G = 2 explored
+}
+
+// The warning lines logged while it lives.
+class WarningLines {
+ public:
+  WarningLines() {
+    previous_ = log::set_sink([this](log::Level level, std::string_view line) {
+      if (level < log::Level::kWarn) return;
+      const std::lock_guard lock(mutex_);
+      lines_.emplace_back(line);
+    });
+  }
+  ~WarningLines() { log::set_sink(previous_); }
+  WarningLines(const WarningLines&) = delete;
+  WarningLines& operator=(const WarningLines&) = delete;
+  int count(std::string_view text) const {
+    const std::lock_guard lock(mutex_);
+    int n = 0;
+    for (const std::string& line : lines_)
+      n += line.find(text) != std::string::npos ? 1 : 0;
+    return n;
+  }
+
+ private:
+  log::Sink previous_;
+  mutable std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
+// A trainer waiting longer than its last iteration (max_wait / 2 for the first) for explored seeds
+// says why, once per iteration: the planner never planned the iteration; it did, but no explorer
+// leases its tasks; it did, and none of its tasks is in the queue any more.
+TEST_F(AsyncWaitTest, AWaitLongerThanTheLastIterationSaysWhyOnce) {
+  const run::RunKeys keys(kRunId);
+  store::RedisKeyValueStore kv(server_->client_options(), keys.prefix);
+  run::RunState state(kv, keys);
+  auto o = options(100ms);
+  o.max_wait = 1s;
+  queue::RedisLeaseQueue trainer_queue(server_->client_options(), options_);
+  AsyncSeedSource source(o, trainer_queue, &state);
+  const std::vector<task::Prompt> prompts(kPrompts);
+  const auto plan = [&](std::int64_t t) {
+    state.put_plan_if_absent({.iteration = t, .candidates = kCandidates, .steps = 4});
+    state.put_planner_progress({.enqueued_through = t, .unix_ms = 1});
+  };
+  WarningLines lines;
+
+  source.select(kIteration, prompts);  // nothing planned
+  EXPECT_EQ(lines.count("because of no planner progress: no plan record"), 1);
+
+  plan(kIteration + 1);
+  for (int i = 0; i < kPrompts; ++i) {
+    for (int j = 0; j < kCandidates; ++j)
+      queue_->enqueue(run::seed_task_id(kIteration + 1, i, j), "task");
+  }
+  source.select(kIteration + 1, prompts);  // planned and enqueued, no explorer
+  EXPECT_EQ(lines.count("because of no explorers: 6 tasks wait"), 1);
+
+  queue_->destroy();  // the tasks are gone
+  plan(kIteration + 2);
+  source.select(kIteration + 2, prompts);
+  EXPECT_EQ(lines.count("because of an empty queue: none of the 6 missing tasks"), 1);
+  EXPECT_EQ(lines.count("longer than the last iteration"), 3) << "once per iteration";
 }
 
 TEST_F(AsyncWaitTest, WithoutNoticesItPollsAsBefore) {

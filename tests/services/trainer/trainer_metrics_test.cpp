@@ -61,5 +61,34 @@ TEST(TrainerMetrics, ReportsBecomeMetrics) {
   EXPECT_EQ(value_of(registry, "spotlight_trainer_validation_score"), 0.25);  // not re-validated
 }
 
+// Each rank of a data-parallel trainer: its own series, labelled with its rank.
+TEST(RankMetrics, EachRanksShareIsLabelledWithItsRank) {
+  metrics::Registry registry("trainer");
+  RankMetrics m(registry, 1, 2);
+  IterationReport r;
+  r.iteration = 0;
+  r.iteration_seconds = 4;
+  r.rollout_seconds = 1.5;
+  r.reward_seconds = 0.5;
+  r.train_seconds = 2;
+  r.allreduce_seconds = 0.25;
+  r.allreduce_bytes = 1000;
+  m.observe(r);
+  m.observe(r);
+  EXPECT_EQ(value_of(registry, "spotlight_trainer_group_ranks{rank=\"1\"}"), 2);
+  EXPECT_EQ(value_of(registry, "spotlight_trainer_rank_iterations_total{rank=\"1\"}"), 2);
+  EXPECT_EQ(value_of(registry, "spotlight_trainer_rank_iteration_seconds{rank=\"1\"}"), 4);
+  EXPECT_EQ(value_of(registry,
+                     "spotlight_trainer_rank_phase_seconds_total{phase=\"rollout\",rank=\"1\"}"),
+            4);
+  EXPECT_EQ(
+      value_of(registry, "spotlight_trainer_rank_phase_seconds_total{phase=\"train\",rank=\"1\"}"),
+      3.5);
+  EXPECT_EQ(value_of(registry,
+                     "spotlight_trainer_rank_phase_seconds_total{phase=\"allreduce\",rank=\"1\"}"),
+            0.5);
+  EXPECT_EQ(value_of(registry, "spotlight_trainer_rank_allreduce_bytes_total{rank=\"1\"}"), 2000);
+}
+
 }  // namespace
 }  // namespace spotlight::trainer

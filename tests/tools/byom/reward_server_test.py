@@ -47,7 +47,7 @@ class RewardServer(unittest.TestCase):
             metrics = port
         options = spotlight_reward.Options(
             bind="tcp://127.0.0.1:*", metrics_bind=f"127.0.0.1:{metrics}", max_batch=8,
-            batch_window_ms=50, max_request_bytes=4096, max_images=16)
+            batch_window_ms=50, max_request_bytes=4096, max_images=16, reward_range=(-2.0, 120.0))
         cls.server = spotlight_reward.RewardServer(score, options)
         cls.endpoint = cls.server.bind()
         cls.metrics_url = f"http://127.0.0.1:{metrics}/metrics"
@@ -94,6 +94,13 @@ class RewardServer(unittest.TestCase):
         self.assertAlmostEqual(body["component_rewards"][1], 2 * body["component_rewards"][0])
         self.assertEqual(body["correct"], [r > 0.5 for r in body["rewards"]])
         self.assertIn(((2, 5, 3, 4), ["a", "b"]), calls)  # the function saw [N, C, H, W]
+
+    def test_every_score_declares_the_reward_range(self):
+        # Clients check every reward against it (docs/reward-protocol.md, "Reward range").
+        images = np.full((1, 2, 2, 3), 0.5, dtype=np.float32)
+        body = self.reply(self.client(), request("r-range", images, ["a"]))
+        self.assertEqual(body["error"], "")
+        self.assertEqual(body["range"], [-2.0, 120.0])
 
     def test_batches_concurrent_requests_into_one_call(self):
         sockets = [self.client() for _ in range(3)]

@@ -250,3 +250,77 @@ TEST_F(ClusterTest, ABadRunSettingStopsBeforeAnythingStarts) {
 
 }  // namespace
 }  // namespace spotlight::cluster
+
+namespace spotlight::cluster {
+namespace {
+
+TEST(LauncherCommandLine, TrainerRanksAndTheirCpusMustSplitEvenly) {
+  const auto o = parse_launcher_command_line(
+      {"--trainer-ranks", "2", "--trainer-cpus", "0-3", "--trainer-restarts", "5"},
+      "spotlight-cluster");
+  EXPECT_EQ(o.cluster.trainer_ranks, 2);
+  EXPECT_EQ(o.cluster.trainer_restarts, 5);
+  auto uneven = o.cluster;
+  uneven.bin_dir = "/bin";
+  uneven.trainer.cpus = {0, 1, 2};
+  EXPECT_THROW(uneven.validate(), std::invalid_argument);
+  EXPECT_THROW(parse_launcher_command_line({"--trainer-ranks", "0"}, "spotlight-cluster"),
+               std::invalid_argument);
+}
+
+TEST_F(ClusterTest, TrainerRanksRunPinnedToTheirShareWithTheRendezvousEnvironment) {
+  const auto cpus = process::affinity_of(0);
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs to pin two ranks apart";
+  auto o = options({.trainer = "echo \"rank=$RANK of $WORLD_SIZE at $MASTER_ADDR:$MASTER_PORT\""});
+  o.trainer.cpus = {cpus[0], cpus[1]};
+  o.trainer_ranks = 2;
+  Cluster cluster(o);
+  cluster.start();
+  EXPECT_TRUE(cluster.wait_trainer().success());
+  cluster.stop();
+  ASSERT_EQ(cluster.trainer_names(), (std::vector<std::string>{"trainer", "trainer-1"}));
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto log = read_text(cluster.run_dir() / "logs" /
+                               (cluster.trainer_names()[static_cast<size_t>(rank)] + ".log"));
+    EXPECT_NE(log.find("rank=" + std::to_string(rank) + " of 2 at 127.0.0.1:"), std::string::npos)
+        << log;
+    EXPECT_NE(log.find("trainer.ranks=2"), std::string::npos) << log;
+    EXPECT_NE(log.find("run.threads=1"), std::string::npos) << log;
+    EXPECT_NE(log.find("Cpus_allowed_list:\t" + std::to_string(cpus[static_cast<size_t>(rank)])),
+              std::string::npos)
+        << log;
+  }
+}
+
+// Rank 1 fails once (as a killed rank would, and rank 0's collective after it): the launcher stops
+// the group and starts both ranks again.
+TEST_F(ClusterTest, AFailedRankRestartsTheWholeTrainerGroup) {
+  const auto marker = dir_ / "rank1-failed";
+  auto o = options({.trainer = "if [ \"$RANK\" = 1 ] && [ ! -e " + marker.string() +
+                               " ]; then touch " + marker.string() + "; exit 9; fi; [ -e " +
+                               marker.string() + " ] || exec sleep 60; exit 0"});
+  o.trainer_ranks = 2;
+  std::ostringstream echo;
+  o.echo = &echo;
+  Cluster cluster(o);
+  cluster.start();
+  EXPECT_TRUE(cluster.wait_trainer().success()) << echo.str();
+  EXPECT_EQ(cluster.trainer_group_restarts(), 1);
+  EXPECT_NE(echo.str().find("trainer-1 failed (exit 9)"), std::string::npos) << echo.str();
+  cluster.stop();
+  for (const auto& p : cluster.manifest().processes)
+    EXPECT_EQ(p.restarts, 1) << p.name;
+}
+
+TEST_F(ClusterTest, ARankFailingEveryTimeEndsTheJobWithItsStatusOnceTheRestartsAreSpent) {
+  auto o = options({.trainer = "[ \"$RANK\" = 1 ] && exit 9; exec sleep 60"});
+  o.trainer_ranks = 2;
+  o.trainer_restarts = 2;
+  Cluster cluster(o);
+  cluster.start();
+  EXPECT_EQ(cluster.wait_trainer().code, 9);
+  EXPECT_EQ(cluster.trainer_group_restarts(), 2);
+}
+
+}  // namespace
+}  // namespace spotlight::cluster

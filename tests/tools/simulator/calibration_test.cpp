@@ -99,6 +99,61 @@ TEST(Calibration, AMisFittedModelFailsTheCheck) {
   EXPECT_GT(outside, 0);
 }
 
+// The contrast law (deploy/sim/calibration/contrast/fitted.json), fitted by
+// `spotlight-sim fit --law contrast --categories 4` on the ten-seed study (none, sync, async), is
+// checked on the gain of selection itself: each selecting configuration's end progress over plain
+// GRPO's, measured with a paired bootstrap interval over seeds. The six-mode study was held out,
+// sync-stale with it (a mode the fit never saw).
+LearningParams contrast_fit() {
+  const LearningParams p = load_fitted(calibration_dir() / "contrast" / "fitted.json");
+  EXPECT_EQ(p.law, Law::kContrast);
+  return p;
+}
+
+TEST(ContrastCalibration, TheFitsGainsAreWithinTheMeasuredIntervalsFittedAndHeldOut) {
+  const LearningParams fitted = contrast_fit();
+  int checked = 0;
+  for (const auto* file : {"measured.json", "study-6-modes/measured.json"}) {
+    const Measured measured = load_measured(calibration_dir() / file);
+    for (const auto& g : check_gains(measured, fitted, 400)) {
+      ++checked;
+      EXPECT_TRUE(g.within()) << file << " " << g.label << ": simulated gain " << g.simulated_gain
+                              << " outside [" << g.ci_low << ", " << g.ci_high << "] around "
+                              << g.measured_gain;
+    }
+  }
+  EXPECT_EQ(checked, 5);  // async and sync, then async, sync and sync-stale held out
+}
+
+// The check rejects a law that gives selection too little: selected groups teaching half of what
+// the fit says (gain below 1).
+TEST(ContrastCalibration, TooLittleGainFailsTheCheck) {
+  LearningParams weak = contrast_fit();
+  weak.selection_efficiency *= 0.6;
+  int too_little = 0;
+  for (const auto* file : {"measured.json", "study-6-modes/measured.json"}) {
+    for (const auto& g : check_gains(load_measured(calibration_dir() / file), weak, 200)) {
+      too_little += g.too_little ? 1 : 0;
+      EXPECT_FALSE(g.too_much) << g.label;
+    }
+  }
+  EXPECT_GT(too_little, 0);
+}
+
+// ... and one that gives it too much: selected groups teaching three times as much.
+TEST(ContrastCalibration, TooMuchGainFailsTheCheck) {
+  LearningParams strong = contrast_fit();
+  strong.selection_efficiency *= 3;
+  int too_much = 0;
+  for (const auto* file : {"measured.json", "study-6-modes/measured.json"}) {
+    for (const auto& g : check_gains(load_measured(calibration_dir() / file), strong, 200)) {
+      too_much += g.too_much ? 1 : 0;
+      EXPECT_FALSE(g.too_little) << g.label;
+    }
+  }
+  EXPECT_GT(too_much, 0);
+}
+
 TEST(Calibration, RejectsAMeasuredFileWithoutItsFields) {
   const auto dir = std::filesystem::temp_directory_path() / "spotlight-calibration-test";
   std::filesystem::create_directories(dir);

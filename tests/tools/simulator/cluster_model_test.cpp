@@ -177,6 +177,65 @@ TEST(ClusterModel, AsyncReuseTrainsWithoutRollingOutOnTheReservedGpus) {
 // The fluid cluster model against the task-level simulation (real lease queue, reaper, bandit,
 // one seed task at a time) on the same run with a full, constant pool: the same learning, and
 // iterations and time within a few percent.
+// offload sizes its pool like async's: what rolls out the batch within the time margin of the
+// training it waits beside, not the whole cap the trace offers.
+TEST(ClusterModel, OffloadHoldsWhatItsRolloutsNeed) {
+  ClusterOptions o = small();
+  o.spot_ratio = 8;  // a cap of 64 GPUs, all offered
+  const Trace full = constant_trace(64);
+  const auto r = simulate_cluster(Mode::kOffload, o, &full);
+  ASSERT_TRUE(r.reached);
+  const double work = static_cast<double>(o.prompts) * o.group_size * o.rollout_steps *
+                      o.costs.seconds_per_sample_step;
+  const double train = training_seconds(o, o.reserved_gpus) - rollout_seconds(o, o.reserved_gpus);
+  const double need = std::ceil(work / (o.bandit.time_margin * train));
+  EXPECT_LE(r.mean_held_spot, need + 1e-9);
+  EXPECT_LT(r.mean_held_spot, 64);
+  EXPECT_GT(r.mean_held_spot, 0);
+}
+
+// One step off: the pool rolls out the next iteration while the reserved GPUs train, so with a
+// pool large enough the trainer barely waits; with none at all the reserved GPUs roll out, and
+// the run takes none's time plus nothing.
+TEST(ClusterModel, PipelinedOffloadOverlapsRolloutsWithTraining) {
+  ClusterOptions o = small();
+  o.spot_ratio = 4;
+  const Trace full = constant_trace(32);
+  const auto none = simulate_cluster(Mode::kNone, o, nullptr);
+  const auto offload = simulate_cluster(Mode::kOffload, o, &full);
+  const auto pipelined = simulate_cluster(Mode::kOffloadPipelined, o, &full);
+  ASSERT_TRUE(pipelined.reached);
+  EXPECT_EQ(pipelined.iterations, none.iterations);  // plain groups, on-policy efficiency 1
+  EXPECT_LT(pipelined.seconds, offload.seconds);
+  EXPECT_LT(pipelined.seconds, none.seconds);
+  EXPECT_LT(pipelined.mean_wait_seconds, offload.mean_wait_seconds);
+  const Trace empty = constant_trace(0);
+  const auto alone = simulate_cluster(Mode::kOffloadPipelined, o, &empty);
+  EXPECT_NEAR(alone.seconds, none.seconds, 1e-6 * none.seconds);
+  EXPECT_EQ(alone.spot_cost, 0);
+}
+
+// async pays what the benchmark measured: at least async_wait_share of its compute waiting, the
+// audit's share and a weight publish per iteration.
+TEST(ClusterModel, AsyncPaysTheMeasuredOverheads) {
+  ClusterOptions o = small();
+  o.spot_ratio = 4;
+  o.fixed_iterations = 20;
+  const Trace full = constant_trace(32);
+  ClusterOptions free = o;
+  free.costs.async_wait_share = 0;
+  free.costs.async_audit_share = 0;
+  free.costs.weight_publish_seconds = 0;
+  const auto paid = simulate_cluster(Mode::kAsync, o, &full);
+  const auto unpaid = simulate_cluster(Mode::kAsync, free, &full);
+  const double compute = training_seconds(o, o.reserved_gpus);
+  EXPECT_GE(paid.mean_wait_seconds, o.costs.async_wait_share * compute - 1e-6);
+  EXPECT_LT(unpaid.mean_wait_seconds, paid.mean_wait_seconds);
+  const double overhead = o.costs.async_wait_share * compute + o.costs.async_audit_share * compute +
+                          o.costs.weight_publish_seconds;
+  EXPECT_GE(paid.seconds / paid.iterations, unpaid.seconds / unpaid.iterations + 0.5 * overhead);
+}
+
 TEST(Study, WritesTheSameLinesOnAnyNumberOfThreads) {
   StudyOptions s;
   s.base = small();
@@ -188,19 +247,30 @@ TEST(Study, WritesTheSameLinesOnAnyNumberOfThreads) {
   s.traces = {constant_trace(4)};
   s.ratios = {1};
   s.gains = {2};
+  s.startups = {120};
   s.offsets = 5;
   std::ostringstream one, three;
   run_study(s, one);
   s.jobs = 3;
   run_study(s, three);
   EXPECT_EQ(one.str(), three.str());
-  // A line per run: none and sync, then offload, async, async-reuse, none-matched and the gain.
+  // A line per run: none, then offload, offload-pipelined, async, none-matched and the gain.
   const std::string lines = one.str();
-  EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 1 + 7 * s.offsets);
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 1 + 6 * s.offsets);
+  // Each start-up swept is a configuration of its own.
+  s.startups = {30, 600};
+  std::ostringstream two;
+  run_study(s, two);
+  const std::string more = two.str();
+  EXPECT_EQ(std::count(more.begin(), more.end(), '\n'), 1 + s.offsets + 2 * 5 * s.offsets);
 }
 
 TEST(ClusterModel, AgreesWithTheTaskLevelSimulation) {
   ClusterOptions fluid = small();
+  // The pool's mechanics alone: the task-level simulation charges async no measured overheads.
+  fluid.costs.async_wait_share = 0;
+  fluid.costs.async_audit_share = 0;
+  fluid.costs.weight_publish_seconds = 0;
   fluid.fixed_candidates = 0;
   fluid.spot_ratio = 2;
   fluid.min_idle_seconds = 1e9;  // the task-level pool holds what the trace offers

@@ -217,6 +217,106 @@ TEST(Calibration, RecoversTheStartingDistribution) {
   EXPECT_NEAR(fitted.sigma_d, truth.sigma_d, 0.15);
 }
 
+// The contrast law (learning_model.hpp): a group moves its category's skill by its own contrast.
+LearningParams contrast_params() {
+  LearningParams p;
+  p.law = Law::kContrast;
+  p.z0 = 0.0;
+  p.sigma_d = 1.0;
+  p.reward_levels = 1;
+  p.eta = 0.1;
+  p.categories = 2;
+  return p;
+}
+
+TEST(ContrastLaw, AFlatGroupTeachesNothingAndAContrastedOneItsOwnContrast) {
+  LearningParams p = contrast_params();
+  p.local_share = 1.0;  // all of it stays with the category
+  LearningModel m(p, 1);
+  LevelCounts flat(1);
+  flat.add_group({0, false})[1] = 4;  // four successes
+  flat.add_group({1, false})[0] = 4;  // four failures
+  const UpdateReport none = m.train(flat);
+  EXPECT_EQ(none.informative, 0);
+  EXPECT_EQ(m.category_skill(0), 0.0);
+  EXPECT_EQ(m.category_skill(1), 0.0);
+  EXPECT_EQ(m.skill(), p.z0);
+  // Two successes and two failures in category 1: A = +-1 (group std 0.5), contrast
+  // s = sum A (r - 1/2) / G = 0.5; one of two groups, C = 2: u_1 += eta x 1 x 2 x 0.5 / 2.
+  LevelCounts batch(1);
+  batch.add_group({0, false})[0] = 4;
+  int* c = batch.add_group({1, false});
+  c[0] = 2;
+  c[1] = 2;
+  m.train(batch);
+  EXPECT_EQ(m.category_skill(0), 0.0);
+  EXPECT_NEAR(m.category_skill(1), p.eta * 2 * 0.5 / 2, 1e-3);  // the advantage's epsilon
+  EXPECT_EQ(m.skill(), p.z0);                                   // no shared share
+}
+
+TEST(ContrastLaw, SelectionEfficiencyScalesOnlySelectedGroups) {
+  LearningParams p = contrast_params();
+  p.selection_efficiency = 0.5;
+  const auto step = [&](bool selected) {
+    LearningModel m(p, 1);
+    LevelCounts batch(1);
+    int* c = batch.add_group({0, selected});
+    c[0] = 2;
+    c[1] = 2;
+    return m.train(batch).step;
+  };
+  EXPECT_GT(step(false), 0);
+  EXPECT_NEAR(step(true), 0.5 * step(false), 1e-12);
+}
+
+// What selection gains is a consequence of the rewards, not a bound: with binary rewards on hard
+// prompts plain groups of 8 are almost all flat and selection from 64 finds contrast, a gain far
+// above what the cosine law allows (1 / rho of plain groups); with partial credit on middling
+// prompts most plain groups already have contrast and selection adds little.
+TEST(ContrastLaw, TheGainOfSelectionCanBeLargeOrSmall) {
+  const auto mean_step = [](LearningParams p, bool select) {
+    LearningModel m(p, 3);
+    double total = 0;
+    for (int k = 0; k < 40; ++k) {
+      LevelCounts batch(p.reward_levels);
+      for (int i = 0; i < 16; ++i) {
+        if (select) {
+          m.add_selected_group(k, i, 64, 10, 10, 0, 8, false, batch);
+        } else {
+          m.add_plain_group(k, i, 8, batch);
+        }
+      }
+      LearningModel copy = m;  // the step of this batch, from the base's weights
+      const double before = copy.score();
+      copy.train(batch);
+      total += copy.score() - before;
+    }
+    return total;
+  };
+  LearningParams hard = contrast_params();
+  hard.z0 = -3.5;  // p ~ 0.03
+  hard.sigma_d = 0.5;
+  const double hard_gain = mean_step(hard, true) / std::max(1e-12, mean_step(hard, false));
+  LearningParams easy = contrast_params();
+  easy.reward_levels = 3;
+  easy.z0 = 0.3;
+  easy.sigma_d = 0.7;
+  const double easy_gain = mean_step(easy, true) / mean_step(easy, false);
+  EXPECT_GT(hard_gain, 3.0);
+  EXPECT_LT(easy_gain, 2.0);
+  EXPECT_GT(easy_gain, 1.0);
+}
+
+TEST(ContrastLaw, CategoriesStartWhereTheirOffsetsSay) {
+  LearningParams p = contrast_params();
+  p.category_offsets = {-2.0, 1.0};
+  const LearningModel m(p, 1);
+  EXPECT_EQ(m.category_skill(0), -2.0);
+  EXPECT_EQ(m.category_skill(1), 1.0);
+  p.category_offsets = {0.0};
+  EXPECT_THROW(LearningModel(p, 1), std::invalid_argument);
+}
+
 TEST(EmbeddedReplay, KaplanMeierMedianMatchesAHandComputation) {
   // benchmark_stats.py's self-test: times 2, 3 (censored), 4, 4, 6 (censored): S drops to
   // 0.8 at 2 and to 0.8 * (1 - 2/3) at 4.
