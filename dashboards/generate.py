@@ -9,7 +9,7 @@ panel's query returns data from a running job.
 Text panels (kind "text") show HTML instead of a query: the run overview's newest validation grid
 is an <img> of the trainer's /validation/latest.png, loaded by the viewer's browser from the URL in
 the dashboard variable `trainer_url` (default: compose's published trainer port). Grafana must
-render the panel's HTML as is: compose sets GF_PANELS_DISABLE_SANITIZE_HTML (see README)."""
+render the panel's HTML as is: compose sets GF_PANELS_DISABLE_SANITIZE_HTML (see docs/dashboards.md)."""
 import json
 import os
 

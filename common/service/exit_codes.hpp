@@ -1,7 +1,7 @@
 #pragma once
-// The exit codes of every Spotlight service (README: "Exit codes"). Orchestrators may restart on
-// any non-zero code; 2 and 4 need a person (the configuration is wrong), 5 and 6 usually clear up
-// (the dependency or the disk comes back), 1 is a bug or an unexpected failure.
+// The exit codes of every Spotlight service (docs/operations.md, "Exit codes"). Orchestrators may
+// restart on any non-zero code; 2 and 4 need a person (the configuration is wrong), 5 and 6 usually
+// clear up (the dependency or the disk comes back), 1 is a bug or an unexpected failure.
 
 namespace spotlight::service {
 

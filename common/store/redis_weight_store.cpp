@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock/unix_time.hpp"
 #include "common/security/hmac.hpp"
 #include "common/store/checksum.hpp"
 
@@ -171,9 +172,7 @@ WeightManifest RedisWeightStore::publish(std::int64_t version, std::string_view 
   m.chunks = (bytes.size() + options_.chunk_bytes - 1) / options_.chunk_bytes;
   m.checksum = to_hex(xxh64(bytes));
   m.algorithm = kChecksumAlgorithm;
-  m.published_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+  m.published_unix_ms = clock::unix_ms();
   if (options_.manifest_key) {
     const auto key = call(version, [&] { return options_.manifest_key(); });
     if (!key) {

@@ -139,4 +139,7 @@ void copy_f32_le(std::string_view bytes, std::size_t first, std::size_t count, f
 // True when `type` is the tag of one of the messages in messages.hpp.
 bool is_known_type(std::string_view type);
 
+// The tags of every message in messages.hpp, in declaration order.
+std::span<const std::string_view> known_types();
+
 }  // namespace spotlight::wire

@@ -39,6 +39,10 @@ std::optional<std::uint64_t> checked_mul(std::uint64_t a, std::uint64_t b) {
 
 }  // namespace
 
+std::span<const std::string_view> known_types() {
+  return kKnownTypes;
+}
+
 bool is_known_type(std::string_view type) {
   for (std::string_view known : kKnownTypes) {
     if (known == type) return true;

@@ -13,6 +13,7 @@
 
 #include <torch/torch.h>
 
+#include "common/clock/unix_time.hpp"
 #include "common/log/log.hpp"
 #include "common/outage/failure.hpp"
 #include "common/policy/policy.hpp"
@@ -27,12 +28,6 @@
 
 namespace spotlight::explorer {
 namespace {
-
-std::int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // How often the leases are kept alive while a prefetched version is being loaded.
 constexpr std::chrono::milliseconds kPinPoll{100};
@@ -111,7 +106,7 @@ void Explorer::heartbeat_if_due() {
   if (now < next_heartbeat_) return;
   next_heartbeat_ = now + options_.heartbeat_interval;
   state_.put_heartbeat({.explorer_id = options_.id,
-                        .unix_ms = unix_ms(),
+                        .unix_ms = clock::unix_ms(),
                         .tasks_in_flight = leases_in_hand_,
                         .samples_per_second = metrics_.samples_per_second.value()});
   redis_.succeeded();  // the first call that gets through ends an outage, whichever it is

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/clock/unix_time.hpp"
 #include "common/exploration/bandit_policy.hpp"
 #include "common/exploration/deadline_policy.hpp"
 #include "common/log/log.hpp"
@@ -24,12 +25,6 @@
 
 namespace spotlight::planner {
 namespace {
-
-std::int64_t now_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 void require(bool ok, const std::string& field, const std::string& why) {
   if (!ok) throw PlannerError("PlannerOptions." + field + ": " + why);
@@ -247,7 +242,7 @@ exploration::ExplorationDecision Planner::decide(std::int64_t t,
   nlohmann::json record{{"iteration", t},
                         {"candidates", d.candidates},
                         {"steps", d.candidates > 0 ? d.steps : 0},
-                        {"unix_ms", now_unix_ms()},
+                        {"unix_ms", clock::unix_ms()},
                         {"trainer_iteration", context.trainer_iteration},
                         {"time_budget_seconds", seconds(context.time_budget)}};
   if (context.live_explorers) record["live_explorers"] = *context.live_explorers;
@@ -354,7 +349,7 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
         run::TaskKey::from_env() ? std::string(run::kTaskKeyEnvVar) : "the run-local key in Redis");
   }
   const auto prompt_list = run::iteration_prompts(*prompts_, options_.run_seed, t, prompts);
-  const std::int64_t deadline = now_unix_ms() + budget.count();
+  const std::int64_t deadline = clock::unix_ms() + budget.count();
   const std::int64_t weights_version = options_.offload ? t : std::clamp<std::int64_t>(t - 1, 0, c);
   const bool keep = options_.keep_trajectories && d.steps == options_.rollout_steps &&
                     options_.trained.size() > 0;
@@ -423,7 +418,7 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
       needs += (needs.empty() ? "" : " ") + std::to_string(n);
     log::info("iteration {}: adaptive allocation, candidates needed per prompt: {}", t, needs);
   }
-  state_.put_planner_progress({.enqueued_through = t, .unix_ms = now_unix_ms()});
+  state_.put_planner_progress({.enqueued_through = t, .unix_ms = clock::unix_ms()});
 
   candidates_[t] = d.candidates;
   status_.planned_through = t;
@@ -688,8 +683,10 @@ void Planner::track_open(std::int64_t c) {
               open.predicted_seconds ? std::to_string(*open.predicted_seconds) : "unknown",
               open.probability ? std::to_string(*open.probability) : "unknown");
     if (!options_.decisions_file.empty()) {
-      nlohmann::json event{
-          {"iteration", t}, {"event", "explored"}, {"seconds", took}, {"unix_ms", now_unix_ms()}};
+      nlohmann::json event{{"iteration", t},
+                           {"event", "explored"},
+                           {"seconds", took},
+                           {"unix_ms", clock::unix_ms()}};
       if (open.predicted_seconds) event["predicted_seconds"] = *open.predicted_seconds;
       if (open.probability) event["finish_probability"] = *open.probability;
       std::ofstream(options_.decisions_file, std::ios::app) << event.dump() << "\n";
@@ -717,7 +714,7 @@ void Planner::maybe_reap() {
   if (now < next_reap_) return;
   if (reaper_) {
     try {
-      const exploration::ReapReport report = reaper_->reap(now_unix_ms());
+      const exploration::ReapReport report = reaper_->reap(clock::unix_ms());
       if (last_reap_ && status_.live_explorers) {
         // Departures (explorers found dead) over the live explorer-time since the last reap.
         const double elapsed = std::chrono::duration<double>(now - *last_reap_).count();

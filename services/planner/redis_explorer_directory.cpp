@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock/unix_time.hpp"
 #include "common/redis/errors.hpp"
 #include "common/store/errors.hpp"
 #include "common/wire/error.hpp"
@@ -38,7 +39,7 @@ std::optional<std::int64_t> heartbeat_unix_ms(const std::string& value) {
 }  // namespace
 
 RedisExplorerDirectory::RedisExplorerDirectory(redis::RedisOptions redis, run::RunKeys keys,
-                                               queue::LeaseQueueOptions queue,
+                                               const queue::LeaseQueueOptions& queue,
                                                std::chrono::milliseconds heartbeat_window)
     : RedisExplorerDirectory(redis::RedisClient(std::move(redis)), std::move(keys), queue,
                              heartbeat_window) {}
@@ -104,9 +105,7 @@ std::vector<exploration::ExplorerSeen> RedisExplorerDirectory::explorers() {
         }
       }
     }
-    const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
+    const auto now_ms = clock::unix_ms();
     std::erase_if(out, [&](exploration::ExplorerSeen& e) {
       if (e.leases >= 0) return false;
       e.leases = 0;

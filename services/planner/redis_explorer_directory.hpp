@@ -29,7 +29,7 @@ inline constexpr std::chrono::milliseconds kDefaultHeartbeatWindow{3000};
 class RedisExplorerDirectory final : public exploration::ExplorerDirectory {
  public:
   RedisExplorerDirectory(redis::RedisOptions redis, run::RunKeys keys,
-                         queue::LeaseQueueOptions queue,
+                         const queue::LeaseQueueOptions& queue,
                          std::chrono::milliseconds heartbeat_window = kDefaultHeartbeatWindow);
   RedisExplorerDirectory(redis::RedisClient client, run::RunKeys keys,
                          const queue::LeaseQueueOptions& queue,

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/clock/unix_time.hpp"
 #include "common/log/log.hpp"
 #include "common/rl/selection.hpp"
 #include "common/rollout/trajectory.hpp"
@@ -23,12 +24,6 @@ template <class Fn>
 auto call(const outage::Retrier* retry, Fn&& fn) -> decltype(fn()) {
   if (retry != nullptr) return (*retry)(std::forward<Fn>(fn));
   return fn();
-}
-
-int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace
@@ -277,7 +272,7 @@ std::string AsyncSeedSource::why_waiting(int64_t iteration, bool have_plan, size
       std::string last = "nothing";
       if (progress) {
         last = "through iteration " + std::to_string(progress->enqueued_through) + ", " +
-               std::to_string(static_cast<double>(unix_ms() - progress->unix_ms) / 1000.0) +
+               std::to_string(static_cast<double>(clock::unix_ms() - progress->unix_ms) / 1000.0) +
                " s ago";
       }
       return "no planner progress: " +
@@ -428,7 +423,7 @@ void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
     call(retry_, [&] { state_.put_trainer_timing(timing); });
   }
   const wire::TrainerProgress progress{
-      .iteration = version, .finished = false, .unix_ms = unix_ms()};
+      .iteration = version, .finished = false, .unix_ms = clock::unix_ms()};
   call(retry_, [&] { state_.put_trainer_progress(progress); });
   if (bus_) {
     wire::WeightsNotice notice{version, manifest.checksum, state_.keys().weights,
@@ -446,7 +441,7 @@ void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
 
 void RunPublisher::finished(int64_t iterations) {
   const wire::TrainerProgress progress{
-      .iteration = iterations, .finished = true, .unix_ms = unix_ms()};
+      .iteration = iterations, .finished = true, .unix_ms = clock::unix_ms()};
   call(retry_, [&] { state_.put_trainer_progress(progress); });
   if (bus_) {
     wire::IterationEvent event{run_id_, iterations, wire::IterationKind::kFinished, 0, iterations};

@@ -1,10 +1,10 @@
 // deploy/k8s without a cluster (kubectl's client-side dry run needs an API server for its
 // schemas): every manifest of the kustomization parses, has a known apiVersion/kind, a valid name
 // and consistent references (selectors, Services, ConfigMaps, Secrets, volumes, ports), and
-// follows the placement rules of README.md, Kubernetes: explorers only on spot pools of GKE, EKS
-// and AKS with a grace period longer than explorer.grace_seconds and a preStop hook; everything
-// else off spot; Redis with AOF on a persistent volume; Prometheus annotations that point at the
-// metrics.bind port of every Spotlight service.
+// follows the placement rules of docs/quickstart-gpu-kubernetes.md: explorers only on spot pools of
+// GKE, EKS and AKS with a grace period longer than explorer.grace_seconds and a preStop hook;
+// everything else off spot; Redis with AOF on a persistent volume; Prometheus annotations that
+// point at the metrics.bind port of every Spotlight service.
 #include <array>
 #include <cstdlib>
 #include <filesystem>

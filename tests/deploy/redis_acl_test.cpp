@@ -19,7 +19,7 @@
 #include "common/run/task_key_source.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_weight_store.hpp"
-#include "tests/common/redis/redis_server.hpp"
+#include "tests/support/redis_server.hpp"
 
 namespace spotlight {
 namespace {

@@ -9,16 +9,11 @@
 
 #include <signal.h>
 
+#include "common/clock/unix_time.hpp"
 #include "common/log/log.hpp"
 
 namespace spotlight::chaos {
 namespace {
-
-std::int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
   for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
@@ -76,7 +71,7 @@ void Driver::event(const std::string& kind, std::size_t tick, const Child& child
                    const std::string& extra) {
   if (!events_.is_open()) return;
   const double t = std::chrono::duration<double>(Clock::now() - started_).count();
-  events_ << "{\"t\":" << t << ",\"unix_ms\":" << unix_ms() << ",\"tick\":" << tick
+  events_ << "{\"t\":" << t << ",\"unix_ms\":" << clock::unix_ms() << ",\"tick\":" << tick
           << ",\"event\":\"" << kind << "\",\"serial\":" << child.serial << ",\"pid\":" << child.pid
           << extra << "}\n";
   events_.flush();

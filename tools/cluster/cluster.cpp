@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/clock/unix_time.hpp"
 #include "common/log/log.hpp"
 #include "common/redis/client.hpp"
 #include "common/redis/errors.hpp"
@@ -25,12 +26,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 namespace fs = std::filesystem;
-
-std::int64_t unix_ms() {
-  return std::chrono::duration_cast<milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // A loopback TCP port that was free a moment ago (bind port 0 and read it back).
 int free_loopback_port() {
@@ -56,6 +51,17 @@ std::string tail_of(const fs::path& path, std::size_t bytes = 2000) {
   s << in.rdbuf();
   const std::string all = s.str();
   return all.size() > bytes ? all.substr(all.size() - bytes) : all;
+}
+
+// True when a Redis at `probe` answers PING; false while it is not up yet, or answers -LOADING
+// while it replays its AOF.
+bool answers_ping(const redis::RedisOptions& probe) {
+  try {
+    redis::RedisClient(probe).ping();
+    return true;
+  } catch (const redis::RedisError&) {
+    return false;
+  }
 }
 
 }  // namespace
@@ -149,7 +155,7 @@ Cluster::Member& Cluster::launch(const std::string& name, const std::string& rol
   po.cpus = placement.cpus;
   po.log = r.log;
   r.argv = po.argv;
-  r.started_unix_ms = unix_ms();
+  r.started_unix_ms = clock::unix_ms();
   member->process.emplace(std::move(po));
   r.pid = member->process->pid();
   r.cpus_allowed = member->process->allowed_cpus();
@@ -169,7 +175,7 @@ std::map<std::string, std::string> Cluster::env_of(const std::string& role) cons
 void Cluster::start_redis() {
   if (!services_) throw ClusterError("start_redis: the run has no services (exploration.mode)");
   if (redis_up_) return;
-  if (started_unix_ms_ == 0) started_unix_ms_ = unix_ms();
+  if (started_unix_ms_ == 0) started_unix_ms_ = clock::unix_ms();
   const fs::path dir = run_dir_ / "redis";
   fs::create_directories(dir);
   constexpr int kPortAttempts = 8;
@@ -193,7 +199,7 @@ void Cluster::start_redis() {
     argv.insert(argv.end(), o_.redis_args.begin(), o_.redis_args.end());
     Member& m = launch("redis", "redis", std::move(argv), o_.spot);
     if (const auto s = await_redis(m)) {
-      m.record.ended_unix_ms = unix_ms();
+      m.record.ended_unix_ms = clock::unix_ms();
       m.record.exit = *s;
       m.record.stopped_by = "exited";
       const std::string log = tail_of(m.record.log);
@@ -215,17 +221,11 @@ std::optional<process::ExitStatus> Cluster::await_redis(Member& m) {
   probe.password = o_.redis_password;
   probe.connect_timeout = milliseconds(250);
   probe.command_timeout = milliseconds(1000);
-  // Read in the loop below (the analyzer misses it through the loop's early returns).
-  // NOLINTNEXTLINE(clang-analyzer-deadcode.DeadStores)
   const auto deadline = Clock::now() + o_.redis_start_timeout;
   auto backoff = milliseconds(1);
   for (;;) {
     if (const auto s = m.process->wait_for(milliseconds(0))) return s;
-    try {
-      redis::RedisClient(probe).ping();  // -LOADING while an AOF replays: not ready yet
-      return std::nullopt;
-    } catch (const redis::RedisError&) {
-    }
+    if (answers_ping(probe)) return std::nullopt;
     if (Clock::now() >= deadline) {
       throw ClusterError(
           "redis-server on port " + std::to_string(redis_port_) + " did not answer PING within " +
@@ -237,7 +237,7 @@ std::optional<process::ExitStatus> Cluster::await_redis(Member& m) {
 }
 
 void Cluster::start() {
-  if (started_unix_ms_ == 0) started_unix_ms_ = unix_ms();
+  if (started_unix_ms_ == 0) started_unix_ms_ = clock::unix_ms();
   fs::create_directories(run_dir_ / "logs");
   const fs::path services = o_.bin_dir;
   try {
@@ -418,7 +418,7 @@ process::ExitStatus Cluster::wait_trainer(std::stop_token stop) {
     // The period only paces the echo of the log: the exit itself wakes the wait (pidfd).
     if (const auto s = trainer->process->wait_for(o_.echo_period)) {
       echo.finish();
-      trainer->record.ended_unix_ms = unix_ms();
+      trainer->record.ended_unix_ms = clock::unix_ms();
       trainer->record.exit = *s;
       trainer->record.stopped_by = "exited";
       return *s;
@@ -446,7 +446,7 @@ process::ExitStatus Cluster::wait_trainer(std::stop_token stop) {
         SPOTLIGHT_LOG(warn) << "cluster: stop requested: terminating the trainer";
       const auto r = trainer->process->terminate(o_.grace);
       echo.finish();
-      trainer->record.ended_unix_ms = unix_ms();
+      trainer->record.ended_unix_ms = clock::unix_ms();
       trainer->record.exit = r.status;
       trainer->record.stopped_by = r.escalated ? "sigkill" : "sigterm";
       return r.status;
@@ -455,7 +455,7 @@ process::ExitStatus Cluster::wait_trainer(std::stop_token stop) {
 }
 
 void Cluster::finish(Member& m, const char* how) {
-  if (m.record.ended_unix_ms == 0) m.record.ended_unix_ms = unix_ms();
+  if (m.record.ended_unix_ms == 0) m.record.ended_unix_ms = clock::unix_ms();
   m.record.exit = m.process->exit_status();
   if (m.record.stopped_by == "running") m.record.stopped_by = how;
 }
@@ -541,7 +541,7 @@ process::Process& Cluster::restart(const std::string& name,
   po.log = r.log;
   member->process.emplace(std::move(po));
   r.pid = member->process->pid();
-  r.started_unix_ms = unix_ms();
+  r.started_unix_ms = clock::unix_ms();
   r.ended_unix_ms = 0;
   r.exit.reset();
   r.stopped_by = "running";
@@ -565,7 +565,7 @@ Manifest Cluster::manifest() const {
   out.reward_port = reward_port_;
   out.bus_port = bus_port_;
   out.started_unix_ms = started_unix_ms_;
-  out.finished_unix_ms = unix_ms();
+  out.finished_unix_ms = clock::unix_ms();
   for (const auto& m : members_) {
     ProcessRecord r = m->record;
     r.cpu = m->process->cpu_times();

@@ -2,7 +2,7 @@
 // The simulator's learning model: what a post-training run's validation score does with the
 // groups it trains on. It is separate from the event loops (which only ask it for rewards and
 // tell it what was trained) and its parameters are fitted from our own runs
-// (tools/simulator/calibration.hpp, scripts/sim-calibrate); README.md, "The cluster simulator".
+// (tools/simulator/calibration.hpp, scripts/sim-calibrate); docs/simulator.md.
 //
 //   prompt i        a difficulty d_i ~ Normal(0, sigma_d), fixed for the whole run (a prompt that
 //                   is hard stays hard); drawn from a pool of `prompt_pool` prompts (0: a fresh

@@ -8,7 +8,7 @@
 #include "common/cost/cost_reporter.hpp"
 #include "common/metrics/metrics.hpp"
 #include "common/store/redis_key_value_store.hpp"
-#include "tests/common/redis/redis_server.hpp"
+#include "tests/support/redis_server.hpp"
 
 namespace spotlight::cost {
 namespace {

@@ -11,8 +11,8 @@
 #include "common/redis/client.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_weight_store.hpp"
-#include "tests/common/redis/redis_server.hpp"
-#include "tests/common/redis/wait_for.hpp"
+#include "tests/support/redis_server.hpp"
+#include "tests/support/wait_for.hpp"
 
 namespace spotlight {
 namespace {

@@ -18,7 +18,7 @@
 #include "common/rl/grpo_loss.hpp"
 #include "common/sampler/flow_step.hpp"
 #include "tests/common/policy/twin.hpp"
-#include "tests/common/process/process.hpp"
+#include "tests/support/process.hpp"
 
 namespace {
 

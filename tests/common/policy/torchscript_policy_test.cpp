@@ -10,7 +10,7 @@
 #include "common/policy/policy.hpp"
 #include "common/sampler/flow_step.hpp"
 #include "tests/common/policy/twin.hpp"
-#include "tests/common/process/process.hpp"
+#include "tests/support/process.hpp"
 
 namespace spotlight {
 namespace {

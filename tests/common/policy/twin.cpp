@@ -11,7 +11,7 @@
 #include "common/policy/prompt_embeddings.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/prompt_file.hpp"
-#include "tests/common/process/process.hpp"
+#include "tests/support/process.hpp"
 
 namespace spotlight::testing {
 

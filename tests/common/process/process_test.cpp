@@ -11,8 +11,8 @@
 #include <sys/socket.h>
 
 #include "common/process/line_reader.hpp"
-#include "tests/common/process/process.hpp"
-#include "tests/common/redis/wait_for.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/wait_for.hpp"
 
 namespace spotlight::process {
 namespace {

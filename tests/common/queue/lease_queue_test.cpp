@@ -14,8 +14,8 @@
 
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/redis/client.hpp"
-#include "tests/common/redis/redis_server.hpp"
-#include "tests/common/redis/wait_for.hpp"
+#include "tests/support/redis_server.hpp"
+#include "tests/support/wait_for.hpp"
 
 namespace spotlight::queue {
 namespace {

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "common/queue/redis_lease_queue.hpp"
-#include "tests/common/redis/redis_server.hpp"
+#include "tests/support/redis_server.hpp"
 
 namespace {
 

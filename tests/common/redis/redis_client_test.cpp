@@ -15,7 +15,7 @@
 
 #include "common/redis/client.hpp"
 #include "common/redis/detail/sigpipe_guard.hpp"
-#include "tests/common/redis/redis_server.hpp"
+#include "tests/support/redis_server.hpp"
 
 namespace spotlight::redis {
 namespace {

@@ -1,6 +1,6 @@
 // The test utility itself: isolation, durability across kill/restart, clean-up, clear failures.
 
-#include "tests/common/redis/redis_server.hpp"
+#include "tests/support/redis_server.hpp"
 
 #include <filesystem>
 #include <string>

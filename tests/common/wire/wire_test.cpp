@@ -5,6 +5,8 @@
 #include <random>
 #include <set>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -124,6 +126,36 @@ Heartbeat sample_heartbeat() {
                    .unix_ms = 1735689600000,
                    .tasks_in_flight = 2,
                    .samples_per_second = 3.5};
+}
+
+TrainerProgress sample_trainer_progress() {
+  return TrainerProgress{.iteration = 12, .finished = true, .unix_ms = 1735689600000};
+}
+
+TrainerTiming sample_trainer_timing() {
+  return TrainerTiming{.iteration = 11,
+                       .iteration_seconds = 2.5,
+                       .explore_seconds = 0.25,
+                       .rollout_seconds = 1.0,
+                       .train_seconds = 1.25,
+                       .group_variance = 0.04};
+}
+
+PlanRecord sample_plan_record() {
+  return PlanRecord{
+      .iteration = 12, .candidates = 16, .steps = 8, .reason = R"({"policy":"fixed"})"};
+}
+
+PromptPosterior sample_prompt_posterior() {
+  return PromptPosterior{.prompt_text = "two red squares left of a blue disc",
+                         .a = 2.5,
+                         .b = 1.5,
+                         .updated_through = 11,
+                         .uniform_iterations = 3};
+}
+
+PlannerProgress sample_planner_progress() {
+  return PlannerProgress{.enqueued_through = 13, .unix_ms = 1735689600000};
 }
 
 std::vector<std::string> all_samples() {
@@ -447,15 +479,29 @@ void expect_every_field_checked(const M& sample) {
 }
 
 TEST(WireMalformed, EveryFieldOfEveryMessageIsChecked) {
-  expect_every_field_checked(sample_seed_task());
-  expect_every_field_checked(sample_seed_result());
-  expect_every_field_checked(sample_inflight_commit());
-  expect_every_field_checked(sample_seed_trajectory());
-  expect_every_field_checked(sample_weights_notice());
-  expect_every_field_checked(sample_iteration_event());
-  expect_every_field_checked(sample_reward_request());
-  expect_every_field_checked(sample_reward_reply());
-  expect_every_field_checked(sample_heartbeat());
+  std::set<std::string_view> checked;
+  const auto check = [&](const auto& sample) {
+    expect_every_field_checked(sample);
+    checked.insert(std::decay_t<decltype(sample)>::kType);
+  };
+  check(sample_seed_task());
+  check(sample_seed_result());
+  check(sample_inflight_commit());
+  check(sample_seed_trajectory());
+  check(sample_weights_notice());
+  check(sample_iteration_event());
+  check(sample_reward_request());
+  check(sample_reward_reply());
+  check(sample_heartbeat());
+  check(sample_trainer_progress());
+  check(sample_trainer_timing());
+  check(sample_plan_record());
+  check(sample_prompt_posterior());
+  check(sample_planner_progress());
+  // Every message the codec knows is in the list above, so a new message cannot skip the check.
+  for (const std::string_view type : known_types()) {
+    EXPECT_TRUE(checked.count(type)) << "message '" << type << "' is not checked here";
+  }
 }
 
 // Version 1 seed tasks (before signatures) still decode, unsigned.

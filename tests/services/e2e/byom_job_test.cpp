@@ -18,8 +18,8 @@
 #include "common/run/schedule.hpp"
 #include "common/wire/messages.hpp"
 #include "tests/common/policy/twin.hpp"
-#include "tests/common/process/process.hpp"
-#include "tests/common/redis/redis_server.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/redis_server.hpp"
 #include "tools/cluster/cluster.hpp"
 
 namespace spotlight {

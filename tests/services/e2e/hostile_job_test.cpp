@@ -30,9 +30,9 @@
 #include "common/run/task_checks.hpp"
 #include "common/wire/codec.hpp"
 #include "common/wire/messages.hpp"
-#include "tests/common/process/process.hpp"
-#include "tests/common/redis/redis_server.hpp"
-#include "tests/common/redis/wait_for.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/redis_server.hpp"
+#include "tests/support/wait_for.hpp"
 #include "tools/cluster/cluster.hpp"
 
 namespace spotlight {

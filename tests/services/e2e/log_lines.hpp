@@ -44,10 +44,4 @@ inline std::optional<std::int64_t> log_time_ms(const std::string& line) {
   return static_cast<std::int64_t>(timegm(&tm)) * 1000 + ms;
 }
 
-inline std::int64_t now_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace spotlight::testing

@@ -14,14 +14,15 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include "common/clock/unix_time.hpp"
 #include "common/process/process.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/run/run_config.hpp"
 #include "common/service/exit_codes.hpp"
-#include "tests/common/process/process.hpp"
-#include "tests/common/redis/redis_server.hpp"
-#include "tests/common/redis/wait_for.hpp"
 #include "tests/services/e2e/log_lines.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/redis_server.hpp"
+#include "tests/support/wait_for.hpp"
 #include "tools/cluster/cluster.hpp"
 
 namespace spotlight {
@@ -144,12 +145,12 @@ TEST(RedisOutage, EveryServiceRidesThroughAKillAndAPauseAndTheJobLosesNothing) {
   // 1. SIGKILL, back after 5 s (AOF replayed).
   ASSERT_TRUE(wait_for_iteration(1)) << cluster.log_tail("trainer");
   const std::int64_t killed_at = last_iteration(metrics);
-  const std::int64_t kill_ms = testing::now_unix_ms();
+  const std::int64_t kill_ms = spotlight::clock::unix_ms();
   cluster.process("redis")->signal(SIGKILL);
   cluster.process("redis")->wait();
   std::this_thread::sleep_for(5s);  // the fault's length, not a synchronisation
   cluster.restart("redis");         // same port and AOF; returns once it answers PING
-  const std::int64_t ping_ms = testing::now_unix_ms();
+  const std::int64_t ping_ms = spotlight::clock::unix_ms();
   // Back = when it accepted connections again (its log), else when it answered our PING.
   const std::int64_t back_ms = redis_ready_ms(log_dir / "redis.log").value_or(ping_ms);
 
@@ -172,12 +173,12 @@ TEST(RedisOutage, EveryServiceRidesThroughAKillAndAPauseAndTheJobLosesNothing) {
         120s))
         << log << " did not recover from the kill";
   }
-  const std::int64_t pause_ms = testing::now_unix_ms();
+  const std::int64_t pause_ms = spotlight::clock::unix_ms();
   cluster.process("redis")->signal(SIGSTOP);
   trainer.signal(SIGCONT);  // it meets the pause too
   std::this_thread::sleep_for(15s);
   cluster.process("redis")->signal(SIGCONT);
-  const std::int64_t resume_ms = testing::now_unix_ms();
+  const std::int64_t resume_ms = spotlight::clock::unix_ms();
 
   const auto status = trainer.wait_for(600s);
   ASSERT_TRUE(status.has_value()) << "trainer did not finish\n" << cluster.log_tail("trainer");

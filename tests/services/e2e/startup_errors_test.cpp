@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "common/service/exit_codes.hpp"
-#include "tests/common/process/process.hpp"
 #include "tests/services/e2e/log_lines.hpp"
+#include "tests/support/process.hpp"
 
 namespace spotlight {
 namespace {

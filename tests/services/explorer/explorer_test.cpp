@@ -38,9 +38,9 @@
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_trajectory_store.hpp"
 #include "common/store/redis_weight_store.hpp"
-#include "tests/common/redis/redis_server.hpp"
-#include "tests/common/redis/wait_for.hpp"
 #include "tests/services/explorer/explorer_test_support.hpp"
+#include "tests/support/redis_server.hpp"
+#include "tests/support/wait_for.hpp"
 
 namespace spotlight::explorer {
 namespace {

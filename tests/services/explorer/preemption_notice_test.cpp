@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "tests/common/process/process.hpp"
+#include "tests/support/process.hpp"
 
 namespace spotlight::explorer {
 namespace {

@@ -19,9 +19,9 @@
 #include "common/wire/messages.hpp"
 #include "services/explorer/explorer_metrics.hpp"
 #include "services/explorer/policy_weights.hpp"
-#include "tests/common/redis/redis_server.hpp"
-#include "tests/common/redis/wait_for.hpp"
 #include "tests/services/explorer/explorer_test_support.hpp"
+#include "tests/support/redis_server.hpp"
+#include "tests/support/wait_for.hpp"
 
 namespace spotlight::explorer {
 namespace {

@@ -11,8 +11,8 @@
 
 #include "common/policy/policy.hpp"
 #include "common/store/redis_weight_store.hpp"
-#include "tests/common/process/process.hpp"
-#include "tests/common/redis/redis_server.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/redis_server.hpp"
 
 namespace spotlight::node {
 namespace {

@@ -56,7 +56,7 @@
 #include "services/explorer/policy_weights.hpp"
 #include "services/explorer/weights_prefetch.hpp"
 #include "services/trainer/async_exploration.hpp"
-#include "tests/common/redis/redis_server.hpp"
+#include "tests/support/redis_server.hpp"
 
 namespace spotlight {
 namespace {

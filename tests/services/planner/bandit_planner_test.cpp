@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/clock/unix_time.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/run/schedule.hpp"
 #include "common/store/redis_key_value_store.hpp"
@@ -17,12 +18,6 @@
 namespace spotlight::planner::test {
 namespace {
 
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // `count` explorers with a fresh heartbeat each time they are listed.
 class FakeDirectory final : public exploration::ExplorerDirectory {
  public:
@@ -30,7 +25,7 @@ class FakeDirectory final : public exploration::ExplorerDirectory {
   std::vector<exploration::ExplorerSeen> explorers() override {
     std::vector<exploration::ExplorerSeen> out;
     for (int i = 0; i < count_; ++i)
-      out.push_back({"explorer-" + std::to_string(i), now_ms(), 0});
+      out.push_back({"explorer-" + std::to_string(i), spotlight::clock::unix_ms(), 0});
     return out;
   }
 

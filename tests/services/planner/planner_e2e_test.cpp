@@ -9,9 +9,9 @@
 
 #include "common/run/schedule.hpp"
 #include "tests/common/metrics/http_get.hpp"
-#include "tests/common/process/process.hpp"
-#include "tests/common/redis/wait_for.hpp"
 #include "tests/services/planner/planner_fixture.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/wait_for.hpp"
 
 namespace spotlight::planner::test {
 namespace {

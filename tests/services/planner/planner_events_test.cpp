@@ -13,8 +13,8 @@
 #include "common/wire/messages.hpp"
 #include "services/planner/planner.hpp"
 #include "services/planner/planner_config.hpp"
-#include "tests/common/redis/wait_for.hpp"
 #include "tests/services/planner/planner_fixture.hpp"
+#include "tests/support/wait_for.hpp"
 
 namespace spotlight::planner::test {
 namespace {

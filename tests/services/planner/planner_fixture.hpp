@@ -18,7 +18,7 @@
 #include "common/redis/client.hpp"
 #include "common/run/run_config.hpp"
 #include "common/wire/messages.hpp"
-#include "tests/common/redis/redis_server.hpp"
+#include "tests/support/redis_server.hpp"
 
 namespace spotlight::planner::test {
 

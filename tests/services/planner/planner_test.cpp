@@ -10,6 +10,7 @@
 #include <string_view>
 #include <thread>
 
+#include "common/clock/unix_time.hpp"
 #include "common/config/error.hpp"
 #include "common/log/log.hpp"
 #include "common/metrics/metrics.hpp"
@@ -19,20 +20,14 @@
 #include "common/task/generator.hpp"
 #include "services/planner/planner_config.hpp"
 #include "services/planner/redis_explorer_directory.hpp"
-#include "tests/common/redis/wait_for.hpp"
 #include "tests/services/planner/planner_fixture.hpp"
+#include "tests/support/wait_for.hpp"
 
 namespace spotlight::planner::test {
 namespace {
 
 using namespace std::chrono_literals;
 using spotlight::testing::wait_for;
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 class PlannerTest : public RedisFixture {
  protected:
@@ -110,9 +105,9 @@ TEST_F(PlannerTest, EnqueuesEveryCandidateOfTheLookaheadWindow) {
   set_trainer_iteration(0);
   auto registry = std::make_shared<metrics::Registry>("planner");
   auto planner = make_planner(c, registry);
-  const std::int64_t begin = now_ms();
+  const std::int64_t begin = spotlight::clock::unix_ms();
   EXPECT_EQ(planner->step(), StepOutcome::kRunning);
-  const std::int64_t end = now_ms();
+  const std::int64_t end = spotlight::clock::unix_ms();
 
   const auto tasks = stream_tasks();
   EXPECT_EQ(tasks.size(), 2u * 3u * 5u);  // iterations 0 and 1, P x N each
@@ -141,9 +136,9 @@ TEST_F(PlannerTest, UsesTheTrainersVersionsAndTimingAheadOfIt) {
   set_trainer_iteration(1);
   set_trainer_timing({.iteration = 0, .iteration_seconds = 12.5, .train_seconds = 10});
   auto planner = make_planner(c, nullptr);
-  const std::int64_t begin = now_ms();
+  const std::int64_t begin = spotlight::clock::unix_ms();
   ASSERT_EQ(planner->step(), StepOutcome::kRunning);
-  const std::int64_t end = now_ms();
+  const std::int64_t end = spotlight::clock::unix_ms();
 
   const auto tasks = stream_tasks();
   EXPECT_EQ(tasks.size(), 3u * 3u * 5u);  // iterations 1, 2, 3; never 0 (already trained)
@@ -243,9 +238,9 @@ TEST_F(PlannerTest, FollowsTheTrainerOneIterationAtATime) {
   EXPECT_EQ(planner->status().tasks_enqueued, 30);
 
   set_trainer_iteration(1);
-  const std::int64_t begin = now_ms();
+  const std::int64_t begin = spotlight::clock::unix_ms();
   ASSERT_EQ(planner->step(), StepOutcome::kRunning);
-  const std::int64_t end = now_ms();
+  const std::int64_t end = spotlight::clock::unix_ms();
   EXPECT_EQ(planner->status().tasks_enqueued, 45);  // + iteration 2 only
   const auto tasks = stream_tasks();
   EXPECT_EQ(tasks.size(), 30u);  // iteration 0's waiting tasks are purged: the trainer passed it

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/clock/unix_time.hpp"
 #include "common/exploration/explorer_reaper.hpp"
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/store/redis_key_value_store.hpp"
@@ -17,12 +18,6 @@ namespace spotlight::planner::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::int64_t now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::set<std::string> task_ids(const std::vector<queue::Lease>& leases) {
   std::set<std::string> ids;
@@ -79,7 +74,7 @@ TEST_F(ReaperTest, HandsBackTheLeasesOfADeadExplorerOnly) {
   const auto alive = queue_->lease("alive", 2, 0ms);
   ASSERT_EQ(dead.size(), 3u);
   ASSERT_EQ(alive.size(), 2u);
-  const std::int64_t now = now_ms();
+  const std::int64_t now = spotlight::clock::unix_ms();
   heartbeat("dead", now - 10000);
   heartbeat("alive", now);
 
@@ -106,7 +101,7 @@ TEST_F(ReaperTest, HandsBackTheLeasesOfADeadExplorerOnly) {
     EXPECT_NE(e.id, "dead");
 
   // Reaped once: the next pass finds nothing more to do.
-  const exploration::ReapReport again = r.reap(now_ms());
+  const exploration::ReapReport again = r.reap(spotlight::clock::unix_ms());
   EXPECT_TRUE(again.reaped.empty());
   EXPECT_EQ(again.released, 0);
 }
@@ -114,7 +109,7 @@ TEST_F(ReaperTest, HandsBackTheLeasesOfADeadExplorerOnly) {
 TEST_F(ReaperTest, AnExplorerWithoutAHeartbeatIsNotJudged) {
   const auto leases = queue_->lease("starting", 2, 0ms);
   ASSERT_EQ(leases.size(), 2u);
-  const exploration::ReapReport report = reaper().reap(now_ms());
+  const exploration::ReapReport report = reaper().reap(spotlight::clock::unix_ms());
   EXPECT_TRUE(report.reaped.empty());
   EXPECT_EQ(report.live_explorers, 0);
   for (const auto& l : leases)
@@ -126,8 +121,8 @@ TEST_F(ReaperTest, ADeathAtTheDeliveryLimitDeadLettersLikeAnExpiry) {
   queue::RedisLeaseQueue strict(run::redis_options(*config_), o);
   exploration::ExplorerReaper r(strict, *directory_, exploration::ReaperOptions{});
   ASSERT_EQ(strict.lease("dead", 2, 0ms).size(), 2u);
-  heartbeat("dead", now_ms() - 60000);
-  const exploration::ReapReport report = r.reap(now_ms());
+  heartbeat("dead", spotlight::clock::unix_ms() - 60000);
+  const exploration::ReapReport report = r.reap(spotlight::clock::unix_ms());
   EXPECT_EQ(report.released, 0);
   EXPECT_EQ(strict.stats().dead_letters, 2);
   EXPECT_TRUE(strict.reclaim("rescuer", 0ms, 10).empty());
@@ -138,7 +133,7 @@ TEST_F(ReaperTest, LeasesLeftUnderTheReaperByACrashedPlannerAreHandedBack) {
   // A planner died between reclaim_from() and release().
   const auto stranded = queue_->reclaim_from("dead", exploration::kDefaultReaperConsumer, 10);
   ASSERT_EQ(stranded.size(), 4u);
-  const exploration::ReapReport report = reaper().reap(now_ms());
+  const exploration::ReapReport report = reaper().reap(spotlight::clock::unix_ms());
   EXPECT_EQ(report.released, 4);
   const auto rescued = queue_->reclaim("rescuer", 60000ms, 100);
   EXPECT_EQ(task_ids(rescued), task_ids(stranded));
@@ -153,8 +148,8 @@ TEST_F(ReaperTest, TheReaperRunsInsideThePlannerLoop) {
   auto planner = make_planner(*config_, registry);
   ASSERT_EQ(queue_->lease("dead", 5, 0ms).size(), 5u);
   ASSERT_EQ(queue_->lease("alive", 1, 0ms).size(), 1u);
-  heartbeat("dead", now_ms() - 10000);
-  heartbeat("alive", now_ms());
+  heartbeat("dead", spotlight::clock::unix_ms() - 10000);
+  heartbeat("alive", spotlight::clock::unix_ms());
   ASSERT_EQ(planner->step(), StepOutcome::kRunning);
   EXPECT_EQ(planner->status().leases_released, 5);
   EXPECT_EQ(planner->status().live_explorers, 1);

@@ -42,8 +42,8 @@
 #include "common/rpc/client.hpp"
 #include "common/wire/messages.hpp"
 #include "tests/common/metrics/http_get.hpp"
-#include "tests/common/process/process.hpp"
 #include "tests/services/reward/reward_requests.hpp"
+#include "tests/support/process.hpp"
 
 namespace spotlight::reward {
 namespace {

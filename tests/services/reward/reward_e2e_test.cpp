@@ -35,9 +35,9 @@
 #include "common/zmq/curve.hpp"
 #include "common/zmq/curve_config.hpp"
 #include "tests/common/metrics/http_get.hpp"
-#include "tests/common/process/process.hpp"
-#include "tests/common/redis/wait_for.hpp"
 #include "tests/services/reward/reward_requests.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/wait_for.hpp"
 
 namespace spotlight::reward {
 namespace {

@@ -22,7 +22,7 @@
 #include "common/reward/reward_function.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/render.hpp"
-#include "tests/common/process/process.hpp"
+#include "tests/support/process.hpp"
 
 namespace {
 

@@ -31,8 +31,8 @@
 #include "common/wire/messages.hpp"
 #include "services/reward/reward_config.hpp"
 #include "tests/common/metrics/http_get.hpp"
-#include "tests/common/process/process.hpp"
-#include "tests/common/redis/wait_for.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/wait_for.hpp"
 
 namespace spotlight::reward {
 namespace {

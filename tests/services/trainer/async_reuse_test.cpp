@@ -12,8 +12,8 @@
 #include "common/store/redis_weight_store.hpp"
 #include "common/task/generator.hpp"
 #include "services/trainer/async_exploration.hpp"
-#include "tests/common/redis/redis_server.hpp"
 #include "tests/services/trainer/trainer_fixtures.hpp"
+#include "tests/support/redis_server.hpp"
 
 namespace spotlight::trainer {
 namespace {

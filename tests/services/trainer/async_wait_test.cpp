@@ -23,8 +23,8 @@
 #include "common/store/redis_key_value_store.hpp"
 #include "common/wire/messages.hpp"
 #include "services/trainer/async_exploration.hpp"
-#include "tests/common/redis/redis_server.hpp"
-#include "tests/common/redis/wait_for.hpp"
+#include "tests/support/redis_server.hpp"
+#include "tests/support/wait_for.hpp"
 
 namespace spotlight::trainer {
 namespace {

@@ -1,5 +1,5 @@
 // Crash-consistent checkpoints under injected write failures: the fault shim
-// (tests/common/fault) fails each step of a save in turn (open, write, fsync, close, rename,
+// (tests/support/fault_fs) fails each step of a save in turn (open, write, fsync, close, rename,
 // mkdir of every file, the directory and `latest`), with the errno a full disk gives. After every
 // failure the store must still load the newest complete checkpoint byte for byte, say what failed
 // (operation, path, errno), and a retry must succeed.
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #include "common/durable/durable_file.hpp"
-#include "tests/common/fault/fault_fs.hpp"
+#include "tests/support/fault_fs.hpp"
 
 namespace spotlight::trainer {
 namespace {

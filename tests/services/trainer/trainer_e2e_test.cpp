@@ -1,7 +1,7 @@
 // The trainer binary under a stop request and a full disk (issues #12 and #13): SIGTERM mid-run
 // exits 0 and the resumed run ends with the same weights, bit for bit, as an unbroken run; a disk
 // that fills up during a checkpoint (write failures injected with the LD_PRELOAD shim of
-// tests/common/fault) ends the process with one line and exit code 6, and after space is freed
+// tests/support/fault_fs) ends the process with one line and exit code 6, and after space is freed
 // the run resumes to the same weights; an unwritable run.dir is one line and exit code 2. And the
 // base-model cache the trainer owns: the path of a recipe's base, reused, and an early stop that
 // says so.
@@ -15,9 +15,9 @@
 #include <stdlib.h>
 
 #include "common/service/exit_codes.hpp"
-#include "tests/common/process/process.hpp"
-#include "tests/common/redis/wait_for.hpp"
 #include "tests/services/e2e/log_lines.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/wait_for.hpp"
 
 namespace spotlight {
 namespace {

@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "tests/common/process/process.hpp"
+#include "tests/support/process.hpp"
 
 namespace spotlight::chaos {
 namespace {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/process/proc_stat.hpp"
-#include "tests/common/process/process.hpp"
+#include "tests/support/process.hpp"
 #include "tools/cluster/cluster.hpp"
 
 namespace spotlight::cluster {

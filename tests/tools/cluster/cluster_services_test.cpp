@@ -9,8 +9,8 @@
 #include "common/process/proc_stat.hpp"
 #include "common/redis/client.hpp"
 #include "common/redis/errors.hpp"
-#include "tests/common/process/process.hpp"
-#include "tests/common/redis/redis_server.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/redis_server.hpp"
 #include "tests/tools/cluster/fake_services.hpp"
 #include "tools/cluster/cluster.hpp"
 

@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/common/process/process.hpp"
-#include "tests/common/redis/redis_server.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/redis_server.hpp"
 
 namespace spotlight {
 namespace {

@@ -1,5 +1,5 @@
 // See fault_fs.hpp. The real calls are found with dlsym(RTLD_NEXT, ...).
-#include "tests/common/fault/fault_fs.hpp"
+#include "tests/support/fault_fs.hpp"
 
 #include <algorithm>
 #include <atomic>

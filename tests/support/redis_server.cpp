@@ -1,4 +1,4 @@
-#include "tests/common/redis/redis_server.hpp"
+#include "tests/support/redis_server.hpp"
 
 #include <algorithm>
 #include <cerrno>

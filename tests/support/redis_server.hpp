@@ -1,6 +1,6 @@
 #pragma once
 // A real redis-server for tests (library `spotlight_test_redis`, header
-// "tests/common/redis/redis_server.hpp").
+// "tests/support/redis_server.hpp").
 //
 //   RedisServer server;                       // starts on a free 127.0.0.1 port, waits for PING
 //   redis::RedisClient client(server.client_options());

@@ -1,4 +1,4 @@
-#include "tests/common/process/process.hpp"
+#include "tests/support/process.hpp"
 
 #include <cstdlib>
 #include <filesystem>
