@@ -23,6 +23,7 @@
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/run/run_config.hpp"
 #include "common/run/run_state.hpp"
+#include "common/run/task_key_source.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "tests/common/metrics/http_get.hpp"
@@ -104,9 +105,12 @@ class ExplorerBinaryTest : public ::testing::Test {
     q.lease_timeout = lease_timeout;
     queue_ = std::make_unique<queue::RedisLeaseQueue>(server_->client_options(), q);
     kv_ = std::make_unique<store::RedisKeyValueStore>(server_->client_options(), keys_->prefix);
-    // Playing the trainer at a fresh start: weights version 0, then trainer_iteration = 0.
+    // Playing the trainer at a fresh start: weights version 0 (its manifest signed with the run's
+    // key, as the trainer signs it), then trainer_iteration = 0.
     store::WeightStoreOptions w;
     w.key_prefix = keys_->prefix;
+    w.manifest_key = run::manifest_key_source(server_->client_options(), keys_->prefix,
+                                              /*create=*/true);
     store::RedisWeightStore weights(server_->client_options(), w);
     weights.publish(0, testing::micro_policy(21)->weights_bytes());
     kv_->put(keys_->trainer_iteration, wire::TrainerProgress{.iteration = 0}.encode());

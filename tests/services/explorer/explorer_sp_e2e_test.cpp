@@ -20,6 +20,7 @@
 
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/run/run_config.hpp"
+#include "common/run/task_key_source.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "tests/services/explorer/explorer_test_support.hpp"
@@ -79,6 +80,8 @@ TEST(ExplorerSp, SigkillOfAGroupMemberMidJobLosesNoTask) {
   store::RedisKeyValueStore kv(server.client_options(), keys.prefix);
   store::WeightStoreOptions w;
   w.key_prefix = keys.prefix;
+  // Signed with the run's key, as the trainer signs it: the explorer refuses unsigned manifests.
+  w.manifest_key = run::manifest_key_source(server.client_options(), keys.prefix, /*create=*/true);
   store::RedisWeightStore weights(server.client_options(), w);
   weights.publish(0, testing::micro_policy(21)->weights_bytes());
   kv.put(keys.trainer_iteration, wire::TrainerProgress{.iteration = 0}.encode());
