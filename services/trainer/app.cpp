@@ -160,9 +160,9 @@ class ServicesHooks final : public TrainHooks {
     cost_reporter_ = std::make_unique<cost::CostReporter>(*meter_, registry_.get(), state_.get());
     trainer_metrics_ = std::make_unique<TrainerMetrics>(
         *registry_, options.iterations, options.prompts_per_iteration * options.group_size);
-    if (const int ranks = c_.get<int>("trainer.ranks"); ranks > 1) {
-      rank_metrics_ = std::make_unique<RankMetrics>(*registry_, 0, ranks);
-    }
+    // Rank 0's own series, also in a group of one: the per-rank panels show a single trainer
+    // (all-reduce 0) instead of no data.
+    rank_metrics_ = std::make_unique<RankMetrics>(*registry_, 0, c_.get<int>("trainer.ranks"));
     // The bus's rejects (garbage frames, refused handshakes), exported after every iteration.
     bus_rejected_frames_ =
         registry_->counter("spotlight_trainer_bus_rejected_frames_total",
