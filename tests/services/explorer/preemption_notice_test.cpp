@@ -156,9 +156,10 @@ TEST(PreemptionWatcher, CallsBackOnceWhenTheUrlAnnouncesANotice) {
   std::unique_lock lock(mutex);
   ASSERT_TRUE(changed.wait_for(lock, 30s, [&] { return calls > 0; }));
   EXPECT_EQ(reason, "TRUE");
-  lock.unlock();
+  // The server may count the announcing request only after its answer went out, so the count is
+  // taken once a poll interval has passed many times over; no request may follow it.
+  changed.wait_for(lock, 200ms, [&] { return calls > 1; });
   const int requests = server.requests();
-  lock.lock();
   changed.wait_for(lock, 200ms, [&] { return calls > 1; });
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(server.requests(), requests);  // it stopped polling
