@@ -128,6 +128,9 @@ struct RpcServer::Impl {
 
 void RpcServer::Impl::count_reject(zmqio::FrameReject why) {
   using zmqio::FrameReject;
+  // The callback runs before the counter moves, so a reader who sees the count (a test, the
+  // metrics scrape) also sees what the callback recorded.
+  if (options.on_reject) options.on_reject(zmqio::to_string(why));
   switch (why) {
     case FrameReject::kFrameCount:
       ++rejected_frame_count;
@@ -151,7 +154,6 @@ void RpcServer::Impl::count_reject(zmqio::FrameReject why) {
     case FrameReject::kBadCommand:
       break;
   }
-  if (options.on_reject) options.on_reject(zmqio::to_string(why));
 }
 
 RpcServer::Impl::Impl(BatchHandler h, RequestSink k, RpcServerOptions o)
