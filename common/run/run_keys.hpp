@@ -13,7 +13,7 @@
 //   trainer:iteration            trainer            planner, explorers wire::TrainerProgress v1
 //   trainer:timing               trainer            planner            wire::TrainerTiming v1
 //   planner:enqueued             planner            planner (restart)  wire::PlannerProgress v1
-//   planner:plan:<iteration>     planner            trainer            wire::PlanRecord v1 (set once)
+//   planner:plan:<iteration>     planner            trainer            wire::PlanRecord v2 (set once)
 //   planner:prompt:<hash>        planner            planner (restart)  wire::PromptPosterior v1
 //   explorer:<id>:heartbeat      explorer <id>      planner            wire::Heartbeat v1
 //   inflight:<task id>           explorers          explorers          wire::InflightCommit v1

@@ -599,6 +599,7 @@ std::string PlanRecord::encode() const {
       .i64("iteration", iteration)
       .i64("candidates", candidates)
       .i64("steps", steps)
+      .i64("budget_candidates", budget_candidates)
       .str("reason", reason)
       .finish();
 }
@@ -609,10 +610,12 @@ PlanRecord PlanRecord::decode_body(const Reader& r) {
   m.iteration = r.i64("iteration");
   m.candidates = r.i64("candidates");
   m.steps = r.i64("steps");
+  m.budget_candidates = r.version() >= 2 ? r.i64("budget_candidates") : m.candidates;
   m.reason = r.str("reason");
   non_negative(r, "iteration", m.iteration);
   non_negative(r, "candidates", m.candidates);
   non_negative(r, "steps", m.steps);
+  non_negative(r, "budget_candidates", m.budget_candidates);
   return m;
 }
 

@@ -307,14 +307,20 @@ struct TrainerTiming {
 
 // The planner's per-iteration plan (planner -> trainer, through Redis; written before the
 // iteration's seed tasks and never rewritten): N candidates per prompt with S sampler steps.
+// Version 2 adds budget_candidates; a version 1 record decodes with budget_candidates =
+// candidates (its budget is the whole plan).
 struct PlanRecord {
   static constexpr std::string_view kType = "plan_record";
-  static constexpr std::int64_t kVersion = 1;
+  static constexpr std::int64_t kVersion = 2;
 
   std::int64_t iteration = 0;   // >= 0
   std::int64_t candidates = 0;  // N >= 0; 0: nothing explored, the trainer uses random seeds
   std::int64_t steps = 0;       // S >= 0 (0 when candidates is 0)
-  std::string reason{};         // the planner's reason as JSON text, for people; may be empty
+  // The exploration work, prompts x budget_candidates samples, after which the planner purges the
+  // iteration's waiting tasks (>= 0). Equals candidates, except with adaptive allocation, where
+  // candidates is the cap (room for the prompts that need more) and this is the policy's N.
+  std::int64_t budget_candidates = 0;
+  std::string reason{};  // the planner's reason as JSON text, for people; may be empty
 
   std::string encode() const;
   static PlanRecord decode(std::string_view bytes, const DecodeOptions& options = {});

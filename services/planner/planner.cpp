@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/clock/stopwatch.hpp"
 #include "common/clock/unix_time.hpp"
 #include "common/exploration/bandit_policy.hpp"
 #include "common/exploration/deadline_policy.hpp"
@@ -219,14 +220,11 @@ void Planner::feed_back(const TrainerTiming& timing) {
             samples);
 }
 
-exploration::ExplorationDecision Planner::decide(std::int64_t t,
-                                                 const exploration::IterationContext& context) {
+wire::PlanRecord Planner::decide(std::int64_t t, const exploration::IterationContext& context) {
   // A restarted planner follows the plan that exists: the trainer may have read it. One that
   // cannot be read stops the planning of t (MalformedRunState: the pass fails, is counted and
   // retried) rather than enqueueing tasks the trainer would not wait for.
-  if (const auto record = state_.plan(t)) {
-    return {static_cast<int>(record->candidates), static_cast<int>(record->steps)};
-  }
+  if (auto record = state_.plan(t)) return *std::move(record);
   exploration::ExplorationDecision d = parts_.policy->decide(context);
   const int budget_candidates = d.candidates;
   if (options_.adaptive && d.candidates > 0) {
@@ -303,6 +301,7 @@ exploration::ExplorationDecision Planner::decide(std::int64_t t,
   const wire::PlanRecord plan{.iteration = t,
                               .candidates = d.candidates,
                               .steps = d.candidates > 0 ? d.steps : 0,
+                              .budget_candidates = d.candidates > 0 ? budget_candidates : 0,
                               .reason = text};
   if (!state_.put_plan_if_absent(plan)) {
     // Another planner got there first: follow its record, which the trainer may have read.
@@ -316,102 +315,20 @@ exploration::ExplorationDecision Planner::decide(std::int64_t t,
               d.steps, record["reason"].get<std::string>(), record["budget_seconds"].get<double>(),
               context.live_explorers ? std::to_string(*context.live_explorers) : "unknown");
   }
-  return d;
+  return plan;
 }
 
 void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) {
-  const int prompts = options_.prompts_per_iteration;
-  const std::chrono::milliseconds budget = time_budget(timing);
-  const queue::QueueStats before = parts_.queue->stats();
-  exploration::IterationContext context;
-  context.iteration = t;
-  context.trainer_iteration = c;
-  context.prompts = prompts;
-  context.time_budget = budget;
-  context.live_explorers = status_.live_explorers;
-  context.queue_depth = before.length;
-  if (timing.training_seconds && *timing.training_seconds > 0) {
-    context.training_time =
-        std::chrono::milliseconds(static_cast<std::int64_t>(*timing.training_seconds * 1000.0));
-  }
-  context.finish_model = &finish_model_;
-  const exploration::ExplorationDecision d = decide(t, context);
-  status_.desired_explorers = desired_explorers(context);
-  if (status_.desired_explorers) {
-    metrics_.desired_explorers.set(static_cast<double>(*status_.desired_explorers));
-  }
-  metrics_.planned_candidates.set(static_cast<double>(d.candidates));
-
-  if (!parts_.task_key) {
-    parts_.task_key = run::planner_task_key(*parts_.store);
-    log::info(
-        "signing seed tasks with key {} ({})", parts_.task_key->id(),
-        run::TaskKey::from_env() ? std::string(run::kTaskKeyEnvVar) : "the run-local key in Redis");
-  }
-  const auto prompt_list = run::iteration_prompts(*prompts_, options_.run_seed, t, prompts);
-  const std::int64_t deadline = clock::unix_ms() + budget.count();
-  const std::int64_t weights_version = options_.offload ? t : std::clamp<std::int64_t>(t - 1, 0, c);
-  const bool keep = options_.keep_trajectories && d.steps == options_.rollout_steps &&
-                    options_.trained.size() > 0;
-  // Which (prompt, candidate) pairs, in queue order: prompt by prompt, or (adaptive) by need.
-  std::vector<std::pair<int, int>> order;
-  std::vector<int> need;
-  if (options_.adaptive && d.candidates > 0) {
-    for (int i = 0; i < prompts; ++i) {
-      need.push_back(
-          exploration::candidates_needed(prior_of(prompt_list[static_cast<std::size_t>(i)].text()),
-                                         options_.allocation, d.candidates));
-    }
-    order = exploration::exploration_order(need, options_.allocation.group_size, d.candidates);
-  } else {
-    for (int i = 0; i < prompts; ++i) {
-      for (int j = 0; j < d.candidates; ++j)
-        order.emplace_back(i, j);
-    }
-  }
-  OpenIteration open;
-  open.candidates = d.candidates;
-  open.steps = d.steps;
-  open.weights_version = weights_version;
-  open.deadline_unix_ms = deadline;
-  open.keep_trajectories = keep;
-  for (const auto& prompt : prompt_list)
-    open.prompts.push_back(prompt.text());
-  std::vector<queue::Task> tasks;
-  tasks.reserve(order.size());
-  for (const auto& [i, j] : order)
-    tasks.push_back(queue::Task{run::seed_task_id(t, i, j), make_task(t, open, i, j).encode()});
-  const std::int64_t added = tasks.empty() ? 0 : parts_.queue->enqueue_many(tasks);
-  if (d.candidates > 0) {
-    open.rewards.assign(static_cast<std::size_t>(prompts),
-                        std::vector<std::optional<double>>(static_cast<std::size_t>(d.candidates)));
-    open.purged.assign(static_cast<std::size_t>(prompts),
-                       std::vector<bool>(static_cast<std::size_t>(d.candidates), false));
-    open.satisfied.assign(static_cast<std::size_t>(prompts), false);
-    open.enqueued_at = std::chrono::steady_clock::now();
-    open.budget_samples = std::int64_t{prompts} * d.candidates;
-    if (options_.adaptive) {
-      // P x the policy's N, from the plan record (which also holds it for a restarted planner).
-      if (const auto record = state_.plan(t)) {
-        if (const auto why = nlohmann::json::parse(record->reason, nullptr, false);
-            why.is_object() && why.contains("budget_candidates")) {
-          open.budget_samples =
-              std::int64_t{prompts} * why["budget_candidates"].get<std::int64_t>();
-        }
-      }
-    }
-    if (context.live_explorers && *context.live_explorers > 0) {
-      const exploration::ExplorationWork work{open.budget_samples, d.steps, context.queue_depth};
-      if (const auto p =
-              finish_model_.predict(work, *context.live_explorers,
-                                    seconds(context.training_time.value_or(context.time_budget)))) {
-        open.predicted_seconds = p->mean_seconds;
-        open.probability = p->probability;
-        metrics_.predicted_seconds.set(p->mean_seconds);
-      }
-    }
-    open_[t] = std::move(open);
-  }
+  clock::Stopwatch watch;
+  PlanSeconds took;
+  const exploration::IterationContext context = context_for(t, c, timing);
+  const wire::PlanRecord record = decide(t, context);
+  note_decision(record, context);
+  took.decide = watch.lap();
+  OpenIteration open = open_iteration(t, c, record, context);
+  const std::vector<int> need = candidates_needed(open);
+  const std::int64_t added = enqueue(t, open, queue_order(open, need));
+  took.enqueue = watch.lap();
   if (!need.empty()) {
     std::string needs;
     for (int n : need)
@@ -419,14 +336,119 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
     log::info("iteration {}: adaptive allocation, candidates needed per prompt: {}", t, needs);
   }
   state_.put_planner_progress({.enqueued_through = t, .unix_ms = clock::unix_ms()});
-
-  candidates_[t] = d.candidates;
+  candidates_[t] = open.candidates;
   status_.planned_through = t;
   status_.tasks_enqueued += added;
   ++status_.iterations_planned;
   metrics_.tasks_enqueued.inc(static_cast<double>(added));
   metrics_.planned_iteration.set(static_cast<double>(t));
+  took.record = watch.lap();
+  log_plan(t, added, open, took, watch);
+  if (open.candidates > 0) open_[t] = std::move(open);
+}
 
+exploration::IterationContext Planner::context_for(std::int64_t t, std::int64_t c,
+                                                   const TrainerTiming& timing) {
+  exploration::IterationContext context;
+  context.iteration = t;
+  context.trainer_iteration = c;
+  context.prompts = options_.prompts_per_iteration;
+  context.time_budget = time_budget(timing);
+  context.live_explorers = status_.live_explorers;
+  context.queue_depth = parts_.queue->stats().length;
+  if (timing.training_seconds && *timing.training_seconds > 0) {
+    context.training_time =
+        std::chrono::milliseconds(static_cast<std::int64_t>(*timing.training_seconds * 1000.0));
+  }
+  context.finish_model = &finish_model_;
+  return context;
+}
+
+void Planner::note_decision(const wire::PlanRecord& record,
+                            const exploration::IterationContext& context) {
+  status_.desired_explorers = desired_explorers(context);
+  if (status_.desired_explorers) {
+    metrics_.desired_explorers.set(static_cast<double>(*status_.desired_explorers));
+  }
+  metrics_.planned_candidates.set(static_cast<double>(record.candidates));
+}
+
+Planner::OpenIteration Planner::open_iteration(std::int64_t t, std::int64_t c,
+                                               const wire::PlanRecord& record,
+                                               const exploration::IterationContext& context) {
+  const int prompts = options_.prompts_per_iteration;
+  OpenIteration open;
+  open.candidates = static_cast<int>(record.candidates);
+  open.steps = static_cast<int>(record.steps);
+  open.weights_version = options_.offload ? t : std::clamp<std::int64_t>(t - 1, 0, c);
+  open.deadline_unix_ms = clock::unix_ms() + context.time_budget.count();
+  open.time_budget = context.time_budget;
+  open.keep_trajectories = options_.keep_trajectories && open.steps == options_.rollout_steps &&
+                           options_.trained.size() > 0;
+  for (const auto& prompt : run::iteration_prompts(*prompts_, options_.run_seed, t, prompts))
+    open.prompts.push_back(prompt.text());
+  if (open.candidates == 0) return open;
+  const auto n = static_cast<std::size_t>(open.candidates);
+  open.rewards.assign(static_cast<std::size_t>(prompts), std::vector<std::optional<double>>(n));
+  open.purged.assign(static_cast<std::size_t>(prompts), std::vector<bool>(n, false));
+  open.satisfied.assign(static_cast<std::size_t>(prompts), false);
+  open.enqueued_at = std::chrono::steady_clock::now();
+  // P x the policy's N, from the plan record (which also holds it for a restarted planner).
+  open.budget_samples = std::int64_t{prompts} * record.budget_candidates;
+  if (context.live_explorers && *context.live_explorers > 0) {
+    const exploration::ExplorationWork work{open.budget_samples, open.steps, context.queue_depth};
+    if (const auto p =
+            finish_model_.predict(work, *context.live_explorers,
+                                  seconds(context.training_time.value_or(context.time_budget)))) {
+      open.predicted_seconds = p->mean_seconds;
+      open.probability = p->probability;
+      metrics_.predicted_seconds.set(p->mean_seconds);
+    }
+  }
+  return open;
+}
+
+std::vector<int> Planner::candidates_needed(const OpenIteration& open) {
+  std::vector<int> need;
+  if (!options_.adaptive || open.candidates == 0) return need;
+  for (const std::string& prompt : open.prompts) {
+    need.push_back(
+        exploration::candidates_needed(prior_of(prompt), options_.allocation, open.candidates));
+  }
+  return need;
+}
+
+std::vector<std::pair<int, int>> Planner::queue_order(const OpenIteration& open,
+                                                      const std::vector<int>& need) const {
+  if (!need.empty()) {
+    return exploration::exploration_order(need, options_.allocation.group_size, open.candidates);
+  }
+  std::vector<std::pair<int, int>> order;
+  for (int i = 0; i < options_.prompts_per_iteration; ++i) {
+    for (int j = 0; j < open.candidates; ++j)
+      order.emplace_back(i, j);
+  }
+  return order;
+}
+
+std::int64_t Planner::enqueue(std::int64_t t, const OpenIteration& open,
+                              const std::vector<std::pair<int, int>>& order) {
+  if (!parts_.task_key) {
+    parts_.task_key = run::planner_task_key(*parts_.store);
+    log::info(
+        "signing seed tasks with key {} ({})", parts_.task_key->id(),
+        run::TaskKey::from_env() ? std::string(run::kTaskKeyEnvVar) : "the run-local key in Redis");
+  }
+  std::vector<queue::Task> tasks;
+  tasks.reserve(order.size());
+  for (const auto& [i, j] : order)
+    tasks.push_back(queue::Task{run::seed_task_id(t, i, j), make_task(t, open, i, j).encode()});
+  return tasks.empty() ? 0 : parts_.queue->enqueue_many(tasks);
+}
+
+void Planner::log_plan(std::int64_t t, std::int64_t added, const OpenIteration& open,
+                       PlanSeconds took, clock::Stopwatch& watch) {
+  const int prompts = options_.prompts_per_iteration;
   // Diagnostics only: the iteration is planned whether or not they can be read.
   std::string queue = "unknown";
   std::string previous = t > 0 ? "unknown" : "none";
@@ -437,7 +459,7 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
             " leased), dead letters " + std::to_string(after.dead_letters);
     if (t > 0) {
       const auto it = candidates_.find(t - 1);
-      const int n = it != candidates_.end() ? it->second : d.candidates;
+      const int n = it != candidates_.end() ? it->second : open.candidates;
       const std::int64_t results = count_results(t - 1, n);
       metrics_.previous_results.set(static_cast<double>(results));
       previous = std::to_string(results) + "/" + std::to_string(std::int64_t{prompts} * n);
@@ -445,11 +467,19 @@ void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) 
   } catch (const queue::QueueError& e) {
     log::warn("iteration {}: queue statistics unavailable: {}", t, e.what());
   }
+  took.report = watch.lap();
+  metrics_.plan_decide_seconds.inc(took.decide);
+  metrics_.plan_enqueue_seconds.inc(took.enqueue);
+  metrics_.plan_record_seconds.inc(took.record);
+  metrics_.plan_report_seconds.inc(took.report);
   log::info(
       "iteration {}: enqueued {} new of {} tasks ({} prompts x {} candidates, {} steps, weights "
-      "v{}{}, deadline in {} s); queue depth {}; results of iteration {}: {}",
-      t, added, tasks.size(), prompts, d.candidates, d.steps, weights_version,
-      keep ? ", trajectories kept" : "", seconds(budget), queue, t - 1, previous);
+      "v{}{}, deadline in {} s); queue depth {}; results of iteration {}: {}; planned in {:.3f} s "
+      "(decide {:.3f}, enqueue {:.3f}, record {:.3f}, report {:.3f})",
+      t, added, std::int64_t{prompts} * open.candidates, prompts, open.candidates, open.steps,
+      open.weights_version, open.keep_trajectories ? ", trajectories kept" : "",
+      seconds(open.time_budget), queue, t - 1, previous, watch.elapsed(), took.decide, took.enqueue,
+      took.record, took.report);
 }
 
 wire::SeedTask Planner::make_task(std::int64_t t, const OpenIteration& open, int i, int j) const {

@@ -44,8 +44,9 @@
 //                                the finish-time model})
 //       desired explorers = the fewest explorers that would finish the policy's widest
 //           exploration within the training time with probability finish_probability
-//       put_if_absent(plan record t = wire::PlanRecord{t, d.candidates, d.steps, reason as
-//           JSON}); append the JSON to decisions_file    (before any task of t is enqueued)
+//       put_if_absent(plan record t = wire::PlanRecord{t, d.candidates, d.steps, the policy's N
+//           (budget_candidates), reason as JSON}); append the JSON to decisions_file
+//           (before any task of t is enqueued)
 //       enqueue_many(P x d.candidates seed tasks (adaptive allocation: in exploration_order() of
 //           the prompts' needs, else prompt by prompt): id seed_task_id(t, i, j), wire::SeedTask{
 //           prompt iteration_prompts(..)[i], seed candidate_seed(run_seed, t, i, j),
@@ -85,6 +86,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock/stopwatch.hpp"
 #include "common/exploration/exploration_policy.hpp"
 #include "common/exploration/explorer_directory.hpp"
 #include "common/exploration/explorer_reaper.hpp"
@@ -237,11 +239,19 @@ class Planner {
     std::chrono::steady_clock::time_point enqueued_at;
     std::optional<double> predicted_seconds;
     std::optional<double> probability;
-    std::int64_t budget_samples = 0;  // adaptive: P x the policy's N
+    std::int64_t budget_samples = 0;  // P x the plan record's budget_candidates
     bool budget_spent = false;
     std::int64_t weights_version = 0;  // of its tasks
     std::int64_t deadline_unix_ms = 0;
+    std::chrono::milliseconds time_budget{0};  // deadline_unix_ms - the time it was enqueued
     bool keep_trajectories = false;
+  };
+  // Wall time of plan()'s phases (spotlight_planner_plan_seconds_total{phase}).
+  struct PlanSeconds {
+    double decide = 0;   // context_for, decide, note_decision
+    double enqueue = 0;  // open_iteration, candidates_needed, queue_order, enqueue
+    double record = 0;   // the planner's progress and status
+    double report = 0;   // log_plan's queue statistics
   };
   wire::SeedTask make_task(std::int64_t t, const OpenIteration& open, int prompt,
                            int candidate) const;
@@ -254,9 +264,30 @@ class Planner {
   TrainerTiming read_timing();
   std::chrono::milliseconds time_budget(const TrainerTiming& timing) const;
   void feed_back(const TrainerTiming& timing);
-  exploration::ExplorationDecision decide(std::int64_t iteration,
-                                          const exploration::IterationContext& context);
+  // Plans iteration t (the "for t in ..." step above): context_for, decide, open_iteration,
+  // candidates_needed, queue_order, enqueue, then the progress record and log_plan.
   void plan(std::int64_t iteration, std::int64_t trainer_iteration, const TrainerTiming& timing);
+  exploration::IterationContext context_for(std::int64_t iteration, std::int64_t trainer_iteration,
+                                            const TrainerTiming& timing);
+  // The plan record of t: the one that exists, else the policy's decision, written (first writer
+  // wins: a record another planner wrote first is followed).
+  wire::PlanRecord decide(std::int64_t iteration, const exploration::IterationContext& context);
+  void note_decision(const wire::PlanRecord& record, const exploration::IterationContext& context);
+  // The iteration's tasks' common fields and, when it explores, its tracking state (budget: the
+  // record's prompts x budget_candidates; predicted time).
+  OpenIteration open_iteration(std::int64_t iteration, std::int64_t trainer_iteration,
+                               const wire::PlanRecord& record,
+                               const exploration::IterationContext& context);
+  // Adaptive allocation: each prompt's need (empty otherwise).
+  std::vector<int> candidates_needed(const OpenIteration& open);
+  // (prompt, candidate) pairs in queue order: prompt by prompt, or by need.
+  std::vector<std::pair<int, int>> queue_order(const OpenIteration& open,
+                                               const std::vector<int>& need) const;
+  // Signs and enqueues the tasks; returns how many were new to the queue.
+  std::int64_t enqueue(std::int64_t iteration, const OpenIteration& open,
+                       const std::vector<std::pair<int, int>>& order);
+  void log_plan(std::int64_t iteration, std::int64_t added, const OpenIteration& open,
+                PlanSeconds took, clock::Stopwatch& watch);
   std::int64_t count_results(std::int64_t iteration, int candidates);
   void purge_passed(std::int64_t trainer_iteration);
   void update_posteriors(std::int64_t iteration, const wire::PlanRecord& plan);

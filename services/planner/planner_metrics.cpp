@@ -63,6 +63,17 @@ PlannerMetrics PlannerMetrics::create(const std::shared_ptr<metrics::Registry>& 
       "spotlight_planner_state_losses_total",
       "Times the run's state in Redis was found gone or gone back (an empty-AOF restart, a "
       "FLUSHALL, deleted keys); each is named in one error line.");
+  const auto plan_phase = [&](const char* phase) {
+    return r.counter("spotlight_planner_plan_seconds_total",
+                     "Time spent planning iterations, by phase (decide: the plan record; enqueue: "
+                     "the signed seed tasks; record: the planner's progress; report: queue "
+                     "statistics and the log line).",
+                     {{"phase", phase}});
+  };
+  m.plan_decide_seconds = plan_phase("decide");
+  m.plan_enqueue_seconds = plan_phase("enqueue");
+  m.plan_record_seconds = plan_phase("record");
+  m.plan_report_seconds = plan_phase("report");
   return m;
 }
 

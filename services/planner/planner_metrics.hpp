@@ -32,6 +32,11 @@ struct PlannerMetrics {
   metrics::Counter tasks_reconciled;  // spotlight_planner_tasks_reconciled_total (re-enqueued)
   metrics::Counter tasks_lost;        // spotlight_planner_tasks_lost_total (vanished, no payload)
   metrics::Counter state_losses;      // spotlight_planner_state_losses_total (Redis lost state)
+  // spotlight_planner_plan_seconds_total{phase="decide" | "enqueue" | "record" | "report"}
+  metrics::Counter plan_decide_seconds;
+  metrics::Counter plan_enqueue_seconds;
+  metrics::Counter plan_record_seconds;
+  metrics::Counter plan_report_seconds;
 
   // Detached handles when `registry` is null.
   static PlannerMetrics create(const std::shared_ptr<metrics::Registry>& registry);

@@ -142,8 +142,11 @@ TrainerTiming sample_trainer_timing() {
 }
 
 PlanRecord sample_plan_record() {
-  return PlanRecord{
-      .iteration = 12, .candidates = 16, .steps = 8, .reason = R"({"policy":"fixed"})"};
+  return PlanRecord{.iteration = 12,
+                    .candidates = 48,
+                    .steps = 8,
+                    .budget_candidates = 16,
+                    .reason = R"({"policy":"bandit"})"};
 }
 
 PromptPosterior sample_prompt_posterior() {
@@ -300,6 +303,9 @@ TEST(WireRunState, NegativeCountsAreRejectedWithTheFieldName) {
       [] { PlanRecord::decode(PlanRecord{.iteration = 1, .candidates = -2}.encode()); });
   EXPECT_EQ(plan.kind(), WireErrorKind::kBadValue);
   EXPECT_NE(std::string(plan.what()).find("candidates"), std::string::npos) << plan.what();
+  const WireError budget = expect_wire_error(
+      [] { PlanRecord::decode(PlanRecord{.iteration = 1, .budget_candidates = -1}.encode()); });
+  EXPECT_EQ(budget.field(), "budget_candidates");
   const WireError progress = expect_wire_error(
       [] { PlannerProgress::decode(PlannerProgress{.enqueued_through = -2}.encode()); });
   EXPECT_NE(std::string(progress.what()).find("enqueued_through"), std::string::npos);
@@ -523,6 +529,21 @@ TEST(WireCompatibility, VersionOneSeedTasksDecodeWithoutSignature) {
       .i64("deadline_unix_ms", v1.deadline_unix_ms)
       .i64("attempt", v1.attempt);
   EXPECT_EQ(SeedTask::decode(w.finish()), v1);
+}
+
+// Version 1 plan records (before budget_candidates) still decode: their budget is the whole plan.
+TEST(WireCompatibility, VersionOnePlanRecordsDecodeWithTheirCandidatesAsBudget) {
+  Writer w("plan_record", 1);
+  w.i64("iteration", 3).i64("candidates", 12).i64("steps", 5).str("reason", "");
+  EXPECT_EQ(PlanRecord::decode(w.finish()),
+            (PlanRecord{.iteration = 3, .candidates = 12, .steps = 5, .budget_candidates = 12}));
+  // Version 2 carries its own budget, and it must be there.
+  EXPECT_EQ(peek_type(sample_plan_record().encode()).version, 2);
+  const WireError e = expect_wire_error([] {
+    PlanRecord::decode(rewrite_body(sample_plan_record().encode(), "budget_candidates", nullptr));
+  });
+  EXPECT_EQ(e.kind(), WireErrorKind::kMissingField);
+  EXPECT_EQ(e.field(), "budget_candidates");
 }
 
 TEST(WireRewardContent, ImagesStayVersionOneAndLatentsAreVersionTwo) {

@@ -170,5 +170,37 @@ TEST_F(AllocationTest, TheBudgetEndsAnIterationWhoseRareSuccessIsOutOfReach) {
   expect_exact_accounting(q);
 }
 
+TEST_F(AllocationTest, ARestartedPlannerSpendsTheBudgetItsPlanRecordCarries) {
+  // An earlier planner's record: room for 3 x 4 candidates per prompt, a budget of 4 per prompt,
+  // and reasons that are only prose. The budget is a field of the record, not of its reasons.
+  const auto c = make_config({"trainer.iterations=2", "trainer.group_size=2",
+                              "exploration.candidates=4", "exploration.allocation=adaptive",
+                              "exploration.adaptive_cap=3", "exploration.contrast_target=10"});
+  set_key(keys().plan(0), wire::PlanRecord{.iteration = 0,
+                                           .candidates = 12,
+                                           .steps = 4,
+                                           .budget_candidates = 4,
+                                           .reason = "chosen by the bandit: widest feasible arm"}
+                              .encode());
+  set_trainer_iteration(0);
+  auto planner = make_planner(c, nullptr);
+  auto q = make_queue(c);
+  std::int64_t done = 0;
+  for (int guard = 0; guard < 1000; ++guard) {
+    planner->step();
+    const auto leases = q.lease("explorer", 1, 0ms);
+    if (leases.empty()) break;
+    if (run::parse_seed_task_id(leases[0].task_id)->iteration != 0) break;
+    wire::SeedResult r;
+    r.task_id = leases[0].task_id;
+    ASSERT_TRUE(q.complete(leases[0], r.encode()).recorded);
+    ++done;
+  }
+  EXPECT_EQ(plan(0)->candidates, 12) << "the record that existed is followed";
+  EXPECT_EQ(done, 3 * 4) << "P x the record's budget_candidates, then the rest is purged";
+  EXPECT_EQ(planner->status().tasks_purged_budget, 3 * 12 - 3 * 4);
+  expect_exact_accounting(q);
+}
+
 }  // namespace
 }  // namespace spotlight::planner::test
