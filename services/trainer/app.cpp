@@ -33,6 +33,7 @@
 #include "services/trainer/run_report.hpp"
 #include "services/trainer/trainer_config.hpp"
 #include "services/trainer/trainer_metrics.hpp"
+#include "services/trainer/weights_publisher.hpp"
 
 namespace spotlight::trainer {
 namespace {

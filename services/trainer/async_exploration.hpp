@@ -29,9 +29,7 @@
 //    the trainer. Trajectories of seeds not chosen are deleted at once, the chosen ones once the
 //    iteration is checkpointed (iteration_done); the store's expiry takes what is left. An
 //    iteration whose plan record has another step count than the rollout's has none to read.
-//  - RunPublisher publishes each checkpointed weights version to the weight store, then the
-//    trainer's iteration and timing to Redis, then notices on the bus (notices are never the
-//    only copy: planner and explorers read Redis).
+// The weights publisher beside it: services/trainer/weights_publisher.hpp.
 
 #include <chrono>
 #include <map>
@@ -41,7 +39,6 @@
 #include <string>
 #include <vector>
 
-#include "common/bus/publisher.hpp"
 #include "common/outage/retry.hpp"
 #include "common/queue/lease_queue.hpp"
 #include "common/rollout/rollout.hpp"
@@ -124,22 +121,6 @@ class AsyncSeedSource final : public SeedSource {
   std::map<std::int64_t, std::string> checksums_;                    // published, by version
   std::map<std::int64_t, std::vector<std::string>> chosen_tasks_;    // iteration -> task ids
   std::optional<std::chrono::steady_clock::time_point> last_start_;  // of the previous select()
-};
-
-class RunPublisher final : public TrainerObserver {
- public:
-  // `retry` as for AsyncSeedSource.
-  RunPublisher(std::string run_id, store::WeightStore& weights, store::KeyValueStore& state,
-               bus::Publisher* bus, const outage::Retrier* retry = nullptr);
-  void weights_ready(int64_t version, policy::Policy& policy, const IterationReport* last) override;
-  void finished(int64_t iterations) override;
-
- private:
-  std::string run_id_;
-  run::RunState state_;
-  store::WeightStore& weights_;
-  bus::Publisher* bus_;
-  const outage::Retrier* retry_;
 };
 
 }  // namespace spotlight::trainer
