@@ -203,22 +203,68 @@ ValidationReport GrpoTrainer::validate() {
   return report;
 }
 
+// One iteration's data as run_iteration()'s phases build it, in group order (prompt i's G
+// samples at i * G .. i * G + G - 1).
+struct GrpoTrainer::Batch {
+  int64_t iteration = 0;
+  std::vector<task::Prompt> prompts;
+  SeedSelection selection;
+  rollout::StepWindow window;
+  std::vector<task::Prompt> flat_prompts;  // by sample
+  std::vector<uint64_t> flat_seeds;
+  std::vector<std::optional<rollout::Rollout>> rollouts;  // this rank's samples only
+  // The samples this rank rolled out here (not reused), their prompts, seeds and reward inputs.
+  std::vector<size_t> missing;
+  std::vector<task::Prompt> missing_prompts;
+  std::vector<uint64_t> missing_seeds;
+  std::vector<task::Image> missing_images;
+  std::vector<double> rewards;  // every rank's samples
+  std::vector<double> advantages;
+};
+
+// Sums over the trained sample-steps of an iteration (reduced over the ranks).
+struct GrpoTrainer::TrainSums {
+  double kl = 0, ratio = 0, max_abs_log = 0, loss = 0, first_deviation = 0;
+  int64_t trained = 0, clipped = 0;
+  int loss_terms = 0;
+};
+
+bool GrpoTrainer::owns(size_t sample) const {
+  return owner_of(sample, o_.micro_batch, ranks()) == rank();
+}
+
 IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   const auto start = Clock::now();
   IterationReport report;
   report.iteration = iteration;
-  const int g = o_.group_size;
+  report.rank = rank();
+  report.ranks = ranks();
+  Batch batch = select_seeds(iteration, report);
+  roll_out(batch, report);
+  check_stop();
+  score(batch, report);
+  // The staleness audit of stale exploration compares the v_{k-1} rewards with v_k, before the
+  // update; otherwise v_k explored against v_{k+1}, after it.
+  const bool stale_exploration = o_.mode == "async" || o_.mode == "sync-stale";
+  if (stale_exploration) audit(batch, report);
+  train(batch, report);
+  if (!stale_exploration) audit(batch, report);
+  // The audit is a measurement, not training work: it is kept out of the iteration's time.
+  report.iteration_seconds = seconds_since(start) - report.audit_seconds;
+  state_->wall_seconds += report.iteration_seconds;
+  report.wall_seconds = state_->wall_seconds;
+  return report;
+}
 
-  // 1. Seeds for this iteration's prompts (and the rollouts exploration already sampled).
-  const auto prompts = prompts_for(iteration);
+GrpoTrainer::Batch GrpoTrainer::select_seeds(int64_t iteration, IterationReport& report) {
+  const int g = o_.group_size;
   const int ranks = this->ranks();
-  const int rank = this->rank();
-  report.rank = rank;
-  report.ranks = ranks;
-  const auto owns = [&](size_t sample) { return owner_of(sample, o_.micro_batch, ranks) == rank; };
+  Batch batch;
+  batch.iteration = iteration;
+  batch.prompts = prompts_for(iteration);
   // Rank 0 selects (exploration's results are read, and acted on, once) and shares the seeds.
-  SeedSelection selection;
-  if (rank == 0) selection = seeds_->select(iteration, prompts);
+  SeedSelection& selection = batch.selection;
+  if (rank() == 0) selection = seeds_->select(iteration, batch.prompts);
   check_stop();
   if (group_) {
     share_selection(
@@ -235,67 +281,69 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   report.explore_weights_version = selection.explore_weights_version;
   report.explore_sampler_steps = selection.explore_sampler_steps;
   report.trajectories_rejected = selection.rejected_trajectories;
+  return batch;
+}
 
-  // 2. One group of G rollouts per prompt: reused ones as they are, the rest sampled on-policy
+void GrpoTrainer::roll_out(Batch& batch, IterationReport& report) {
+  // One group of G rollouts per prompt: reused ones as they are, the rest sampled on-policy
   // (SDE, v_k) in micro-batch chunks of the missing samples, in group order.
-  auto rollout_start = Clock::now();
-  const auto window =
-      rollout::trained_steps(o_.sampler.steps, o_.train_step_begin, o_.train_step_end);
-  std::vector<task::Prompt> flat_prompts;
-  std::vector<uint64_t> flat_seeds;
-  std::vector<std::optional<rollout::Rollout>> rollouts;
+  const auto rollout_start = Clock::now();
+  batch.window = rollout::trained_steps(o_.sampler.steps, o_.train_step_begin, o_.train_step_end);
+  const auto& prompts = batch.prompts;
+  auto& selection = batch.selection;
+  auto& rollouts = batch.rollouts;
   for (size_t i = 0; i < prompts.size(); ++i) {
     for (size_t j = 0; j < selection.seeds[i].size(); ++j) {
-      flat_prompts.push_back(prompts[i]);
-      flat_seeds.push_back(selection.seeds[i][j]);
+      batch.flat_prompts.push_back(prompts[i]);
+      batch.flat_seeds.push_back(selection.seeds[i][j]);
       rollouts.push_back(i < selection.rollouts.size() && j < selection.rollouts[i].size()
                              ? std::move(selection.rollouts[i][j])
                              : std::nullopt);
     }
   }
-  std::vector<size_t> missing;
-  std::vector<task::Prompt> missing_prompts;
-  std::vector<uint64_t> missing_seeds;
   for (size_t i = 0; i < rollouts.size(); ++i) {
     if (!owns(i)) {
       rollouts[i].reset();  // another rank's
       continue;
     }
     if (rollouts[i]) continue;
-    missing.push_back(i);
-    missing_prompts.push_back(flat_prompts[i]);
-    missing_seeds.push_back(flat_seeds[i]);
+    batch.missing.push_back(i);
+    batch.missing_prompts.push_back(batch.flat_prompts[i]);
+    batch.missing_seeds.push_back(batch.flat_seeds[i]);
   }
-  std::vector<task::Image> missing_images;
-  if (!missing.empty()) {
+  if (!batch.missing.empty()) {
     auto rollout_options = o_.sampler;
     rollout_options.sde = true;
     rollout_options.keep_trajectory = true;
     policy_.set_training(false);
     const auto chunks =
-        policy_.sample(missing_prompts, missing_seeds, rollout_options, o_.micro_batch);
-    missing_images = policy_.final_reward_inputs(chunks);
+        policy_.sample(batch.missing_prompts, batch.missing_seeds, rollout_options, o_.micro_batch);
+    batch.missing_images = policy_.final_reward_inputs(chunks);
     size_t next = 0;
     for (const auto& chunk : chunks) {
-      for (auto& r : rollout::split(chunk, window, iteration))
-        rollouts[missing[next++]] = std::move(r);
+      for (auto& r : rollout::split(chunk, batch.window, batch.iteration))
+        rollouts[batch.missing[next++]] = std::move(r);
     }
   }
   finish_device_work(policy_.tensor_options());
   report.rollout_seconds = seconds_since(rollout_start);
-  check_stop();
+}
 
-  // 3. Rewards (reused rollouts carry theirs) and advantages.
-  auto reward_start = Clock::now();
+void GrpoTrainer::score(Batch& batch, IterationReport& report) {
+  // Rewards (reused rollouts carry theirs) and advantages.
+  const auto reward_start = Clock::now();
+  const int g = o_.group_size;
+  auto& rollouts = batch.rollouts;
+  const auto& missing = batch.missing;
   if (!missing.empty()) {
-    const auto scores = reward_.score(missing_prompts, missing_images);
+    const auto scores = reward_.score(batch.missing_prompts, batch.missing_images);
     for (size_t m = 0; m < missing.size(); ++m) {
       rollouts[missing[m]]->reward = scores[m].reward;
       rollouts[missing[m]]->correct = scores[m].correct;
     }
     // Named parts of the reward: only when every rollout was scored here (reused ones carry
     // their total alone), so the mean is over the whole iteration.
-    if (ranks == 1 && missing.size() == rollouts.size() && !scores.empty()) {
+    if (ranks() == 1 && missing.size() == rollouts.size() && !scores.empty()) {
       for (const auto& [name, value] : scores.front().components) {
         double sum = 0;
         for (const auto& s : scores) {
@@ -315,7 +363,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
     std::set<size_t> sampled(missing.begin(), missing.end());
     for (size_t i = 0; i < rollouts.size(); ++i) {
       if (!owns(i)) continue;
-      const std::int64_t staleness = iteration - rollouts[i]->weights_version;
+      const std::int64_t staleness = batch.iteration - rollouts[i]->weights_version;
       rows[static_cast<int64_t>(i)][0] = rollouts[i]->reward;
       rows[static_cast<int64_t>(i)][1] = sampled.count(i) ? 1.0 : 0.0;
       rows[static_cast<int64_t>(i)][2] = staleness > 0 ? 1.0 : 0.0;
@@ -323,7 +371,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
     }
   }
   if (group_) share_sample_table(*group_, table, policy_.tensor_options().device());
-  std::vector<double> rewards;
+  auto& rewards = batch.rewards;
   {
     const auto rows = table.accessor<double, 2>();
     for (int64_t i = 0; i < table.size(0); ++i) {
@@ -339,22 +387,23 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
       static_cast<std::int64_t>(report.rollouts_sampled) * o_.sampler.steps;
   auto advantage_options = o_.advantages;
   advantage_options.group_size = g;
-  const auto advantages = rl::group_advantages(rewards, advantage_options);
+  batch.advantages = rl::group_advantages(rewards, advantage_options);
   report.reward_mean = std::accumulate(rewards.begin(), rewards.end(), 0.0) / rewards.size();
   report.reward_std = std::sqrt(rl::variance(rewards));
   report.zero_std_ratio = rl::zero_std_group_ratio(rewards, g);
-  for (const double a : advantages)
-    report.mean_abs_advantage += std::abs(a) / static_cast<double>(advantages.size());
+  for (const double a : batch.advantages)
+    report.mean_abs_advantage += std::abs(a) / static_cast<double>(batch.advantages.size());
   {
     double v = 0;
     for (size_t i = 0; i < rewards.size(); i += g) {
       v += rl::variance(std::vector<double>(rewards.begin() + i, rewards.begin() + i + g));
     }
-    report.group_variance = v / static_cast<double>(prompts.size());
+    report.group_variance = v / static_cast<double>(batch.prompts.size());
   }
+  const SeedSelection& selection = batch.selection;
   // No exploration: report the rollout groups' variance.
   if (selection.candidate_rewards.empty()) report.selected_variance = report.group_variance;
-  for (size_t i = 0; i < prompts.size(); ++i) {
+  for (size_t i = 0; i < batch.prompts.size(); ++i) {
     report.group_rewards.emplace_back(rewards.begin() + i * g, rewards.begin() + (i + 1) * g);
     if (selection.candidate_rewards.empty()) continue;
     const auto& candidates = selection.candidate_seeds[i];
@@ -367,31 +416,27 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
     report.selected.push_back(std::move(indices));
   }
   report.reward_seconds = seconds_since(reward_start);
+}
 
-  // The staleness audit of stale exploration compares the v_{k-1} rewards with v_k, now.
-  const bool stale_exploration = o_.mode == "async" || o_.mode == "sync-stale";
-  const bool audit_due = o_.audit_every > 0 && (iteration + 1) % o_.audit_every == 0;
-  if (audit_due && stale_exploration && rank == 0) {
-    const auto audit_start = Clock::now();
-    report.kendall_tau = staleness_audit(prompts, selection, rewards);
-    report.audit_seconds = seconds_since(audit_start);
-  }
+void GrpoTrainer::audit(const Batch& batch, IterationReport& report) {
+  const bool due = o_.audit_every > 0 && (batch.iteration + 1) % o_.audit_every == 0;
+  if (!due || rank() != 0) return;
+  const auto audit_start = Clock::now();
+  report.kendall_tau = staleness_audit(batch.prompts, batch.selection, batch.rewards);
+  report.audit_seconds = seconds_since(audit_start);
+}
 
-  // 4. Clipped-ratio updates over the trained step window, in micro-batches of the group order.
-  auto train_start = Clock::now();
-  const auto grid = sampler::time_grid(o_.sampler.steps, o_.sampler.shift);
-  const int begin = window.begin;
-  const int end = window.end;
-  const int window_size = std::max(1, window.size());
+void GrpoTrainer::train(const Batch& batch, IterationReport& report) {
+  // Clipped-ratio updates over the trained step window, in micro-batches of the group order.
+  const auto train_start = Clock::now();
   policy_.set_training(true);
   const auto trainable = policy_.trainable_parameters();
   auto& optimizer = state_->optimizer;
   optimizer.zero_grad();
   int accumulated = 0, updates = 0;
-  double kl_sum = 0, ratio_sum = 0, max_abs_log = 0, loss_sum = 0, first_deviation = 0;
-  int64_t trained = 0, clipped = 0;
-  int loss_terms = 0;
-  const size_t total = rollouts.size();
+  TrainSums sums;
+  const auto& advantages = batch.advantages;
+  const size_t total = batch.rollouts.size();
   const auto micro = static_cast<size_t>(o_.micro_batch);
   // The micro-batches with a non-zero advantage, in group order: every rank knows them, and an
   // update takes micro_batches_per_update of them, whichever ranks own them.
@@ -416,61 +461,10 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   };
   for (int epoch = 0; epoch < o_.inner_epochs; ++epoch) {
     for (size_t q = 0; q < offsets.size(); ++q) {
-      const size_t offset = offsets[q];
-      const size_t count = std::min(micro, total - offset);
-      const auto b = static_cast<int64_t>(count);
       check_stop();
-      if (owns(offset)) {
-        std::vector<double> chunk_adv(advantages.begin() + offset,
-                                      advantages.begin() + offset + count);
-        std::vector<task::Prompt> chunk_prompts(flat_prompts.begin() + offset,
-                                                flat_prompts.begin() + offset + count);
-        // [b, W + 1, C, H, W] latents and [b, W] old log-probs of the micro-batch.
-        std::vector<at::Tensor> latent_parts, log_prob_parts;
-        for (size_t i = offset; i < offset + count; ++i) {
-          latent_parts.push_back(rollouts[i]->latents.to(policy_.tensor_options()));
-          log_prob_parts.push_back(rollouts[i]->log_probs.to(policy_.tensor_options()));
-        }
-        const auto latents = torch::stack(latent_parts);
-        const auto old_log_probs = torch::stack(log_prob_parts);
-        auto adv = torch::tensor(chunk_adv, torch::kDouble).to(policy_.tensor_options());
-        const auto active = adv != 0;
-        const bool first = epoch == 0 && q == 0;
-        for (int j = begin; j < end; ++j) {
-          auto x = latents.select(1, j - begin);
-          auto x_next = latents.select(1, j - begin + 1);
-          const auto coefficients =
-              sampler::sde_coefficients(grid[j], grid[j + 1], o_.sampler.noise_level, grid[1]);
-          auto t = torch::full({b}, grid[j], policy_.tensor_options());
-          // Conditioned per step, as a forward from tokens would: the MMDiT's text encoder trains.
-          const auto condition = policy_.condition(chunk_prompts);
-          auto mean = sampler::sde_mean(x, policy_.velocity(x, t, condition), coefficients);
-          auto logp = sampler::sde_log_prob(x_next, mean, coefficients);
-          at::Tensor mean_ref;
-          if (o_.loss.kl_beta > 0) {
-            torch::NoGradGuard no_grad;
-            mean_ref = sampler::sde_mean(
-                x, reference_->velocity(x, t, reference_->condition(chunk_prompts)), coefficients);
-          }
-          const auto log_prob_old = old_log_probs.select(1, j - begin);
-          auto terms =
-              rl::grpo_loss(logp, log_prob_old, adv, mean, mean_ref, coefficients.std_dev, o_.loss);
-          (terms.loss / (window_size * o_.micro_batches_per_update)).backward();
-          if (first) {
-            first_deviation =
-                std::max(first_deviation, (terms.ratio - 1).abs().max().item<double>());
-          }
-          const auto abs_log = (logp.detach() - log_prob_old).abs().to(torch::kDouble);
-          max_abs_log =
-              std::max(max_abs_log, torch::where(active, abs_log, 0.0).max().item<double>());
-          ratio_sum +=
-              torch::where(active, terms.ratio.to(torch::kDouble), 0.0).sum().item<double>();
-          clipped += (terms.clipped & active).sum().item<int64_t>();
-          trained += terms.active;
-          kl_sum += terms.kl.item<double>();
-          loss_sum += terms.loss.item<double>();
-          ++loss_terms;
-        }
+      if (owns(offsets[q])) {
+        train_micro_batch(batch, offsets[q], std::min(micro, total - offsets[q]),
+                          epoch == 0 && q == 0, sums);
       }
       if (++accumulated == o_.micro_batches_per_update) step();
     }
@@ -478,47 +472,91 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   if (accumulated > 0) step();
   if (group_) {  // the batch's statistics over every rank's micro-batches
     const auto device = policy_.tensor_options().device();
-    const auto sums =
-        reduce_values(*group_,
-                      {kl_sum, ratio_sum, static_cast<double>(trained),
-                       static_cast<double>(clipped), static_cast<double>(loss_terms), loss_sum},
-                      parallel::ReduceOp::kSum, device);
-    const auto maxima =
-        reduce_values(*group_, {max_abs_log, first_deviation}, parallel::ReduceOp::kMax, device);
-    kl_sum = sums[0];
-    ratio_sum = sums[1];
-    trained = static_cast<int64_t>(sums[2]);
-    clipped = static_cast<int64_t>(sums[3]);
-    loss_terms = static_cast<int>(sums[4]);
-    loss_sum = sums[5];
-    max_abs_log = maxima[0];
-    first_deviation = maxima[1];
+    const auto summed = reduce_values(
+        *group_,
+        {sums.kl, sums.ratio, static_cast<double>(sums.trained), static_cast<double>(sums.clipped),
+         static_cast<double>(sums.loss_terms), sums.loss},
+        parallel::ReduceOp::kSum, device);
+    const auto maxima = reduce_values(*group_, {sums.max_abs_log, sums.first_deviation},
+                                      parallel::ReduceOp::kMax, device);
+    sums.kl = summed[0];
+    sums.ratio = summed[1];
+    sums.trained = static_cast<int64_t>(summed[2]);
+    sums.clipped = static_cast<int64_t>(summed[3]);
+    sums.loss_terms = static_cast<int>(summed[4]);
+    sums.loss = summed[5];
+    sums.max_abs_log = maxima[0];
+    sums.first_deviation = maxima[1];
   }
-  report.first_ratio_max_deviation = first_deviation;
-  report.loss = loss_terms ? loss_sum / loss_terms : 0.0;
+  report.first_ratio_max_deviation = sums.first_deviation;
+  report.loss = sums.loss_terms ? sums.loss / sums.loss_terms : 0.0;
   report.optimizer_steps = updates;
   policy_.set_training(false);
-  report.kl = loss_terms ? kl_sum / loss_terms : 0.0;
-  if (trained > 0) {
-    report.ratio_mean = ratio_sum / static_cast<double>(trained);
-    report.clip_fraction = static_cast<double>(clipped) / static_cast<double>(trained);
+  report.kl = sums.loss_terms ? sums.kl / sums.loss_terms : 0.0;
+  if (sums.trained > 0) {
+    report.ratio_mean = sums.ratio / static_cast<double>(sums.trained);
+    report.clip_fraction = static_cast<double>(sums.clipped) / static_cast<double>(sums.trained);
   }
-  report.ratio_max_abs_log = max_abs_log;
+  report.ratio_max_abs_log = sums.max_abs_log;
   finish_device_work(policy_.tensor_options());
   report.train_seconds = seconds_since(train_start);
+}
 
-  // 5. Staleness audit after the update (v_k explored vs v_{k+1}); stale exploration audits
-  // before it.
-  if (audit_due && !stale_exploration && rank == 0) {
-    const auto audit_start = Clock::now();
-    report.kendall_tau = staleness_audit(prompts, selection, rewards);
-    report.audit_seconds = seconds_since(audit_start);
+void GrpoTrainer::train_micro_batch(const Batch& batch, size_t offset, size_t count, bool first,
+                                    TrainSums& sums) {
+  const auto grid = sampler::time_grid(o_.sampler.steps, o_.sampler.shift);
+  const int begin = batch.window.begin;
+  const int end = batch.window.end;
+  const int window_size = std::max(1, batch.window.size());
+  const auto b = static_cast<int64_t>(count);
+  std::vector<double> chunk_adv(batch.advantages.begin() + offset,
+                                batch.advantages.begin() + offset + count);
+  std::vector<task::Prompt> chunk_prompts(batch.flat_prompts.begin() + offset,
+                                          batch.flat_prompts.begin() + offset + count);
+  // [b, W + 1, C, H, W] latents and [b, W] old log-probs of the micro-batch.
+  std::vector<at::Tensor> latent_parts, log_prob_parts;
+  for (size_t i = offset; i < offset + count; ++i) {
+    latent_parts.push_back(batch.rollouts[i]->latents.to(policy_.tensor_options()));
+    log_prob_parts.push_back(batch.rollouts[i]->log_probs.to(policy_.tensor_options()));
   }
-  // The audit is a measurement, not training work: it is kept out of the iteration's time.
-  report.iteration_seconds = seconds_since(start) - report.audit_seconds;
-  state_->wall_seconds += report.iteration_seconds;
-  report.wall_seconds = state_->wall_seconds;
-  return report;
+  const auto latents = torch::stack(latent_parts);
+  const auto old_log_probs = torch::stack(log_prob_parts);
+  auto adv = torch::tensor(chunk_adv, torch::kDouble).to(policy_.tensor_options());
+  const auto active = adv != 0;
+  for (int j = begin; j < end; ++j) {
+    auto x = latents.select(1, j - begin);
+    auto x_next = latents.select(1, j - begin + 1);
+    const auto coefficients =
+        sampler::sde_coefficients(grid[j], grid[j + 1], o_.sampler.noise_level, grid[1]);
+    auto t = torch::full({b}, grid[j], policy_.tensor_options());
+    // Conditioned per step, as a forward from tokens would: the MMDiT's text encoder trains.
+    const auto condition = policy_.condition(chunk_prompts);
+    auto mean = sampler::sde_mean(x, policy_.velocity(x, t, condition), coefficients);
+    auto logp = sampler::sde_log_prob(x_next, mean, coefficients);
+    at::Tensor mean_ref;
+    if (o_.loss.kl_beta > 0) {
+      torch::NoGradGuard no_grad;
+      mean_ref = sampler::sde_mean(
+          x, reference_->velocity(x, t, reference_->condition(chunk_prompts)), coefficients);
+    }
+    const auto log_prob_old = old_log_probs.select(1, j - begin);
+    auto terms =
+        rl::grpo_loss(logp, log_prob_old, adv, mean, mean_ref, coefficients.std_dev, o_.loss);
+    (terms.loss / (window_size * o_.micro_batches_per_update)).backward();
+    if (first) {
+      sums.first_deviation =
+          std::max(sums.first_deviation, (terms.ratio - 1).abs().max().item<double>());
+    }
+    const auto abs_log = (logp.detach() - log_prob_old).abs().to(torch::kDouble);
+    sums.max_abs_log =
+        std::max(sums.max_abs_log, torch::where(active, abs_log, 0.0).max().item<double>());
+    sums.ratio += torch::where(active, terms.ratio.to(torch::kDouble), 0.0).sum().item<double>();
+    sums.clipped += (terms.clipped & active).sum().item<int64_t>();
+    sums.trained += terms.active;
+    sums.kl += terms.kl.item<double>();
+    sums.loss += terms.loss.item<double>();
+    ++sums.loss_terms;
+  }
 }
 
 std::optional<double> GrpoTrainer::staleness_audit(const std::vector<task::Prompt>& prompts,

@@ -224,6 +224,21 @@ class GrpoTrainer {
                                         const SeedSelection& selection,
                                         const std::vector<double>& rollout_rewards);
 
+  // run_iteration() is select_seeds, roll_out, score, train and audit (before train for stale
+  // exploration, after it otherwise); each fills its part of the report, its time included
+  // (explore_seconds, rollout_seconds, reward_seconds, train_seconds, audit_seconds).
+  struct Batch;
+  struct TrainSums;
+  Batch select_seeds(int64_t iteration, IterationReport& report);
+  void roll_out(Batch& batch, IterationReport& report);
+  void score(Batch& batch, IterationReport& report);
+  void audit(const Batch& batch, IterationReport& report);  // when due, on rank 0
+  void train(const Batch& batch, IterationReport& report);
+  // One micro-batch's loss over the trained steps, backward; adds its statistics to `sums`.
+  void train_micro_batch(const Batch& batch, size_t offset, size_t count, bool first,
+                         TrainSums& sums);
+  bool owns(size_t sample) const;  // this rank rolls out, scores and trains the sample
+
   int64_t resume_alone();
   int64_t resume_group();  // resume() of a group of ranks: rank 0's checkpoint to every rank
 
