@@ -13,6 +13,7 @@
 
 #include <torch/torch.h>
 
+#include "common/clock/stopwatch.hpp"
 #include "common/clock/unix_time.hpp"
 #include "common/log/log.hpp"
 #include "common/outage/failure.hpp"
@@ -389,29 +390,63 @@ void Explorer::check_commits(std::span<Held> held, std::int64_t version) {
   }
 }
 
-void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
+// A chunk's tasks still ours, as sample_chunk()'s phases fill it.
+struct Explorer::ChunkWork {
   std::vector<Held*> active;
   std::vector<task::Prompt> prompts;
   std::vector<uint64_t> seeds;
-  for (auto& h : chunk) {
-    if (h.settled) continue;  // its lease was lost
-    active.push_back(&h);
-    prompts.push_back(h.prompt);
-    seeds.push_back(h.task.seed);
-  }
-  if (active.empty()) return;
-  auto sampler = options_.sampler;
-  sampler.steps = static_cast<int>(active.front()->task.sampler_steps);
-  sampler.sde = true;
-  sampler.keep_trajectory = false;
-  const std::vector<std::int64_t> sample_shape = parts_.policy.sample_shape();
-  const auto batch = static_cast<std::int64_t>(active.size());
+  sampler::SamplerOptions sampler;
+  std::vector<std::int64_t> sample_shape;
   // Kept trajectories: every latent from the resume step on, and every step's log-probability.
   bool keep = false;
-  for (const Held* h : active)
-    keep = keep || h->keeps_trajectory();
-  if (keep && (chunk_sampler_ || parts_.trajectories == nullptr || sampler.noise_level <= 0)) {
-    for (const Held* h : active) {
+  std::vector<at::Tensor> kept_latents, kept_log_probs;
+  std::int64_t kept_from = 0;  // grid index of kept_latents[0]
+  std::vector<task::Image> images;
+  std::vector<reward::Scored> scores;
+};
+
+void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
+  ChunkWork work = chunk_work(chunk);
+  if (work.active.empty()) return;
+  clock::Stopwatch watch;
+  const bool sampled = sample(work, chunk, version);
+  const double sample_seconds = watch.lap();
+  metrics_.chunk_sample_seconds.inc(sample_seconds);
+  if (!sampled) return;
+  drop_non_finite(work, version);
+  if (work.active.empty()) return;
+  const bool scored = score(work, version);
+  const double score_seconds = watch.lap();
+  metrics_.chunk_score_seconds.inc(score_seconds);
+  if (!scored) return;
+  record_results(work, version, sample_seconds + score_seconds);
+  const double record_seconds = watch.lap();
+  metrics_.chunk_record_seconds.inc(record_seconds);
+  log::debug(
+      "completed {} task(s) with weights version {} in {:.3f} s (sample {:.3f}, score {:.3f}, "
+      "record {:.3f})",
+      work.active.size(), version, watch.elapsed(), sample_seconds, score_seconds, record_seconds);
+}
+
+Explorer::ChunkWork Explorer::chunk_work(std::span<Held> chunk) {
+  ChunkWork work;
+  for (auto& h : chunk) {
+    if (h.settled) continue;  // its lease was lost
+    work.active.push_back(&h);
+    work.prompts.push_back(h.prompt);
+    work.seeds.push_back(h.task.seed);
+  }
+  if (work.active.empty()) return work;
+  work.sampler = options_.sampler;
+  work.sampler.steps = static_cast<int>(work.active.front()->task.sampler_steps);
+  work.sampler.sde = true;
+  work.sampler.keep_trajectory = false;
+  work.sample_shape = parts_.policy.sample_shape();
+  for (const Held* h : work.active)
+    work.keep = work.keep || h->keeps_trajectory();
+  if (work.keep &&
+      (chunk_sampler_ || parts_.trajectories == nullptr || work.sampler.noise_level <= 0)) {
+    for (const Held* h : work.active) {
       if (h->keeps_trajectory()) metrics_.trajectories_unavailable.inc();
     }
     log::warn("{} cannot keep trajectories ({}): the trainer samples those rollouts itself",
@@ -419,13 +454,16 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
               chunk_sampler_                   ? "SP sampling"
               : parts_.trajectories == nullptr ? "no trajectory store"
                                                : "no SDE noise, no log-probabilities");
-    keep = false;
+    work.keep = false;
   }
-  std::vector<at::Tensor> kept_latents, kept_log_probs;
-  std::int64_t kept_from = 0;  // grid index of kept_latents[0]
+  return work;
+}
 
-  const auto start = Clock::now();
-  std::vector<task::Image> images;
+bool Explorer::sample(ChunkWork& work, std::span<Held> chunk, std::int64_t version) {
+  const auto& active = work.active;
+  const auto& sampler = work.sampler;
+  const auto& sample_shape = work.sample_shape;
+  const auto batch = static_cast<std::int64_t>(active.size());
   try {
     if (chunk_sampler_) {
       // An SP group samples the whole chunk in its rank processes: there is no step boundary here,
@@ -435,95 +473,104 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
         metrics_.discarded_commits.inc();
         h->resume.reset();
       }
-      images = chunk_sampler_(version, prompts, seeds, sampler);
+      work.images = chunk_sampler_(version, work.prompts, work.seeds, sampler);
       metrics_.sample_steps.inc(static_cast<double>(batch * sampler.steps));
       add_run_counter(&run::RunState::add_sample_steps, batch * sampler.steps);
-    } else {
-      std::optional<sampler::ResumePoint> resume;
-      if (active.front()->resume) {
-        // Every task of the chunk has a usable commit at the same step (process() groups them).
-        std::vector<float> values;
-        for (Held* h : active)
-          values.insert(values.end(), h->resume->latent.begin(), h->resume->latent.end());
-        auto latent = torch::from_blob(values.data(),
-                                       {batch, sample_shape[0], sample_shape[1], sample_shape[2]},
-                                       torch::kFloat)
-                          .clone();
-        resume = sampler::ResumePoint{latent, static_cast<int>(active.front()->resume_step())};
-      }
-      sampler::Stepper stepper = parts_.policy.stepper(prompts, seeds, sampler, resume);
-      if (resume) {
-        metrics_.resumes.inc(static_cast<double>(batch));
-        add_run_counter(&run::RunState::add_resumed_steps, batch * resume->step);
-        log::info("resuming {} committed task(s) at step {} of {}", batch, resume->step,
-                  sampler.steps);
-      }
-      kept_from = stepper.step();
-      if (keep) kept_latents.push_back(stepper.latent());
-      while (!stepper.done()) {
-        if (stopping()) {
-          auto cpu = stepper.latent().detach().to(torch::kCPU, torch::kFloat).contiguous();
-          const float* data = cpu.data_ptr<float>();
-          commit_and_release(active, stepper.step(), version,
-                             std::vector<float>(data, data + cpu.numel()), sample_shape);
-          return;
-        }
-        auto log_prob = stepper.advance();
-        if (keep) {
-          kept_latents.push_back(stepper.latent());
-          kept_log_probs.push_back(log_prob);
-        }
-        metrics_.sample_steps.inc(static_cast<double>(batch));
-        add_run_counter(&run::RunState::add_sample_steps, batch);
-        // A chunk may take longer than the reaper's dead_after or the lease timeout: stay alive.
-        keep_alive(chunk);
-      }
-      images = parts_.policy.reward_inputs(stepper.latent());
+      return true;
     }
+    std::optional<sampler::ResumePoint> resume;
+    if (active.front()->resume) {
+      // Every task of the chunk has a usable commit at the same step (process() groups them).
+      std::vector<float> values;
+      for (Held* h : active)
+        values.insert(values.end(), h->resume->latent.begin(), h->resume->latent.end());
+      auto latent = torch::from_blob(values.data(),
+                                     {batch, sample_shape[0], sample_shape[1], sample_shape[2]},
+                                     torch::kFloat)
+                        .clone();
+      resume = sampler::ResumePoint{latent, static_cast<int>(active.front()->resume_step())};
+    }
+    sampler::Stepper stepper = parts_.policy.stepper(work.prompts, work.seeds, sampler, resume);
+    if (resume) {
+      metrics_.resumes.inc(static_cast<double>(batch));
+      add_run_counter(&run::RunState::add_resumed_steps, batch * resume->step);
+      log::info("resuming {} committed task(s) at step {} of {}", batch, resume->step,
+                sampler.steps);
+    }
+    work.kept_from = stepper.step();
+    if (work.keep) work.kept_latents.push_back(stepper.latent());
+    while (!stepper.done()) {
+      if (stopping()) {
+        auto cpu = stepper.latent().detach().to(torch::kCPU, torch::kFloat).contiguous();
+        const float* data = cpu.data_ptr<float>();
+        commit_and_release(active, stepper.step(), version,
+                           std::vector<float>(data, data + cpu.numel()), sample_shape);
+        return false;
+      }
+      auto log_prob = stepper.advance();
+      if (work.keep) {
+        work.kept_latents.push_back(stepper.latent());
+        work.kept_log_probs.push_back(log_prob);
+      }
+      metrics_.sample_steps.inc(static_cast<double>(batch));
+      add_run_counter(&run::RunState::add_sample_steps, batch);
+      // A chunk may take longer than the reaper's dead_after or the lease timeout: stay alive.
+      keep_alive(chunk);
+    }
+    work.images = parts_.policy.reward_inputs(stepper.latent());
+    return true;
   } catch (const std::exception& e) {
     log::error("sampling {} task(s) failed: {}", active.size(), e.what());
     for (Held* h : active)
       fail_with_version(*h, std::string("sampling: ") + e.what(), version);
-    return;
+    return false;
   }
+}
+
+void Explorer::drop_non_finite(ChunkWork& work, std::int64_t version) {
   // Pixels that are not finite (a diverged model) are not scored: the reward service would refuse
   // them, and an in-process reward would give them an arbitrary score.
-  for (std::size_t i = images.size(); i-- > 0;) {
-    const auto& rgb = images[i].rgb;
+  for (std::size_t i = work.images.size(); i-- > 0;) {
+    const auto& rgb = work.images[i].rgb;
     if (std::all_of(rgb.begin(), rgb.end(), [](float v) { return std::isfinite(v); })) continue;
     metrics_.non_finite_samples.inc();
-    fail_with_version(*active[i], "sampling produced pixels that are not finite (NaN or Inf)",
+    fail_with_version(*work.active[i], "sampling produced pixels that are not finite (NaN or Inf)",
                       version);
-    active.erase(active.begin() + static_cast<std::ptrdiff_t>(i));
-    prompts.erase(prompts.begin() + static_cast<std::ptrdiff_t>(i));
-    images.erase(images.begin() + static_cast<std::ptrdiff_t>(i));
+    work.active.erase(work.active.begin() + static_cast<std::ptrdiff_t>(i));
+    work.prompts.erase(work.prompts.begin() + static_cast<std::ptrdiff_t>(i));
+    work.images.erase(work.images.begin() + static_cast<std::ptrdiff_t>(i));
   }
-  if (active.empty()) return;
-  std::vector<reward::Scored> scores;
+}
+
+bool Explorer::score(ChunkWork& work, std::int64_t version) {
   try {
-    scores = parts_.reward.score(prompts, images);
-    if (scores.size() != active.size()) {
+    work.scores = parts_.reward.score(work.prompts, work.images);
+    if (work.scores.size() != work.active.size()) {
       throw std::runtime_error("reward " + parts_.reward.name() + " returned " +
-                               std::to_string(scores.size()) + " scores for " +
-                               std::to_string(active.size()) + " images");
+                               std::to_string(work.scores.size()) + " scores for " +
+                               std::to_string(work.active.size()) + " images");
     }
   } catch (const std::invalid_argument& e) {  // the input was bad: retrying will not help
     metrics_.reward_errors.inc();
-    for (Held* h : active)
+    for (Held* h : work.active)
       fail_with_version(*h, std::string("reward: ") + e.what(), version);
-    return;
+    return false;
   } catch (const std::exception&) {
     metrics_.reward_errors.inc();
     throw;  // process() releases the rest of the batch; run() backs off
   }
+  return true;
+}
+
+void Explorer::record_results(ChunkWork& work, std::int64_t version, double seconds) {
+  const auto& active = work.active;
   // [B, steps + 1 - kept_from, C, H, W] and [B, steps - kept_from]; a resumed chunk starts at its
   // resume step, which is at most the trajectory's first step (check_commits).
   at::Tensor trajectory_latents, trajectory_log_probs;
-  if (keep) {
-    trajectory_latents = torch::stack(kept_latents, 1);
-    trajectory_log_probs = torch::stack(kept_log_probs, 1);
+  if (work.keep) {
+    trajectory_latents = torch::stack(work.kept_latents, 1);
+    trajectory_log_probs = torch::stack(work.kept_log_probs, 1);
   }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   const double per_sample = seconds / static_cast<double>(active.size());
   const reward::RewardRange range = parts_.reward.range();  // declared with these scores
   metrics_.samples_per_second.set(seconds > 0 ? static_cast<double>(active.size()) / seconds : 0.0);
@@ -537,13 +584,13 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
     result.prompt_index = task.prompt_index;
     result.seed = task.seed;
     result.weights_version_used = version;
-    if (const auto fault = reward::reward_fault(scores[i].reward, range)) {
+    if (const auto fault = reward::reward_fault(work.scores[i].reward, range)) {
       reward_fault(*active[i], *fault);
       continue;
     }
     metrics_.staleness_versions.observe(static_cast<double>(task.iteration - version));
-    result.reward = scores[i].reward;
-    result.correct = scores[i].correct;
+    result.reward = work.scores[i].reward;
+    result.correct = work.scores[i].correct;
     result.explorer_id = options_.id;
     result.sample_seconds = per_sample;
     // The same check the trainer makes before using a result: never record one it would refuse.
@@ -554,10 +601,11 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
       fail_with_version(*active[i], "result not recorded: " + *problem, version);
       continue;
     }
-    explored_images_.maybe_record(task, images[i]);  // before the result: the trainer reads both
+    // Before the result: the trainer reads both.
+    explored_images_.maybe_record(task, work.images[i]);
     std::string trajectory;
-    if (keep && active[i]->keeps_trajectory()) {
-      const auto shift = [&](std::int64_t step) { return step - kept_from; };
+    if (work.keep && active[i]->keeps_trajectory()) {
+      const auto shift = [&](std::int64_t step) { return step - work.kept_from; };
       rollout::TrajectoryOrigin origin;
       origin.task_id = active[i]->lease.task_id;
       origin.run_id = task.run_id;
@@ -571,7 +619,7 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
       const rollout::StepWindow kept{static_cast<int>(shift(task.trajectory_begin)),
                                      static_cast<int>(shift(task.trajectory_end))};
       auto message = rollout::make_trajectory(
-          origin, sampler, trajectory_latents[static_cast<std::int64_t>(i)],
+          origin, work.sampler, trajectory_latents[static_cast<std::int64_t>(i)],
           trajectory_log_probs[static_cast<std::int64_t>(i)], kept);
       message.step_begin = task.trajectory_begin;
       message.step_end = task.trajectory_end;
@@ -579,8 +627,6 @@ void Explorer::sample_chunk(std::span<Held> chunk, std::int64_t version) {
     }
     complete(*active[i], result.encode(), trajectory);
   }
-  log::debug("completed {} task(s) with weights version {} in {} s", active.size(), version,
-             seconds);
 }
 
 void Explorer::commit_and_release(const std::vector<Held*>& active, std::int64_t step,

@@ -189,7 +189,20 @@ class Explorer {
   std::optional<std::int64_t> committed_version(std::span<const Held> held, std::int64_t need);
   // Keeps the commits usable with `version` (see the top of this file); counts the others.
   void check_commits(std::span<Held> held, std::int64_t version);
+  // Samples, scores and records one chunk (tasks of one step count and resume step):
+  // chunk_work, sample, drop_non_finite, score, record_results, each phase timed
+  // (spotlight_explorer_chunk_seconds_total{phase}).
   void sample_chunk(std::span<Held> chunk, std::int64_t version);
+  struct ChunkWork;
+  ChunkWork chunk_work(std::span<Held> chunk);
+  // False when the chunk is done without images: committed and released on a stop request, or
+  // failed.
+  bool sample(ChunkWork& work, std::span<Held> chunk, std::int64_t version);
+  void drop_non_finite(ChunkWork& work, std::int64_t version);
+  // False when the reward refused the input (the tasks failed); rethrows other reward errors.
+  bool score(ChunkWork& work, std::int64_t version);
+  // Completes each task with its result (and kept trajectory); `seconds`: sampling and scoring.
+  void record_results(ChunkWork& work, std::int64_t version, double seconds);
   // Commits (if options_.commit_inflight) and releases `active` stopped at `step`; `latents` is
   // [B, C, H, W] float32 values of the chunk, sample after sample.
   void commit_and_release(const std::vector<Held*>& active, std::int64_t step, std::int64_t version,

@@ -63,6 +63,18 @@ ExplorerMetrics::ExplorerMetrics(metrics::Registry& r)
       sample_seconds(r.histogram("spotlight_explorer_sample_seconds",
                                  "Sampling and scoring time per sample.",
                                  metrics::exponential_buckets(0.0005, 4, 10))),
+      chunk_sample_seconds(r.counter("spotlight_explorer_chunk_seconds_total",
+                                     "Time spent on chunks of tasks, by phase (sample, score, "
+                                     "record: results and trajectories written).",
+                                     {{"phase", "sample"}})),
+      chunk_score_seconds(r.counter("spotlight_explorer_chunk_seconds_total",
+                                    "Time spent on chunks of tasks, by phase (sample, score, "
+                                    "record: results and trajectories written).",
+                                    {{"phase", "score"}})),
+      chunk_record_seconds(r.counter("spotlight_explorer_chunk_seconds_total",
+                                     "Time spent on chunks of tasks, by phase (sample, score, "
+                                     "record: results and trajectories written).",
+                                     {{"phase", "record"}})),
       explored_images(r.counter("spotlight_explorer_explored_images_total",
                                 "Candidate images kept for the trainer's exploration samples.")),
       explored_image_errors(r.counter("spotlight_explorer_explored_image_errors_total",

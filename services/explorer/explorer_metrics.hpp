@@ -54,6 +54,10 @@ struct ExplorerMetrics {
   metrics::Gauge weights_version;            // loaded version; -1 before the first load
   metrics::Histogram weights_fetch_seconds;  // fetch + verify + load of one version
   metrics::Histogram sample_seconds;         // per sample, sampling + scoring
+  // spotlight_explorer_chunk_seconds_total{phase="sample" | "score" | "record"}
+  metrics::Counter chunk_sample_seconds;
+  metrics::Counter chunk_score_seconds;
+  metrics::Counter chunk_record_seconds;
   // Images kept for the trainer's exploration samples, and ones lost to a failure.
   metrics::Counter explored_images;
   metrics::Counter explored_image_errors;
