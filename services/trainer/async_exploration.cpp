@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "common/clock/stopwatch.hpp"
 #include "common/clock/unix_time.hpp"
 #include "common/log/log.hpp"
 #include "common/rl/selection.hpp"
@@ -43,149 +44,215 @@ AsyncSeedSource::AsyncSeedSource(AsyncSeedOptions options, queue::LeaseQueue& qu
   }
 }
 
-SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task::Prompt>& prompts) {
-  const auto start = Clock::now();
-  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(o_.max_wait);
-  const size_t n = prompts.size();
-  // Longer than the last iteration (start to start, at least explain_floor): say why, once.
-  const auto half_wait = std::chrono::duration_cast<Clock::duration>(o_.max_wait / 2);
-  const Clock::duration usual =
-      last_start_
-          ? std::min(std::max<Clock::duration>(start - *last_start_, o_.explain_floor), half_wait)
-          : half_wait;
-
-  last_start_ = start;
+// One select()'s wait: what is known of the iteration's plan and results so far.
+struct AsyncSeedSource::Wait {
+  int64_t iteration = 0;
+  size_t prompts = 0;
+  Clock::time_point start;
+  Clock::time_point deadline;
+  Clock::duration usual{};  // longer than this: explain_if_long says why, once
   bool explained = false;
-  const auto explain_if_long = [&](bool have_plan, size_t missing) {
-    if (explained || Clock::now() - start < usual) return;
-    explained = true;
-    const double waited = std::chrono::duration<double>(Clock::now() - start).count();
-    std::string why;
-    try {
-      why = why_waiting(iteration, have_plan, missing);
-    } catch (const std::exception& e) {
-      why = std::string("unknown (") + e.what() + ")";
-    }
-    SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": waiting " << waited
-                        << " s for explored seeds (longer than the last iteration), because of "
-                        << why;
-  };
   // How many candidates the planner enqueued: its plan record, once it shows up.
   std::optional<int> planned;
   std::optional<int> planned_steps;
-  const auto read_plan = [&] {
-    if (!plans_ || planned) return;
-    try {
-      if (const auto record = call(retry_, [&] { return plans_->plan(iteration); })) {
-        planned = static_cast<int>(record->candidates);
-        planned_steps = static_cast<int>(record->steps);
-      }
-    } catch (const run::MalformedRunState& e) {
-      SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": plan record ignored: " << e.what();
-      planned = o_.candidates;
+  int candidates = 0;
+  std::vector<std::vector<std::optional<wire::SeedResult>>> found;  // [prompt][candidate]
+  // Quarantines per task this iteration; given up (lost) once no valid result can come.
+  std::vector<std::vector<int>> quarantines;
+  std::vector<std::vector<bool>> lost;
+  size_t missing = 0;
+  int quarantined = 0, lost_tasks = 0, purged = 0, dead_lettered = 0;
+};
+
+SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task::Prompt>& prompts) {
+  clock::Stopwatch watch;
+  Wait w = start_wait(iteration, prompts.size());
+  wait_for_plan(w);
+  const double plan_seconds = watch.lap();
+  wait_for_results(w);
+  const double results_seconds = watch.lap();
+  SeedSelection out = choose(w);
+  out.explore_seconds = std::chrono::duration<double>(Clock::now() - w.start).count();
+  out.quarantined_results = w.quarantined;
+  out.lost_tasks = w.lost_tasks;
+  out.dead_lettered_tasks = w.dead_lettered;
+  report_wait(w, out);
+  SPOTLIGHT_LOG(debug) << "iteration " << iteration << ": seeds selected in " << watch.elapsed()
+                       << " s (plan " << plan_seconds << ", results " << results_seconds
+                       << ", choose " << watch.lap() << ")";
+  return out;
+}
+
+AsyncSeedSource::Wait AsyncSeedSource::start_wait(int64_t iteration, size_t prompts) {
+  Wait w;
+  w.iteration = iteration;
+  w.prompts = prompts;
+  w.start = Clock::now();
+  w.deadline = w.start + std::chrono::duration_cast<Clock::duration>(o_.max_wait);
+  // Longer than the last iteration (start to start, at least explain_floor): say why, once.
+  const auto half_wait = std::chrono::duration_cast<Clock::duration>(o_.max_wait / 2);
+  w.usual =
+      last_start_
+          ? std::min(std::max<Clock::duration>(w.start - *last_start_, o_.explain_floor), half_wait)
+          : half_wait;
+  last_start_ = w.start;
+  return w;
+}
+
+void AsyncSeedSource::explain_if_long(Wait& w, bool have_plan, size_t missing) {
+  if (w.explained || Clock::now() - w.start < w.usual) return;
+  const int64_t iteration = w.iteration;
+  const auto start = w.start;
+  w.explained = true;
+  const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+  std::string why;
+  try {
+    why = why_waiting(iteration, have_plan, missing);
+  } catch (const std::exception& e) {
+    why = std::string("unknown (") + e.what() + ")";
+  }
+  SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": waiting " << waited
+                      << " s for explored seeds (longer than the last iteration), because of "
+                      << why;
+}
+
+void AsyncSeedSource::read_plan(Wait& w) {
+  const int64_t iteration = w.iteration;
+  auto& planned = w.planned;
+  auto& planned_steps = w.planned_steps;
+  if (!plans_ || planned) return;
+  try {
+    if (const auto record = call(retry_, [&] { return plans_->plan(iteration); })) {
+      planned = static_cast<int>(record->candidates);
+      planned_steps = static_cast<int>(record->steps);
     }
-  };
-  read_plan();
-  while (plans_ && !planned && Clock::now() < deadline) {
+  } catch (const run::MalformedRunState& e) {
+    SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": plan record ignored: " << e.what();
+    planned = o_.candidates;
+  }
+}
+
+void AsyncSeedSource::wait_for_plan(Wait& w) {
+  read_plan(w);
+  while (plans_ && !w.planned && Clock::now() < w.deadline) {
     // polling interval of a condition wait with a deadline
     if (outage::wait_or_stop(o_.stop, o_.poll)) break;
-    read_plan();
-    if (!planned) explain_if_long(false, 0);
+    read_plan(w);
+    if (!w.planned) explain_if_long(w, false, 0);
   }
-  const int candidates = planned.value_or(o_.offload ? o_.group_size : o_.candidates);
-  std::vector<std::vector<std::optional<wire::SeedResult>>> found(
-      n, std::vector<std::optional<wire::SeedResult>>(static_cast<size_t>(candidates)));
-  // Quarantines per task this iteration; given up (lost) once no valid result can come.
-  std::vector<std::vector<int>> quarantines(n, std::vector<int>(static_cast<size_t>(candidates)));
-  std::vector<std::vector<bool>> lost(n, std::vector<bool>(static_cast<size_t>(candidates)));
-  size_t missing = n * static_cast<size_t>(candidates);
-  int quarantined = 0, lost_tasks = 0, purged = 0, dead_lettered = 0;
+  w.candidates = w.planned.value_or(o_.offload ? o_.group_size : o_.candidates);
+  const auto c = static_cast<size_t>(w.candidates);
+  w.found.assign(w.prompts, std::vector<std::optional<wire::SeedResult>>(c));
+  w.quarantines.assign(w.prompts, std::vector<int>(c));
+  w.lost.assign(w.prompts, std::vector<bool>(c));
+  w.missing = w.prompts * c;
+}
+
+void AsyncSeedSource::wait_for_results(Wait& w) {
   // Read the missing results (one batch per round) until all are in (or lost) or the deadline
   // passes; between rounds sleep on the result bell, or poll without one.
   const bool bell = o_.notices && queue_.has_result_notices();
-  std::vector<std::string> ids;
-  std::vector<std::pair<size_t, int>> where;  // (prompt, candidate) of ids[k]
-  std::vector<std::string> absent;            // ids without a result this round
-  std::vector<size_t> absent_at;              // their k
-  while (missing > 0) {
-    ids.clear();
-    where.clear();
-    for (size_t i = 0; i < n; ++i) {
-      for (int j = 0; j < candidates; ++j) {
-        if (found[i][j] || lost[i][j]) continue;
-        ids.push_back(run::seed_task_id(iteration, static_cast<int>(i), j));
-        where.emplace_back(i, j);
-      }
-    }
-    const auto values = call(retry_, [&] { return queue_.results(ids); });
-    // Tasks without a result that left the queue without one will never have one: purged by the
-    // planner (not needed), or dead-lettered (rejected, or failed or expired past max_deliveries:
-    // a problem, warned about once per task). One batch per round; both ring the result bell.
-    absent.clear();
-    absent_at.clear();
-    for (size_t k = 0; k < ids.size() && k < values.size(); ++k) {
-      if (values[k]) continue;
-      absent.push_back(ids[k]);
-      absent_at.push_back(k);
-    }
-    std::vector<std::optional<queue::Abandoned>> gone;
-    if (!absent.empty()) gone = call(retry_, [&] { return queue_.abandoned(absent); });
-    for (size_t a = 0; a < absent.size() && a < gone.size(); ++a) {
-      if (!gone[a]) continue;
-      const auto [i, j] = where[absent_at[a]];
-      lost[i][j] = true;
-      --missing;
-      if (gone[a]->how == queue::Abandonment::kPurged) {
-        ++purged;
-        continue;
-      }
-      ++dead_lettered;
-      SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": task '" << absent[a]
-                          << "' was dead-lettered (" << gone[a]->reason
-                          << "); its candidate is lost for this iteration";
-    }
-    for (size_t k = 0; k < ids.size() && k < values.size(); ++k) {
-      const auto& bytes = values[k];
-      const auto [i, j] = where[k];
-      if (!bytes) continue;
-      const std::string& id = ids[k];
-      const run::ExpectedResult expected{
-          id, o_.run_id, iteration, static_cast<int64_t>(i),
-          run::candidate_seed(o_.run_seed, iteration, static_cast<int>(i), j)};
-      const run::CheckedResult checked = run::check_result(*bytes, expected);
-      if (checked.result) {
-        found[i][j] = *checked.result;
-        --missing;
-        continue;
-      }
-      // A poisoned entry: move it aside with its reason and run the task again.
-      const auto q = call(retry_, [&] { return queue_.quarantine(id, *bytes, checked.problem); });
-      if (q.quarantined) ++quarantined;
-      const bool can_come = q.requeued || q.still_queued || !q.quarantined;
-      if (q.quarantined && (!can_come || ++quarantines[i][j] >= o_.max_quarantines_per_task)) {
-        lost[i][j] = true;
-        ++lost_tasks;
-        --missing;
-      }
-      SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": result of '" << id << "' quarantined ("
-                          << checked.problem << "); "
-                          << (lost[i][j]   ? "the task is lost for this iteration"
-                              : q.requeued ? "the task runs again"
-                                           : "its holder completes it");
-    }
-    if (missing > 0) explain_if_long(true, missing);
+  while (w.missing > 0) {
+    read_results(w);
+    if (w.missing > 0) explain_if_long(w, true, w.missing);
     const auto now = Clock::now();
-    if (missing == 0 || now >= deadline || o_.stop.stop_requested()) break;
+    if (w.missing == 0 || now >= w.deadline || o_.stop.stop_requested()) break;
     if (bell) {
       // A condition wait: returns when a result is recorded, else after `resync` (re-read anyway).
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(w.deadline - now);
       const auto wait = std::min(o_.resync, left);
       call(retry_, [&] { return queue_.wait_result_notice(wait); });
     } else if (outage::wait_or_stop(o_.stop, o_.poll)) {  // polling interval of a condition wait
       break;
     }
   }
+}
 
+void AsyncSeedSource::read_results(Wait& w) {
+  const int64_t iteration = w.iteration;
+  const size_t n = w.prompts;
+  const int candidates = w.candidates;
+  auto& found = w.found;
+  auto& lost = w.lost;
+  auto& quarantines = w.quarantines;
+  auto& missing = w.missing;
+  auto& purged = w.purged;
+  auto& dead_lettered = w.dead_lettered;
+  auto& quarantined = w.quarantined;
+  auto& lost_tasks = w.lost_tasks;
+  std::vector<std::string> ids;
+  std::vector<std::pair<size_t, int>> where;  // (prompt, candidate) of ids[k]
+  std::vector<std::string> absent;            // ids without a result this round
+  std::vector<size_t> absent_at;              // their k
+  for (size_t i = 0; i < n; ++i) {
+    for (int j = 0; j < candidates; ++j) {
+      if (found[i][j] || lost[i][j]) continue;
+      ids.push_back(run::seed_task_id(iteration, static_cast<int>(i), j));
+      where.emplace_back(i, j);
+    }
+  }
+  const auto values = call(retry_, [&] { return queue_.results(ids); });
+  // Tasks without a result that left the queue without one will never have one: purged by the
+  // planner (not needed), or dead-lettered (rejected, or failed or expired past max_deliveries:
+  // a problem, warned about once per task). One batch per round; both ring the result bell.
+  for (size_t k = 0; k < ids.size() && k < values.size(); ++k) {
+    if (values[k]) continue;
+    absent.push_back(ids[k]);
+    absent_at.push_back(k);
+  }
+  std::vector<std::optional<queue::Abandoned>> gone;
+  if (!absent.empty()) gone = call(retry_, [&] { return queue_.abandoned(absent); });
+  for (size_t a = 0; a < absent.size() && a < gone.size(); ++a) {
+    if (!gone[a]) continue;
+    const auto [i, j] = where[absent_at[a]];
+    lost[i][j] = true;
+    --missing;
+    if (gone[a]->how == queue::Abandonment::kPurged) {
+      ++purged;
+      continue;
+    }
+    ++dead_lettered;
+    SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": task '" << absent[a]
+                        << "' was dead-lettered (" << gone[a]->reason
+                        << "); its candidate is lost for this iteration";
+  }
+  for (size_t k = 0; k < ids.size() && k < values.size(); ++k) {
+    const auto& bytes = values[k];
+    const auto [i, j] = where[k];
+    if (!bytes) continue;
+    const std::string& id = ids[k];
+    const run::ExpectedResult expected{
+        id, o_.run_id, iteration, static_cast<int64_t>(i),
+        run::candidate_seed(o_.run_seed, iteration, static_cast<int>(i), j)};
+    const run::CheckedResult checked = run::check_result(*bytes, expected);
+    if (checked.result) {
+      found[i][j] = *checked.result;
+      --missing;
+      continue;
+    }
+    // A poisoned entry: move it aside with its reason and run the task again.
+    const auto q = call(retry_, [&] { return queue_.quarantine(id, *bytes, checked.problem); });
+    if (q.quarantined) ++quarantined;
+    const bool can_come = q.requeued || q.still_queued || !q.quarantined;
+    if (q.quarantined && (!can_come || ++quarantines[i][j] >= o_.max_quarantines_per_task)) {
+      lost[i][j] = true;
+      ++lost_tasks;
+      --missing;
+    }
+    SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": result of '" << id << "' quarantined ("
+                        << checked.problem << "); "
+                        << (lost[i][j]   ? "the task is lost for this iteration"
+                            : q.requeued ? "the task runs again"
+                                         : "its holder completes it");
+  }
+}
+
+SeedSelection AsyncSeedSource::choose(const Wait& w) {
+  const int64_t iteration = w.iteration;
+  const size_t n = w.prompts;
+  const int candidates = w.candidates;
+  const auto& found = w.found;
+  const auto& planned_steps = w.planned_steps;
   SeedSelection out;
   double variance_sum = 0;
   std::vector<std::vector<int>> chosen_candidates(n);
@@ -231,10 +298,16 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
   if (o_.trajectories && rollout_length) {
     reuse_trajectories(iteration, chosen_candidates, found, out);
   }
-  out.explore_seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  out.quarantined_results = quarantined;
-  out.lost_tasks = lost_tasks;
-  out.dead_lettered_tasks = dead_lettered;
+  return out;
+}
+
+void AsyncSeedSource::report_wait(const Wait& w, const SeedSelection& out) {
+  const int64_t iteration = w.iteration;
+  const size_t n = w.prompts;
+  const int candidates = w.candidates;
+  const size_t missing = w.missing;
+  const int purged = w.purged, dead_lettered = w.dead_lettered;
+  const int quarantined = w.quarantined, lost_tasks = w.lost_tasks;
   if (missing > 0) {
     SPOTLIGHT_LOG(warn) << "iteration " << iteration << ": " << missing << " of "
                         << n * static_cast<size_t>(candidates)
@@ -258,7 +331,6 @@ SeedSelection AsyncSeedSource::select(int64_t iteration, const std::vector<task:
                         << " invalid results quarantined, " << lost_tasks
                         << " of their tasks lost for this iteration";
   }
-  return out;
 }
 
 std::string AsyncSeedSource::why_waiting(int64_t iteration, bool have_plan, size_t missing) {

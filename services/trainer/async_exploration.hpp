@@ -108,6 +108,18 @@ class AsyncSeedSource final : public SeedSource {
                           const std::vector<std::vector<std::optional<wire::SeedResult>>>& found,
                           SeedSelection& out);
   std::optional<std::string> weights_checksum(std::int64_t version);
+  // select() is start_wait, wait_for_plan, wait_for_results (read_results rounds), choose and
+  // report_wait over one Wait; its phases are named, with their seconds, on a debug line.
+  struct Wait;
+  Wait start_wait(int64_t iteration, size_t prompts);
+  void read_plan(Wait& w);
+  void wait_for_plan(Wait& w);  // then sizes the wait to the plan's candidates
+  void wait_for_results(Wait& w);
+  void read_results(Wait& w);  // one round: a batch of results, abandonments, quarantines
+  // Logs once, when the wait is longer than usual, why (why_waiting).
+  void explain_if_long(Wait& w, bool have_plan, size_t missing);
+  SeedSelection choose(const Wait& w);  // the G of maximum variance per prompt, or fallbacks
+  void report_wait(const Wait& w, const SeedSelection& out);
   // Why `missing` explored seeds of `iteration` are still missing (above), as one phrase.
   std::string why_waiting(int64_t iteration, bool have_plan, size_t missing);
   void erase_trajectories(const std::vector<std::string>& task_ids, const char* which);
