@@ -298,11 +298,11 @@ wire::PlanRecord Planner::decide(std::int64_t t, const exploration::IterationCon
     record["budget_candidates"] = budget_candidates;
   }
   const std::string text = record.dump();
-  const wire::PlanRecord plan{.iteration = t,
-                              .candidates = d.candidates,
-                              .steps = d.candidates > 0 ? d.steps : 0,
-                              .budget_candidates = d.candidates > 0 ? budget_candidates : 0,
-                              .reason = text};
+  wire::PlanRecord plan{.iteration = t,
+                        .candidates = d.candidates,
+                        .steps = d.candidates > 0 ? d.steps : 0,
+                        .budget_candidates = d.candidates > 0 ? budget_candidates : 0,
+                        .reason = text};
   if (!state_.put_plan_if_absent(plan)) {
     // Another planner got there first: follow its record, which the trainer may have read.
     return decide(t, context);
