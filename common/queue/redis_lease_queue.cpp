@@ -138,13 +138,10 @@ auto RedisLeaseQueue::call(Fn&& fn) -> decltype(fn()) {
       ensure_group();
       return fn();
     }
-  } catch (const redis::RedisUnavailable& e) {
-    group_ready_ = false;  // maybe a different server when we reconnect: check again
-    throw QueueUnavailable("lease queue " + keys_.stream + ": " + e.what(), e.is_timeout());
-  } catch (const redis::RedisAuthError& e) {
-    throw QueueAccessDenied("lease queue " + keys_.stream + ": " + e.what());
   } catch (const redis::RedisError& e) {
-    throw QueueError("lease queue " + keys_.stream + ": " + e.what());
+    // Unavailable: maybe a different server when we reconnect, so check the group again.
+    if (e.code() == error::ErrorCode::kUnavailable) group_ready_ = false;
+    throw_queue_error("lease queue " + keys_.stream, e);
   }
 }
 

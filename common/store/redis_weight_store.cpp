@@ -76,15 +76,8 @@ template <typename Fn>
 auto RedisWeightStore::call(std::int64_t version, Fn&& fn) -> decltype(fn()) {
   try {
     return fn();
-  } catch (const redis::RedisUnavailable& e) {
-    throw StoreUnavailable(
-        "weights " + base_ + " version " + std::to_string(version) + ": " + e.what(),
-        e.is_timeout());
-  } catch (const redis::RedisAuthError& e) {
-    throw StoreAccessDenied("weights " + base_ + " version " + std::to_string(version) + ": " +
-                            e.what());
   } catch (const redis::RedisError& e) {
-    throw StoreError("weights " + base_ + " version " + std::to_string(version) + ": " + e.what());
+    throw_store_error("weights " + base_ + " version " + std::to_string(version), e);
   }
 }
 
