@@ -1,9 +1,9 @@
 #pragma once
 // The one base of Spotlight's typed errors: what went wrong as a code, so that code deciding what
 // to do (back off, stop, report) reads the code instead of knowing every module's classes.
-// Modules derive their own base from it (queue::QueueError, store::StoreError, redis::RedisError)
-// and thin subclasses that fix the code (QueueUnavailable, StoreAccessDenied, ...), which catch
-// sites may name.
+// Modules derive their own base from it (queue::QueueError, store::StoreError, redis::RedisError);
+// Unavailable<Base> and AccessDenied<Base> (QueueUnavailable, StoreAccessDenied, ...) fix the
+// code, for catch sites that name one case.
 
 #include <exception>
 #include <stdexcept>
@@ -41,17 +41,33 @@ inline ErrorCode code_of(const std::exception& e) noexcept {
   return error != nullptr ? error->code() : ErrorCode::kOther;
 }
 
+// A module's error class `Base` (derived from Error, constructible as Base(what, code, timeout))
+// with the code fixed, for catch sites that name one case:
+//   using QueueUnavailable = error::Unavailable<QueueError>;
+template <typename Base>
+class Unavailable : public Base {
+ public:
+  Unavailable(const std::string& what, bool timeout)
+      : Base(what, ErrorCode::kUnavailable, timeout) {}
+};
+
+template <typename Base>
+class AccessDenied : public Base {
+ public:
+  explicit AccessDenied(const std::string& what) : Base(what, ErrorCode::kAccessDenied) {}
+};
+
 // Throws the error of a module for `cause`, a failure of a dependency below it (a Redis error under
-// the queue), with `context` in front of its message: Unavailable(what, timeout) or
-// AccessDenied(what) when the cause's code says so, else Base(what, code).
-template <typename Base, typename Unavailable, typename AccessDenied>
+// the queue), with `context` in front of its message: Unavailable<Base> or AccessDenied<Base> when
+// the cause's code says so, else Base with the cause's code.
+template <typename Base>
 [[noreturn]] void throw_translated(const std::string& context, const Error& cause) {
   const std::string what = context + ": " + cause.what();
   switch (cause.code()) {
     case ErrorCode::kUnavailable:
-      throw Unavailable(what, cause.is_timeout());
+      throw Unavailable<Base>(what, cause.is_timeout());
     case ErrorCode::kAccessDenied:
-      throw AccessDenied(what);
+      throw AccessDenied<Base>(what);
     default:
       throw Base(what, cause.code());
   }

@@ -22,17 +22,8 @@ class QueueError : public error::Error {
   using error::Error::Error;
 };
 
-class QueueUnavailable : public QueueError {
- public:
-  QueueUnavailable(const std::string& what, bool timeout)
-      : QueueError(what, error::ErrorCode::kUnavailable, timeout) {}
-};
-
-class QueueAccessDenied : public QueueError {
- public:
-  explicit QueueAccessDenied(const std::string& what)
-      : QueueError(what, error::ErrorCode::kAccessDenied) {}
-};
+using QueueUnavailable = error::Unavailable<QueueError>;
+using QueueAccessDenied = error::AccessDenied<QueueError>;
 
 class InvalidQueueOptions : public QueueError {
  public:
@@ -48,7 +39,7 @@ class InvalidQueueOptions : public QueueError {
 // Throws the QueueError for `cause`, a failure of the backing store, with `context` in front of
 // its message: QueueUnavailable or QueueAccessDenied when its code says so.
 [[noreturn]] inline void throw_queue_error(const std::string& context, const error::Error& cause) {
-  error::throw_translated<QueueError, QueueUnavailable, QueueAccessDenied>(context, cause);
+  error::throw_translated<QueueError>(context, cause);
 }
 
 }  // namespace spotlight::queue

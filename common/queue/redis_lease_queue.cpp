@@ -114,6 +114,10 @@ RedisLeaseQueue::RedisLeaseQueue(redis::RedisClient client, LeaseQueueOptions op
 
 RedisLeaseQueue::~RedisLeaseQueue() = default;
 
+std::array<std::string_view, 6> RedisLeaseQueue::Keys::dead_letter() const {
+  return {stream, dead, errors, stats, dead_ids, notices};
+}
+
 void RedisLeaseQueue::ensure_group() {
   if (group_ready_) return;
   try {
@@ -239,11 +243,10 @@ FailOutcome RedisLeaseQueue::fail_with(const Lease& lease, std::string_view erro
   return call([&] {
     const std::string max = std::to_string(max_deliveries);
     const std::string idle = std::to_string(options_.lease_timeout.count());
-    const Reply r = client_.eval(
-        scripts().fail,
-        {keys_.stream, keys_.dead, keys_.errors, keys_.stats, keys_.dead_ids, keys_.notices},
-        {options_.group, lease.entry_id, lease.task_id, lease.consumer, error, max, idle,
-         kParkingConsumer});
+    const std::string_view args[] = {options_.group, lease.entry_id,  lease.task_id,
+                                     lease.consumer, error,           max,
+                                     idle,           kParkingConsumer};
+    const Reply r = client_.eval(scripts().fail, keys_.dead_letter(), args);
     const std::string& outcome = r.as_text();
     if (outcome == "retry") return FailOutcome::kRetry;
     if (outcome == "dead") return FailOutcome::kDeadLettered;
@@ -277,10 +280,8 @@ std::vector<Lease> RedisLeaseQueue::reclaim(std::string_view consumer,
     const std::string idle = std::to_string(std::max<std::int64_t>(min_idle.count(), 0));
     const std::string count = std::to_string(max_count);
     const std::string max = std::to_string(options_.max_deliveries);
-    const Reply r = client_.eval(
-        scripts().reclaim,
-        {keys_.stream, keys_.dead, keys_.errors, keys_.stats, keys_.dead_ids, keys_.notices},
-        {options_.group, consumer, idle, count, max});
+    const std::string_view args[] = {options_.group, consumer, idle, count, max};
+    const Reply r = client_.eval(scripts().reclaim, keys_.dead_letter(), args);
     return parse_script_leases(r, consumer);
   });
 }
@@ -291,10 +292,8 @@ std::vector<Lease> RedisLeaseQueue::reclaim_from(std::string_view dead_consumer,
   return call([&] {
     const std::string count = std::to_string(max_count);
     const std::string max = std::to_string(options_.max_deliveries);
-    const Reply r = client_.eval(
-        scripts().reclaim_from,
-        {keys_.stream, keys_.dead, keys_.errors, keys_.stats, keys_.dead_ids, keys_.notices},
-        {options_.group, dead_consumer, consumer, count, max});
+    const std::string_view args[] = {options_.group, dead_consumer, consumer, count, max};
+    const Reply r = client_.eval(scripts().reclaim_from, keys_.dead_letter(), args);
     return parse_script_leases(r, consumer);
   });
 }

@@ -28,13 +28,9 @@ class RedisError : public error::Error {
   using error::Error::Error;
 };
 
-class RedisUnavailable : public RedisError {
- public:
-  // timeout: the connect or the command ran past its timeout (the server may be alive but slow);
-  // is_timeout() returns it.
-  RedisUnavailable(const std::string& what, bool timeout)
-      : RedisError(what, error::ErrorCode::kUnavailable, timeout) {}
-};
+// RedisUnavailable(what, timeout): timeout when the connect or the command ran past its timeout
+// (the server may be alive but slow); is_timeout() returns it.
+using RedisUnavailable = error::Unavailable<RedisError>;
 
 class RedisCommandError : public RedisError {
  public:

@@ -26,22 +26,13 @@ class StoreError : public error::Error {
   using error::Error::Error;
 };
 
-class StoreUnavailable : public StoreError {
- public:
-  StoreUnavailable(const std::string& what, bool timeout)
-      : StoreError(what, error::ErrorCode::kUnavailable, timeout) {}
-};
-
-class StoreAccessDenied : public StoreError {
- public:
-  explicit StoreAccessDenied(const std::string& what)
-      : StoreError(what, error::ErrorCode::kAccessDenied) {}
-};
+using StoreUnavailable = error::Unavailable<StoreError>;
+using StoreAccessDenied = error::AccessDenied<StoreError>;
 
 // Throws the StoreError for `cause`, a failure of the backing store, with `context` in front of
 // its message: StoreUnavailable or StoreAccessDenied when its code says so.
 [[noreturn]] inline void throw_store_error(const std::string& context, const error::Error& cause) {
-  error::throw_translated<StoreError, StoreUnavailable, StoreAccessDenied>(context, cause);
+  error::throw_translated<StoreError>(context, cause);
 }
 
 class InvalidStoreOptions : public StoreError {
