@@ -1,5 +1,5 @@
--- Helpers for the scripts of one lease queue stream. KEYS[1] is the stream in every script that
--- requires this file.
+-- Functions shared by the scripts of one lease queue stream. KEYS[1] is the stream in every
+-- script that requires this file.
 local function field(fields, name)
   for i = 1, #fields, 2 do
     if fields[i] == name then return fields[i + 1] end
