@@ -727,15 +727,8 @@ void Planner::maybe_reap() {
       status_.leases_released += report.released;
       metrics_.live_explorers.set(report.live_explorers);
       metrics_.leases_released.inc(static_cast<double>(report.released));
-    } catch (const queue::QueueUnavailable&) {
-      throw;
-    } catch (const store::StoreUnavailable&) {
-      throw;
-    } catch (const queue::QueueAccessDenied&) {
-      throw;
-    } catch (const store::StoreAccessDenied&) {
-      throw;
     } catch (const std::exception& e) {
+      if (outage::classify(e) != outage::Failure::kOther) throw;  // unavailable, access denied
       // The fast path is an optimisation (expired leases are reclaimed anyway): it must not stop
       // the planning. Unavailability is different: the pass cannot succeed, back off.
       log::warn("looking for dead explorers failed: {}", e.what());
