@@ -125,25 +125,6 @@ const config::Schema& run_schema() {
       Entry::integer("sampler.steps", 10, "SDE/ODE steps per sample.").range(2, 1000),
       Entry::real("sampler.noise_level", 0.7, "SDE noise level a.").range(0, 5),
       Entry::real("sampler.shift", 1.0, "Time-grid shift toward the noise end.").positive(),
-      Entry::string("exploration.mode", "sync",
-                    "Where seed exploration runs: none (random seeds), sync (on the trainer, "
-                    "current weights), sync-stale (on the trainer, the previous iteration's "
-                    "weights), async (explorers, previous weights), offload (no exploration: "
-                    "explorers sample the rollouts with the current weights, the trainer trains).")
-          .one_of({"none", "sync", "sync-stale", "async", "offload"}),
-      Entry::string("exploration.reuse", "on_policy",
-                    "Explored trajectories the trainer trains on instead of sampling them again: "
-                    "off, on_policy (sampled with the current weights at the rollout's step "
-                    "count), off_policy (also older weights, with the importance ratio; explorers "
-                    "keep trajectories in Redis). offload always trains on the explorers'.")
-          .one_of({"off", "on_policy", "off_policy"}),
-      Entry::real("exploration.trajectory_ttl_seconds", 600,
-                  "Kept trajectories expire from Redis this long after they were written.")
-          .range(1, 604800),
-      Entry::integer("exploration.candidates", 24, "Candidate seeds explored per prompt (N).")
-          .range(1, 4096),
-      Entry::integer("exploration.steps", 0, "Sampler steps of exploration (0: sampler.steps).")
-          .range(0, 1000),
       Entry::integer("trainer.iterations", 30, "GRPO iterations.").range(1, 10000000),
       Entry::real("trainer.max_seconds", 0,
                   "Wall-time budget: the run ends, validated and finished, after the first "
@@ -271,20 +252,6 @@ const config::Schema& run_schema() {
                      "when it has heard nothing this long, and the trainer re-reads the results "
                      "at least this often while it waits on the result bell.")
           .range(10, 600000),
-      Entry::integer("exploration.sample_images_every", 5,
-                     "async: every this many iterations explorers keep the images of prompt 0's "
-                     "candidates and the trainer draws what selection chose from them "
-                     "(<run.dir>/exploration/; 0: never).")
-          .at_least(0),
-      Entry::real("exploration.max_wait_seconds", 60,
-                  "async: longest the trainer waits for an iteration's explored seeds.")
-          .at_least(0),
-      Entry::integer("exploration.lease_timeout_ms", 30000,
-                     "A seed task's lease expires after this idle time.")
-          .range(10, 86400000),
-      Entry::integer("exploration.max_deliveries", 5,
-                     "Deliveries before a seed task is dead-lettered.")
-          .range(1, 1000),
       Entry::string("explorer.id", "", "Explorer id (consumer name); empty: <hostname>-<pid>."),
       Entry::integer("explorer.batch", 8, "Seed tasks leased and sampled together.").range(1, 4096),
       Entry::integer("explorer.max_staleness", 1,
@@ -319,13 +286,6 @@ const config::Schema& run_schema() {
       Entry::boolean("planner.reap_dead_explorers", true,
                      "Hand back the leases of explorers whose heartbeats stopped at once "
                      "(else they wait for exploration.lease_timeout_ms)."),
-      Entry::string("planner.policy", "fixed",
-                    "How much to explore per iteration: fixed (exploration.candidates and "
-                    "exploration.steps), bandit (a UCB arm of planner.candidates x "
-                    "planner.steps per iteration, within the predicted training time) or "
-                    "deadline (the widest arm that finishes before the trainer needs it with "
-                    "probability planner.finish_probability).")
-          .one_of({"fixed", "bandit", "deadline"}),
       Entry::boolean("planner.purge_passed", true,
                      "Remove the waiting seed tasks of iterations the trainer has passed (counted "
                      "as purged, not lost); false: they stay queued and run (the old behaviour)."),
@@ -340,19 +300,6 @@ const config::Schema& run_schema() {
       Entry::real("planner.preemption_delay_seconds", 1.0,
                   "Finish-time model: how long a preempted sample waits for a new explorer.")
           .at_least(0),
-      Entry::string("exploration.allocation", "fixed",
-                    "How candidates are spread over an iteration's prompts: fixed (N each) or "
-                    "adaptive (ordered by each prompt's Beta posterior of success; a prompt "
-                    "whose best G rewards reach exploration.contrast_target stops being "
-                    "explored and the pool moves on to prompts still all alike).")
-          .one_of({"fixed", "adaptive"}),
-      Entry::integer("exploration.adaptive_cap", 3,
-                     "adaptive: a prompt may get up to this many times the N the policy "
-                     "decided; the iteration still explores P x N samples in all.")
-          .range(1, 64),
-      Entry::real("exploration.contrast_target", 0.02,
-                  "adaptive: the best-G reward variance at which a prompt is explored enough.")
-          .positive(),
       Entry::double_list("planner.candidates", {8, 16, 24, 32},
                          "bandit, deadline: candidates-per-prompt (N) arms.")
           .check("must be integers >= 1",
@@ -405,11 +352,14 @@ const config::Schema& run_schema() {
   // and reward.endpoint to refuse a prompt file it cannot score).
 #ifdef SPOTLIGHT_RUN_SERVICES
   // metrics.bind (empty: off), metrics.max_request_bytes, metrics.request_timeout_ms.
-  static const config::Schema schema =
-      config::Schema(entries).add(metrics::metrics_schema("")).add(reward::remote_reward_schema());
+  static const config::Schema schema = config::Schema(entries)
+                                           .add(exploration_schema())
+                                           .add(metrics::metrics_schema(""))
+                                           .add(reward::remote_reward_schema());
 #else
   // A core-only build (SPOTLIGHT_CORE_ONLY) serves no metrics: no metrics.* keys.
-  static const config::Schema schema = config::Schema(entries).add(reward::remote_reward_schema());
+  static const config::Schema schema =
+      config::Schema(entries).add(exploration_schema()).add(reward::remote_reward_schema());
 #endif
   return schema;
 }
@@ -550,8 +500,9 @@ bool samples_explored_images(std::int64_t iteration, std::int64_t prompt, int ev
 queue::LeaseQueueOptions explore_queue_options(const config::Config& c) {
   queue::LeaseQueueOptions o;
   o.key_prefix = RunKeys(c.get_string("run.id")).explore_queue;
-  o.lease_timeout = std::chrono::milliseconds(c.get_int("exploration.lease_timeout_ms"));
-  o.max_deliveries = c.get<int>("exploration.max_deliveries");
+  const ExplorationOptions exploration = exploration_options(c);
+  o.lease_timeout = exploration.lease_timeout;
+  o.max_deliveries = exploration.max_deliveries;
   return o;
 }
 #endif
@@ -559,16 +510,8 @@ queue::LeaseQueueOptions explore_queue_options(const config::Config& c) {
 store::TrajectoryStoreOptions trajectory_store_options(const config::Config& c) {
   store::TrajectoryStoreOptions o;
   o.key_prefix = RunKeys(c.get_string("run.id")).trajectories;
-  o.ttl = std::chrono::milliseconds(
-      static_cast<std::int64_t>(c.get_double("exploration.trajectory_ttl_seconds") * 1000.0));
+  o.ttl = exploration_options(c).trajectory_ttl;
   return o;
-}
-
-Reuse reuse(const config::Config& c) {
-  const std::string& value = c.get_string("exploration.reuse");
-  if (value == "off") return Reuse::kOff;
-  if (value == "off_policy") return Reuse::kOffPolicy;
-  return Reuse::kOnPolicy;
 }
 
 }  // namespace spotlight::run

@@ -17,6 +17,7 @@
 #include "common/policy/policy_options.hpp"
 #include "common/queue/lease_queue.hpp"
 #include "common/redis/client.hpp"
+#include "common/run/exploration_config.hpp"
 #include "common/run/run_keys.hpp"
 #include "common/sampler/sampler_options.hpp"
 #include "common/store/trajectory_store.hpp"
@@ -57,16 +58,9 @@ bus::PublisherOptions trainer_bus_options(const config::Config& config);
 // exploration sample: prompt 0 of every `every`-th iteration (0: never).
 bool samples_explored_images(std::int64_t iteration, std::int64_t prompt, int every);
 
+// key_prefix RunKeys::explore_queue, exploration.lease_timeout_ms and max_deliveries.
 queue::LeaseQueueOptions explore_queue_options(const config::Config& config);
 // key_prefix RunKeys::trajectories, ttl exploration.trajectory_ttl_seconds.
 store::TrajectoryStoreOptions trajectory_store_options(const config::Config& config);
-
-// exploration.reuse: which explored trajectories the trainer trains on instead of sampling.
-enum class Reuse {
-  kOff,        // none: every rollout is sampled by the trainer (the behaviour before issue #14)
-  kOnPolicy,   // those sampled with the trainer's current weights at the rollout's step count
-  kOffPolicy,  // also those sampled with older weights, with the importance ratio against them
-};
-Reuse reuse(const config::Config& config);
 
 }  // namespace spotlight::run

@@ -152,8 +152,8 @@ std::string rank_device(const std::string& device) {
 
 }  // namespace
 
-bool core_mode(const std::string& mode) {
-  return mode == "none" || mode == "sync" || mode == "sync-stale";
+bool core_mode(run::ExplorationMode mode) {
+  return !run::needs_services(mode);
 }
 
 int run_pretrain(const config::Config& c) {
@@ -246,7 +246,8 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
   const auto options = grpo_options(c);
   if (!core_mode(options.mode) && !hooks.supports(options.mode)) {
     throw config::ConfigError("exploration.mode",
-                              "config: 'exploration.mode' " + options.mode +
+                              "config: 'exploration.mode' " +
+                                  std::string(run::to_string(options.mode)) +
                                   " needs the services build (this trainer is the compute core "
                                   "alone, SPOTLIGHT_CORE_ONLY): use none, sync or sync-stale");
   }
@@ -289,18 +290,18 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
   if (options.exploration_steps > 0) exploration.sampler.steps = options.exploration_steps;
   exploration.chunk = options.micro_batch * 2;
   exploration.run_seed = options.seed;
-  exploration.reuse = run::reuse(c);
+  exploration.reuse = options.reuse;
   exploration.rollout_steps = options.sampler.steps;
   exploration.window = rollout::trained_steps(options.sampler.steps, options.train_step_begin,
                                               options.train_step_end);
   std::unique_ptr<SeedSource> seeds;
   if (!leader) {
     seeds = make_random_seed_source(exploration);  // never asked: rank 0 selects for the group
-  } else if (options.mode == "none") {
+  } else if (options.mode == run::ExplorationMode::kNone) {
     seeds = make_random_seed_source(exploration);
-  } else if (options.mode == "sync") {
+  } else if (options.mode == run::ExplorationMode::kSync) {
     seeds = make_sync_seed_source(exploration, policy, *reward);
-  } else if (options.mode == "sync-stale") {
+  } else if (options.mode == run::ExplorationMode::kSyncStale) {
     seeds = make_sync_stale_seed_source(exploration, policy, *reward);
   } else {
     seeds = hooks.seed_source(options, exploration, policy, stop);
@@ -401,7 +402,7 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
                         << trainer.next_iteration();
   }
   if (!leader) return 0;  // rank 0 writes the run's summary
-  Json summary{{"mode", options.mode},
+  Json summary{{"mode", run::to_string(options.mode)},
                {"seed", options.seed},
                {"iterations", options.iterations},
                {"train_wall_seconds", last_wall}};
@@ -417,7 +418,7 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
     summary["mean_iteration_seconds"] = iteration_seconds / iterations_run;
     summary["fallback_prompts"] = fallback_prompts;
     summary["dead_lettered_tasks"] = dead_lettered_tasks;
-    summary["reuse"] = {{"setting", c.get_string("exploration.reuse")},
+    summary["reuse"] = {{"setting", config::name_of(run::kReuses, options.reuse)},
                         {"rollouts_reused", reused},
                         {"rollouts_sampled", sampled},
                         {"rollouts_off_policy", off_policy},
