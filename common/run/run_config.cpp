@@ -19,13 +19,6 @@ using config::Entry;
 
 namespace {
 
-// One weight per task category (single_object, two_object, counting, position, text).
-bool valid_category_weights(const config::Value& value) {
-  const auto& w = std::get<std::vector<double>>(value);
-  return w.size() == 5 && std::all_of(w.begin(), w.end(), [](double x) { return x >= 0; }) &&
-         std::any_of(w.begin(), w.end(), [](double x) { return x > 0; });
-}
-
 // cpu, cuda or cuda:<index> (whether the device exists is checked where tensors live:
 // policy::check_device).
 bool valid_device(const config::Value& value) {
@@ -91,21 +84,9 @@ const config::Schema& run_schema() {
                          "Trained parameters by name pattern (fnmatch; e.g. ['*lora*']); the "
                          "others stay frozen.")
           .non_empty(),
-      Entry::real("task.held_out_fraction", 0.125,
-                  "Share of each category's prompts held out for validation.")
-          .range(0.01, 0.5),
-      Entry::double_list("task.category_weights", {1, 1, 1, 1, 1},
-                         "Weights of single_object, two_object, counting, position, text prompts "
-                         "in training and validation.")
-          .check("must have 5 non-negative weights, one positive", valid_category_weights),
-      Entry::string("reward.kind", "partial",
-                    "What the embedded task's scorer pays: partial (the mean credit of the "
-                    "prompt's clauses) or strict (1 when every clause passes, else 0, as GenEval). "
-                    "Validation reports both; mean_reward is this one.")
-          .one_of({"partial", "strict"}),
       Entry::double_list("pretrain.category_weights", {1, 1, 1, 1, 1},
                          "Category mix of the pretraining data (as task.category_weights).")
-          .check("must have 5 non-negative weights, one positive", valid_category_weights),
+          .check(task::kCategoryWeightsRule, task::valid_category_weights),
       Entry::integer("pretrain.steps", 600, "Flow-matching steps.").range(1, 10000000),
       Entry::integer("pretrain.batch", 64, "Images per step.").range(1, 65536),
       Entry::real("pretrain.lr", 1e-3, "Peak AdamW learning rate (warmup, then cosine).")
@@ -353,13 +334,18 @@ const config::Schema& run_schema() {
 #ifdef SPOTLIGHT_RUN_SERVICES
   // metrics.bind (empty: off), metrics.max_request_bytes, metrics.request_timeout_ms.
   static const config::Schema schema = config::Schema(entries)
+                                           .add(task::prompts_schema())
+                                           .add(task::scoring_schema())
                                            .add(exploration_schema())
                                            .add(metrics::metrics_schema(""))
                                            .add(reward::remote_reward_schema());
 #else
   // A core-only build (SPOTLIGHT_CORE_ONLY) serves no metrics: no metrics.* keys.
-  static const config::Schema schema =
-      config::Schema(entries).add(exploration_schema()).add(reward::remote_reward_schema());
+  static const config::Schema schema = config::Schema(entries)
+                                           .add(task::prompts_schema())
+                                           .add(task::scoring_schema())
+                                           .add(exploration_schema())
+                                           .add(reward::remote_reward_schema());
 #endif
   return schema;
 }
@@ -410,7 +396,7 @@ std::unique_ptr<task::PromptSource> prompt_source(const config::Config& c) {
       throw config::ConfigError("task.prompts_file", std::string("config: ") + e.what());
     }
   }
-  return std::make_unique<task::PromptGenerator>(task_options(c));
+  return std::make_unique<task::PromptGenerator>(task::task_options(c));
 }
 
 policy::PolicyOptions policy_options(const config::Config& c) {
@@ -434,15 +420,6 @@ policy::PolicyOptions policy_options(const config::Config& c) {
                                                     " (in " + c.origin("model.dtype") + ")");
   }
   o.init_seed = c.get<uint64_t>("model.init_seed");
-  return o;
-}
-
-task::TaskOptions task_options(const config::Config& c) {
-  task::TaskOptions o;
-  o.held_out_fraction = c.get_double("task.held_out_fraction");
-  const auto& w = c.get_double_list("task.category_weights");
-  o.weights = {w[0], w[1], w[2], w[3], w[4]};
-  o.reward_kind = task::parse_reward_kind(c.get_string("reward.kind"));
   return o;
 }
 

@@ -23,6 +23,7 @@
 #include "common/store/trajectory_store.hpp"
 #include "common/task/options.hpp"
 #include "common/task/prompt_source.hpp"
+#include "common/task/task_config.hpp"
 
 namespace spotlight::bus {
 struct PublisherOptions;  // common/bus/publisher.hpp
@@ -41,7 +42,6 @@ policy::PolicyOptions policy_options(const config::Config& config);
 // Where the run's prompts come from: the embedded generator (task.kind embedded) or the prompt
 // file (prompt_file; throws config::ConfigError naming task.prompts_file when it is unusable).
 std::unique_ptr<task::PromptSource> prompt_source(const config::Config& config);
-task::TaskOptions task_options(const config::Config& config);
 // The rollout sampler (SDE) of the run.
 sampler::SamplerOptions sampler_options(const config::Config& config);
 // Host, port and db from the config; user and password from SPOTLIGHT_REDIS_USER/PASSWORD.

@@ -37,7 +37,7 @@ PlannerOptions planner_options(const config::Config& c) {
   o.max_wait =
       std::chrono::milliseconds(static_cast<std::int64_t>(exploration.max_wait_seconds * 1000.0));
   o.heartbeat_period = std::chrono::milliseconds(c.get_int("explorer.heartbeat_ms"));
-  o.task = run::task_options(c);
+  o.task = task::task_options(c);
   o.prompts = run::prompt_source(c);
   o.adaptive = exploration.allocation == run::Allocation::kAdaptive && !o.offload;
   o.adaptive_cap = exploration.adaptive_cap;

@@ -187,7 +187,7 @@ int run_pretrain(const config::Config& c) {
                             "TorchScript model comes pretrained";
     return 2;
   }
-  policy::Policy policy(policy_options(c), task_options(c));
+  policy::Policy policy(policy_options(c), task::task_options(c));
   SPOTLIGHT_LOG(info) << "pretraining preset " << c.get_string("model.preset") << " for "
                       << options.steps << " steps of " << options.batch << " images (recipe key "
                       << key << ")";
@@ -263,7 +263,7 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
   const int rank = group ? group->rank() : 0;
   const bool leader = rank == 0;  // writes the run's files; the others train and report metrics
   if (leader) durable::write_file(options.run_dir / "config.yaml", c.dump());
-  policy::Policy policy(policy_config, task_options(c));
+  policy::Policy policy(policy_config, task::task_options(c));
   load_base(policy, c);
   if (!policy.is_native()) {
     SPOTLIGHT_LOG(info) << "TorchScript model " << c.get_string("model.path") << ": "
@@ -272,7 +272,7 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
   }
   std::unique_ptr<policy::Policy> reference;
   if (options.loss.kl_beta > 0) {
-    reference = std::make_unique<policy::Policy>(policy_config, task_options(c));
+    reference = std::make_unique<policy::Policy>(policy_config, task::task_options(c));
     reference->copy_weights_from(policy);
   }
   if (reference && group) {
@@ -485,7 +485,7 @@ int run_train(const config::Config& c, TrainHooks& hooks) {
 int run_eval(const config::Config& c, TrainHooks& hooks) {
   policy::check_device(c);
   apply_threads(c);
-  policy::Policy policy(policy_options(c), task_options(c));
+  policy::Policy policy(policy_options(c), task::task_options(c));
   load_base(policy, c);
   auto reward = make_reward(c, policy, hooks);
   GrpoOptions g = grpo_options(c);
@@ -499,7 +499,7 @@ int run_eval(const config::Config& c, TrainHooks& hooks) {
 int run_validate(const config::Config& c, TrainHooks& hooks) {
   policy::check_device(c);
   apply_threads(c);
-  policy::Policy policy(policy_options(c), task_options(c));
+  policy::Policy policy(policy_options(c), task::task_options(c));
   auto reward = reward::make_task_reward(policy.task_options());
   const GrpoOptions options = grpo_options(c);
   GrpoTrainer evaluator(options, policy, *reward, make_random_seed_source({}));

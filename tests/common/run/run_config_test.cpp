@@ -47,11 +47,11 @@ TEST(RunSchema, DeviceStringsAreCheckedForForm) {
 }
 
 TEST(RunSchema, RewardKindReachesTheTaskOptions) {
-  EXPECT_EQ(task_options(config::Config::load(run_schema())).reward_kind,
+  EXPECT_EQ(task::task_options(config::Config::load(run_schema())).reward_kind,
             task::RewardKind::kPartial);
   config::ConfigSources sources;
   sources.overrides = {"reward.kind=strict"};
-  EXPECT_EQ(task_options(config::Config::load(run_schema(), sources)).reward_kind,
+  EXPECT_EQ(task::task_options(config::Config::load(run_schema(), sources)).reward_kind,
             task::RewardKind::kStrict);
   EXPECT_EQ(error_key({"reward.kind=binary"}), "reward.kind");
   EXPECT_EQ(error_key({"trainer.max_seconds=-1"}), "trainer.max_seconds");
