@@ -18,7 +18,9 @@
 #include "common/queue/lease_queue.hpp"
 #include "common/redis/client.hpp"
 #include "common/run/exploration_config.hpp"
+#include "common/run/model_config.hpp"
 #include "common/run/run_keys.hpp"
+#include "common/run/service_sections.hpp"
 #include "common/sampler/sampler_options.hpp"
 #include "common/store/trajectory_store.hpp"
 #include "common/task/options.hpp"
@@ -31,24 +33,23 @@ struct PublisherOptions;  // common/bus/publisher.hpp
 
 namespace spotlight::run {
 
+// The whole job's schema: the run's own keys (run.*) and every section (model_config.hpp,
+// exploration_config.hpp, service_sections.hpp, the task's, the reward client's, metrics.*).
 const config::Schema& run_schema();
 
-// Throws config::ConfigError naming the key when the model, task and reward keys do not fit
-// together: model.kind torchscript <=> task.kind prompt_file (with model.path, both task files and
-// reward.endpoint), reward.input latents needs reward.endpoint, no SP with torchscript.
-void check_model_config(const config::Config& config);
-// The model of the run (check_model_config first).
-policy::PolicyOptions policy_options(const config::Config& config);
-// Where the run's prompts come from: the embedded generator (task.kind embedded) or the prompt
-// file (prompt_file; throws config::ConfigError naming task.prompts_file when it is unusable).
-std::unique_ptr<task::PromptSource> prompt_source(const config::Config& config);
-// The rollout sampler (SDE) of the run.
+// sampler.*: the rollout sampler (SDE) of the run.
+const config::Schema& sampler_schema();
 sampler::SamplerOptions sampler_options(const config::Config& config);
+
+// redis.*: the run's Redis and the back-off while it is unavailable.
+const config::Schema& redis_schema();
 // Host, port and db from the config; user and password from SPOTLIGHT_REDIS_USER/PASSWORD.
 redis::RedisOptions redis_options(const config::Config& config);
 // The back-off while Redis is unavailable: redis.retry_initial_ms doubling to redis.retry_max_ms.
 outage::BackoffOptions redis_backoff(const config::Config& config);
 
+// bus.*: the trainer's notice bus (bus_subscription.hpp: the subscribers' side).
+const config::Schema& bus_schema();
 // The trainer's notice publisher: bus.max_message_bytes (ZMQ_MAXMSGSIZE),
 // bus.handshake_timeout_ms and CURVE from bus.curve.server_secret_file. Throws config::ConfigError
 // naming a key file that is unusable.
