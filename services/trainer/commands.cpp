@@ -65,7 +65,7 @@ void load_base(policy::Policy& policy, const config::Config& c) {
 std::unique_ptr<reward::RewardFunction> make_reward(const config::Config& c,
                                                     const policy::Policy& policy,
                                                     TrainHooks& hooks) {
-  if (c.get_string("task.kind") != "prompt_file") {
+  if (config::get_choice(c, "task.kind", run::kTaskKinds) != run::TaskKind::kPromptFile) {
     return reward::make_task_reward(policy.task_options());
   }
   auto remote = hooks.remote_reward(c);
@@ -182,7 +182,7 @@ int run_pretrain(const config::Config& c) {
     throw config::ConfigError(k, std::string("config: '") + k + "': " + e.what());
   }
   apply_threads(c);
-  if (c.get_string("model.kind") != "native") {
+  if (config::get_choice(c, "model.kind", run::kModelKinds) != run::ModelKind::kNative) {
     SPOTLIGHT_LOG(error) << "pretrain trains the built-in MMDiT (model.kind native); a "
                             "TorchScript model comes pretrained";
     return 2;
@@ -521,7 +521,7 @@ int run_validate(const config::Config& c, TrainHooks& hooks) {
 
 int run_bench(const config::Config& c) {
   policy::check_device(c);
-  if (c.get_string("model.kind") != "native") {
+  if (config::get_choice(c, "model.kind", run::kModelKinds) != run::ModelKind::kNative) {
     throw config::ConfigError("model.kind",
                               "config: bench measures the built-in MMDiT (model.kind native), not "
                               "model.kind " +
