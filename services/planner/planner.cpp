@@ -83,7 +83,6 @@ Planner::Planner(PlannerOptions options, run::RunKeys keys, PlannerParts parts,
       finish_model_((options_.validate(), options_.finish)),
       redis_("redis", registry_.get(),
              outage::BackoffOptions{options_.poll_interval, options_.max_backoff}) {
-  options_.validate();
   require(parts_.queue != nullptr, "parts.queue", "missing");
   require(parts_.store != nullptr, "parts.store", "missing");
   require(parts_.policy != nullptr, "parts.policy", "missing");

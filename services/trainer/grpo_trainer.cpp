@@ -369,7 +369,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   report.reward_seconds = seconds_since(reward_start);
 
   // The staleness audit of stale exploration compares the v_{k-1} rewards with v_k, now.
-  const bool stale_exploration = o_.mode == "async" || o_.mode == "sync-stale";
+  const bool stale_exploration = run::explores_stale_weights(o_.mode);
   const bool audit_due = o_.audit_every > 0 && (iteration + 1) % o_.audit_every == 0;
   if (audit_due && stale_exploration && rank == 0) {
     const auto audit_start = Clock::now();
@@ -648,7 +648,7 @@ void GrpoTrainer::save_checkpoint(int64_t completed_iteration) {
   const Json state{{"completed_iteration", completed_iteration},
                    {"wall_seconds", state_->wall_seconds},
                    {"seed", o_.seed},
-                   {"mode", o_.mode}};
+                   {"mode", run::to_string(o_.mode)}};
   // The seed source's own state (sync-stale: the weights it explores the next iteration with).
   auto files = seeds_->checkpoint_files();
   files["model.safetensors"] = model::encode_safetensors(policy_.state());

@@ -62,7 +62,7 @@ class PlannerTest : public RedisFixture {
     const auto budget_ms =
         static_cast<std::int64_t>(c.get_double("exploration.max_wait_seconds") * 1000);
     const auto expected_prompts =
-        run::iteration_prompts(task::PromptGenerator(run::task_options(c)), seed, t, prompts);
+        run::iteration_prompts(task::PromptGenerator(task::task_options(c)), seed, t, prompts);
     int found = 0;
     for (const auto& [id, task] : tasks) {
       if (task.iteration == t) ++found;
