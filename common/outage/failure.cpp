@@ -1,23 +1,18 @@
 #include "common/outage/failure.hpp"
 
-#include "common/queue/errors.hpp"
-#include "common/redis/errors.hpp"
-#include "common/store/errors.hpp"
+#include "common/error/error.hpp"
 
 namespace spotlight::outage {
 
 Failure classify(const std::exception& e) {
-  if (dynamic_cast<const queue::QueueUnavailable*>(&e) != nullptr ||
-      dynamic_cast<const store::StoreUnavailable*>(&e) != nullptr ||
-      dynamic_cast<const redis::RedisUnavailable*>(&e) != nullptr) {
-    return Failure::kUnavailable;
+  switch (error::code_of(e)) {
+    case error::ErrorCode::kUnavailable:
+      return Failure::kUnavailable;
+    case error::ErrorCode::kAccessDenied:
+      return Failure::kAccessDenied;
+    default:
+      return Failure::kOther;
   }
-  if (dynamic_cast<const queue::QueueAccessDenied*>(&e) != nullptr ||
-      dynamic_cast<const store::StoreAccessDenied*>(&e) != nullptr ||
-      dynamic_cast<const redis::RedisAuthError*>(&e) != nullptr) {
-    return Failure::kAccessDenied;
-  }
-  return Failure::kOther;
 }
 
 void fail_fast_on_access_denied(const std::function<void()>& probe) {

@@ -1,6 +1,6 @@
 #pragma once
-// What a failed call to a dependency means for the caller, from the transport-independent errors
-// of the queue and the stores (and the Redis client's, for code that uses it directly):
+// What a failed call to a dependency means for the caller, from the error::ErrorCode of the error
+// (common/error/error.hpp: the queue's, the stores', the Redis client's):
 //   kUnavailable   unreachable or timed out: back off and retry (every queue/store operation is
 //                  safe to repeat)
 //   kAccessDenied  credentials or permissions refused: retrying cannot help; stop with one line

@@ -1,46 +1,45 @@
 #pragma once
-// Errors of the lease queue, independent of its transport.
+// Errors of the lease queue, independent of its transport. Each carries an error::ErrorCode
+// (common/error/error.hpp); the subclasses fix it, for catch sites that name one case.
 //
-//   QueueError               base
-//   +- QueueUnavailable      the backing store cannot be reached (or timed out); nothing is known
-//   |                        about the call's effect. Back off and retry: every operation is safe
-//   |                        to retry (enqueue and complete are idempotent per task id).
-//   +- QueueAccessDenied     the backing store refused our credentials or permissions: retrying
-//   |                        will not help (fix the configuration and restart).
-//   +- InvalidQueueOptions   LeaseQueueOptions rejected; names the field.
+//   QueueError               base (error::Error)
+//   +- QueueUnavailable      kUnavailable: the backing store cannot be reached (or timed out);
+//   |                        nothing is known about the call's effect. Back off and retry: every
+//   |                        operation is safe to retry (enqueue and complete are idempotent per
+//   |                        task id).
+//   +- QueueAccessDenied     kAccessDenied: the backing store refused our credentials or
+//   |                        permissions: retrying will not help (fix the configuration, restart).
+//   +- InvalidQueueOptions   kInvalid: LeaseQueueOptions rejected; names the field.
 
-#include <stdexcept>
 #include <string>
+
+#include "common/error/error.hpp"
 
 namespace spotlight::queue {
 
-class QueueError : public std::runtime_error {
+class QueueError : public error::Error {
  public:
-  using std::runtime_error::runtime_error;
+  using error::Error::Error;
 };
 
-class QueueUnavailable : public QueueError {
- public:
-  QueueUnavailable(const std::string& what, bool timeout) : QueueError(what), timeout_(timeout) {}
-  bool is_timeout() const { return timeout_; }
-
- private:
-  bool timeout_;
-};
-
-class QueueAccessDenied : public QueueError {
- public:
-  using QueueError::QueueError;
-};
+using QueueUnavailable = error::Unavailable<QueueError>;
+using QueueAccessDenied = error::AccessDenied<QueueError>;
 
 class InvalidQueueOptions : public QueueError {
  public:
   InvalidQueueOptions(const std::string& field, const std::string& why)
-      : QueueError("LeaseQueueOptions." + field + ": " + why), field_(field) {}
+      : QueueError("LeaseQueueOptions." + field + ": " + why, error::ErrorCode::kInvalid),
+        field_(field) {}
   const std::string& field() const { return field_; }
 
  private:
   std::string field_;
 };
+
+// Throws the QueueError for `cause`, a failure of the backing store, with `context` in front of
+// its message: QueueUnavailable or QueueAccessDenied when its code says so.
+[[noreturn]] inline void throw_queue_error(const std::string& context, const error::Error& cause) {
+  error::throw_translated<QueueError>(context, cause);
+}
 
 }  // namespace spotlight::queue

@@ -1,5 +1,6 @@
 #pragma once
-// LeaseQueue on a Redis Stream with a consumer group (docs/contracts.md).
+// LeaseQueue on a Redis Stream with a consumer group (docs/contracts.md). Each script below is
+// common/queue/lua/<operation>.lua (KEYS and ARGV named at its top).
 //
 //   enqueue        script: HSETNX-style index check, XADD
 //   lease          script: XREADGROUP ... STREAMS s > + count (a lease = a pending entry); if
@@ -33,6 +34,9 @@
 // Redis errors are translated: RedisUnavailable -> QueueUnavailable, RedisAuthError ->
 // QueueAccessDenied, others -> QueueError.
 // Thread-compatible (one connection): one RedisLeaseQueue per thread.
+
+#include <array>
+#include <string_view>
 
 #include "common/queue/lease_queue.hpp"
 #include "common/redis/client.hpp"
@@ -98,6 +102,8 @@ class RedisLeaseQueue final : public LeaseQueue {
   struct Keys {
     std::string stream, dead, results, index, errors, stats, payloads, quarantine, notices, purged,
         dead_ids;
+    // KEYS of the scripts that require lua/lib/dead_letter.lua, in the order it names them.
+    std::array<std::string_view, 6> dead_letter() const;
   };
   FailOutcome fail_with(const Lease& lease, std::string_view error, int max_deliveries);
   template <typename Fn>

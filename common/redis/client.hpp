@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/redis/embedded_script.hpp"
 #include "common/redis/errors.hpp"
 #include "common/redis/reply.hpp"
 
@@ -58,6 +59,7 @@ RedisOptions with_env_credentials(RedisOptions options);
 class Script {
  public:
   explicit Script(std::string source) : source_(std::move(source)) {}
+  explicit Script(const EmbeddedScript& script) : source_(script.text) {}
   const std::string& source() const { return source_; }
 
  private:

@@ -1,8 +1,10 @@
 #pragma once
 // Errors of the Redis client. Every failure of a command is one of these; absence (a nil reply)
-// is not an error.
+// is not an error. Each carries an error::ErrorCode (common/error/error.hpp): kUnavailable for
+// RedisUnavailable, kAccessDenied for RedisAuthError, kOther for the rest.
 //
-//   RedisError                 base; catch this to handle "anything went wrong talking to Redis"
+//   RedisError                 base (error::Error); catch this to handle "anything went wrong
+//   |                          talking to Redis"
 //   +- RedisUnavailable        no usable connection: refused, reset, closed, timed out, or a
 //   |                          server not ready (-LOADING after a restart, -BUSY, -MASTERDOWN,
 //   |                          -TRYAGAIN, -CLUSTERDOWN). The connection is dropped; the next
@@ -14,31 +16,27 @@
 //   |                          -NOPERM (the ACL user may not run it). Retrying will not help.
 //   +- RedisReplyError         the reply had another shape than the caller expected.
 
-#include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "common/error/error.hpp"
+
 namespace spotlight::redis {
 
-class RedisError : public std::runtime_error {
+class RedisError : public error::Error {
  public:
-  using std::runtime_error::runtime_error;
+  using error::Error::Error;
 };
 
-class RedisUnavailable : public RedisError {
- public:
-  RedisUnavailable(const std::string& what, bool timeout) : RedisError(what), timeout_(timeout) {}
-  // True when the connect or the command ran past its timeout (the server may be alive but slow).
-  bool is_timeout() const { return timeout_; }
-
- private:
-  bool timeout_;
-};
+// RedisUnavailable(what, timeout): timeout when the connect or the command ran past its timeout
+// (the server may be alive but slow); is_timeout() returns it.
+using RedisUnavailable = error::Unavailable<RedisError>;
 
 class RedisCommandError : public RedisError {
  public:
-  RedisCommandError(std::string command, std::string message)
-      : RedisError("redis " + command + ": " + message),
+  RedisCommandError(std::string command, std::string message,
+                    error::ErrorCode code = error::ErrorCode::kOther)
+      : RedisError("redis " + command + ": " + message, code),
         command_(std::move(command)),
         message_(std::move(message)) {}
   // The command name (first argv element), e.g. "XREADGROUP".
@@ -55,7 +53,9 @@ class RedisCommandError : public RedisError {
 
 class RedisAuthError : public RedisCommandError {
  public:
-  using RedisCommandError::RedisCommandError;
+  RedisAuthError(std::string command, std::string message)
+      : RedisCommandError(std::move(command), std::move(message), error::ErrorCode::kAccessDenied) {
+  }
 };
 
 // True for the error codes of RedisAuthError: NOAUTH, WRONGPASS, NOPERM.

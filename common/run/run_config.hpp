@@ -17,11 +17,15 @@
 #include "common/policy/policy_options.hpp"
 #include "common/queue/lease_queue.hpp"
 #include "common/redis/client.hpp"
+#include "common/run/exploration_config.hpp"
+#include "common/run/model_config.hpp"
 #include "common/run/run_keys.hpp"
+#include "common/run/service_sections.hpp"
 #include "common/sampler/sampler_options.hpp"
 #include "common/store/trajectory_store.hpp"
 #include "common/task/options.hpp"
 #include "common/task/prompt_source.hpp"
+#include "common/task/task_config.hpp"
 
 namespace spotlight::bus {
 struct PublisherOptions;  // common/bus/publisher.hpp
@@ -29,25 +33,23 @@ struct PublisherOptions;  // common/bus/publisher.hpp
 
 namespace spotlight::run {
 
+// The whole job's schema: the run's own keys (run.*) and every section (model_config.hpp,
+// exploration_config.hpp, service_sections.hpp, the task's, the reward client's, metrics.*).
 const config::Schema& run_schema();
 
-// Throws config::ConfigError naming the key when the model, task and reward keys do not fit
-// together: model.kind torchscript <=> task.kind prompt_file (with model.path, both task files and
-// reward.endpoint), reward.input latents needs reward.endpoint, no SP with torchscript.
-void check_model_config(const config::Config& config);
-// The model of the run (check_model_config first).
-policy::PolicyOptions policy_options(const config::Config& config);
-// Where the run's prompts come from: the embedded generator (task.kind embedded) or the prompt
-// file (prompt_file; throws config::ConfigError naming task.prompts_file when it is unusable).
-std::unique_ptr<task::PromptSource> prompt_source(const config::Config& config);
-task::TaskOptions task_options(const config::Config& config);
-// The rollout sampler (SDE) of the run.
+// sampler.*: the rollout sampler (SDE) of the run.
+const config::Schema& sampler_schema();
 sampler::SamplerOptions sampler_options(const config::Config& config);
+
+// redis.*: the run's Redis and the back-off while it is unavailable.
+const config::Schema& redis_schema();
 // Host, port and db from the config; user and password from SPOTLIGHT_REDIS_USER/PASSWORD.
 redis::RedisOptions redis_options(const config::Config& config);
 // The back-off while Redis is unavailable: redis.retry_initial_ms doubling to redis.retry_max_ms.
 outage::BackoffOptions redis_backoff(const config::Config& config);
 
+// bus.*: the trainer's notice bus (bus_subscription.hpp: the subscribers' side).
+const config::Schema& bus_schema();
 // The trainer's notice publisher: bus.max_message_bytes (ZMQ_MAXMSGSIZE),
 // bus.handshake_timeout_ms and CURVE from bus.curve.server_secret_file. Throws config::ConfigError
 // naming a key file that is unusable.
@@ -57,16 +59,9 @@ bus::PublisherOptions trainer_bus_options(const config::Config& config);
 // exploration sample: prompt 0 of every `every`-th iteration (0: never).
 bool samples_explored_images(std::int64_t iteration, std::int64_t prompt, int every);
 
+// key_prefix RunKeys::explore_queue, exploration.lease_timeout_ms and max_deliveries.
 queue::LeaseQueueOptions explore_queue_options(const config::Config& config);
 // key_prefix RunKeys::trajectories, ttl exploration.trajectory_ttl_seconds.
 store::TrajectoryStoreOptions trajectory_store_options(const config::Config& config);
-
-// exploration.reuse: which explored trajectories the trainer trains on instead of sampling.
-enum class Reuse {
-  kOff,        // none: every rollout is sampled by the trainer (the behaviour before issue #14)
-  kOnPolicy,   // those sampled with the trainer's current weights at the rollout's step count
-  kOffPolicy,  // also those sampled with older weights, with the importance ratio against them
-};
-Reuse reuse(const config::Config& config);
 
 }  // namespace spotlight::run

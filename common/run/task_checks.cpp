@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "common/run/exploration_config.hpp"
 #include "common/run/schedule.hpp"
 #include "common/task/prompt.hpp"
 #include "common/wire/error.hpp"
@@ -25,18 +26,18 @@ std::string outside(const char* field, std::int64_t value, std::int64_t lo, std:
 }  // namespace
 
 TaskLimits task_limits(const config::Config& c) {
+  const ExplorationOptions exploration = exploration_options(c);
   TaskLimits l;
   l.run_id = c.get_string("run.id");
   l.iterations = c.get_int("trainer.iterations");
   l.prompts_per_iteration = c.get_int("trainer.prompts_per_iteration");
-  l.max_candidates =
-      largest(c.get_int("exploration.candidates"), c.get_double_list("planner.candidates"));
-  if (c.get_string("exploration.allocation") == "adaptive") {
+  l.max_candidates = largest(exploration.candidates, c.get_double_list("planner.candidates"));
+  if (exploration.allocation == Allocation::kAdaptive) {
     l.max_candidates =
-        std::min(l.max_candidates * c.get_int("exploration.adaptive_cap"), kMaxAdaptiveCandidates);
+        std::min(l.max_candidates * std::int64_t{exploration.adaptive_cap}, kMaxAdaptiveCandidates);
   }
   l.max_sampler_steps =
-      largest(std::max(c.get_int("sampler.steps"), c.get_int("exploration.steps")),
+      largest(std::max<std::int64_t>(c.get_int("sampler.steps"), exploration.steps),
               c.get_double_list("planner.steps"));
   l.run_seed = c.get<std::uint64_t>("run.seed");
   return l;

@@ -1,46 +1,45 @@
 #pragma once
-// Errors of the stores, independent of their transport.
+// Errors of the stores, independent of their transport. Each carries an error::ErrorCode
+// (common/error/error.hpp); the subclasses fix it, for catch sites that name one case.
 //
-//   StoreError                 base
-//   +- StoreUnavailable        the backing store cannot be reached (or timed out); back off, retry
-//   +- StoreAccessDenied       the backing store refused our credentials or permissions: do not
-//   |                          retry (fix the configuration and restart)
-//   +- InvalidStoreOptions     options rejected; names the field
-//   +- VersionConflict         publish() of a version that exists with different content
-//   +- CorruptWeights          a version's stored content disagrees with its manifest
+//   StoreError                 base (error::Error)
+//   +- StoreUnavailable        kUnavailable: the backing store cannot be reached (or timed out);
+//   |                          back off, retry
+//   +- StoreAccessDenied       kAccessDenied: the backing store refused our credentials or
+//   |                          permissions: do not retry (fix the configuration and restart)
+//   +- InvalidStoreOptions     kInvalid: options rejected; names the field
+//   +- VersionConflict         kConflict: publish() of a version that exists with different content
+//   +- CorruptWeights          kCorrupt: a version's stored content disagrees with its manifest
 //      +- ChecksumMismatch     ... specifically its checksum (expected / actual in hex)
 //      +- UntrustedWeights     ... its manifest is unsigned or mis-signed (a store that checks)
 
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "common/error/error.hpp"
+
 namespace spotlight::store {
 
-class StoreError : public std::runtime_error {
+class StoreError : public error::Error {
  public:
-  using std::runtime_error::runtime_error;
+  using error::Error::Error;
 };
 
-class StoreUnavailable : public StoreError {
- public:
-  StoreUnavailable(const std::string& what, bool timeout) : StoreError(what), timeout_(timeout) {}
-  bool is_timeout() const { return timeout_; }
+using StoreUnavailable = error::Unavailable<StoreError>;
+using StoreAccessDenied = error::AccessDenied<StoreError>;
 
- private:
-  bool timeout_;
-};
-
-class StoreAccessDenied : public StoreError {
- public:
-  using StoreError::StoreError;
-};
+// Throws the StoreError for `cause`, a failure of the backing store, with `context` in front of
+// its message: StoreUnavailable or StoreAccessDenied when its code says so.
+[[noreturn]] inline void throw_store_error(const std::string& context, const error::Error& cause) {
+  error::throw_translated<StoreError>(context, cause);
+}
 
 class InvalidStoreOptions : public StoreError {
  public:
   InvalidStoreOptions(const std::string& field, const std::string& why)
-      : StoreError("store options ." + field + ": " + why), field_(field) {}
+      : StoreError("store options ." + field + ": " + why, error::ErrorCode::kInvalid),
+        field_(field) {}
   const std::string& field() const { return field_; }
 
  private:
@@ -51,8 +50,9 @@ class VersionConflict : public StoreError {
  public:
   VersionConflict(std::int64_t version, const std::string& existing, const std::string& attempted)
       : StoreError("weights version " + std::to_string(version) +
-                   " already published with checksum " + existing +
-                   ", refusing different content (checksum " + attempted + ")"),
+                       " already published with checksum " + existing +
+                       ", refusing different content (checksum " + attempted + ")",
+                   error::ErrorCode::kConflict),
         version_(version) {}
   std::int64_t version() const { return version_; }
 
@@ -63,7 +63,8 @@ class VersionConflict : public StoreError {
 class CorruptWeights : public StoreError {
  public:
   CorruptWeights(std::int64_t version, const std::string& why)
-      : StoreError("weights version " + std::to_string(version) + " is corrupt: " + why),
+      : StoreError("weights version " + std::to_string(version) + " is corrupt: " + why,
+                   error::ErrorCode::kCorrupt),
         version_(version) {}
   std::int64_t version() const { return version_; }
 

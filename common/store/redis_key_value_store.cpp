@@ -26,12 +26,8 @@ template <typename Fn>
 auto RedisKeyValueStore::call(std::string_view key, Fn&& fn) -> decltype(fn()) {
   try {
     return fn();
-  } catch (const redis::RedisUnavailable& e) {
-    throw StoreUnavailable("store key " + redis_key(key) + ": " + e.what(), e.is_timeout());
-  } catch (const redis::RedisAuthError& e) {
-    throw StoreAccessDenied("store key " + redis_key(key) + ": " + e.what());
   } catch (const redis::RedisError& e) {
-    throw StoreError("store key " + redis_key(key) + ": " + e.what());
+    throw_store_error("store key " + redis_key(key), e);
   }
 }
 

@@ -33,11 +33,8 @@ template <typename Fn>
 auto RedisTrajectoryStore::call(std::string_view what, Fn&& fn) -> decltype(fn()) {
   try {
     return fn();
-  } catch (const redis::RedisUnavailable& e) {
-    throw StoreUnavailable("trajectory store (" + std::string(what) + "): " + e.what(),
-                           e.is_timeout());
   } catch (const redis::RedisError& e) {
-    throw StoreError("trajectory store (" + std::string(what) + "): " + e.what());
+    throw_store_error("trajectory store (" + std::string(what) + ")", e);
   }
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // TrajectoryStore on Redis strings "<key_prefix>:<task id>" written with SET PX (the ttl).
-// Redis errors are translated: RedisUnavailable -> StoreUnavailable, others -> StoreError.
+// Redis errors are translated: RedisUnavailable -> StoreUnavailable, RedisAuthError ->
+// StoreAccessDenied, others -> StoreError (store::throw_store_error).
 // Connects on first use. Thread-compatible (one connection): one object per thread.
 
 #include "common/redis/client.hpp"

@@ -10,30 +10,16 @@
 #include "common/clock/unix_time.hpp"
 #include "common/security/hmac.hpp"
 #include "common/store/checksum.hpp"
+#include "common/store/lua_scripts.hpp"  // generated from common/store/lua/*.lua
 
 namespace spotlight::store {
 namespace {
 
 using redis::Reply;
 
-// KEYS: manifest, latest. ARGV: version, bytes, chunk_bytes, chunks, checksum, algorithm,
-// published_unix_ms[, key_id, signature]. Writes the manifest and moves `latest` forward,
-// atomically.
-constexpr const char* kCommitLua = R"lua(
-redis.call('HSET', KEYS[1], 'version', ARGV[1], 'bytes', ARGV[2], 'chunk_bytes', ARGV[3],
-           'chunks', ARGV[4], 'checksum', ARGV[5], 'algorithm', ARGV[6],
-           'published_unix_ms', ARGV[7])
-if ARGV[9] then redis.call('HSET', KEYS[1], 'key_id', ARGV[8], 'signature', ARGV[9]) end
-local latest = redis.call('GET', KEYS[2])
-if not latest or tonumber(latest) < tonumber(ARGV[1]) then
-  redis.call('SET', KEYS[2], ARGV[1])
-  return 1
-end
-return 0
-)lua";
-
+// common/store/lua/commit_weights.lua: the manifest, then `latest` moved forward, atomically.
 const redis::Script& commit_script() {
-  static const redis::Script script(kCommitLua);
+  static const redis::Script script(lua::kCommitWeights);
   return script;
 }
 
@@ -90,15 +76,8 @@ template <typename Fn>
 auto RedisWeightStore::call(std::int64_t version, Fn&& fn) -> decltype(fn()) {
   try {
     return fn();
-  } catch (const redis::RedisUnavailable& e) {
-    throw StoreUnavailable(
-        "weights " + base_ + " version " + std::to_string(version) + ": " + e.what(),
-        e.is_timeout());
-  } catch (const redis::RedisAuthError& e) {
-    throw StoreAccessDenied("weights " + base_ + " version " + std::to_string(version) + ": " +
-                            e.what());
   } catch (const redis::RedisError& e) {
-    throw StoreError("weights " + base_ + " version " + std::to_string(version) + ": " + e.what());
+    throw_store_error("weights " + base_ + " version " + std::to_string(version), e);
   }
 }
 

@@ -85,7 +85,7 @@ int run_explorer(const config::Config& config) {
     store::RedisWeightStore weights(redis, weight_options);
     store::RedisKeyValueStore kv(redis, keys.prefix);
     store::RedisTrajectoryStore trajectories(redis, run::trajectory_store_options(config));
-    policy::Policy policy(run::policy_options(config), run::task_options(config));
+    policy::Policy policy(run::policy_options(config), task::task_options(config));
     const auto reward = make_explorer_reward(config, policy.task_options());
 
     auto registry = std::make_shared<metrics::Registry>("explorer");

@@ -652,9 +652,7 @@ void Explorer::commit_and_release(const std::vector<Held*>& active, std::int64_t
         metrics_.inflight_commits.inc();
         ++committed;
       } catch (const std::exception& e) {
-        if (dynamic_cast<const store::StoreUnavailable*>(&e) != nullptr) {
-          metrics_.redis_errors.inc();
-        }
+        if (outage::classify(e) == outage::Failure::kUnavailable) metrics_.redis_errors.inc();
         log::warn("could not commit task '{}' at step {} (it restarts from step 0): {}",
                   h.lease.task_id, step, e.what());
       }
@@ -738,8 +736,7 @@ void Explorer::complete(Held& held, const std::string& result, const std::string
     } catch (const std::exception& e) {
       // Redis unavailable (the queue or the trajectory store): retry. Anything else from the
       // trajectory store: record the result without it (the trainer samples that rollout).
-      const bool unavailable = dynamic_cast<const queue::QueueUnavailable*>(&e) != nullptr ||
-                               dynamic_cast<const store::StoreUnavailable*>(&e) != nullptr;
+      const bool unavailable = outage::classify(e) == outage::Failure::kUnavailable;
       if (!unavailable) {
         if (trajectory_written) throw;
         log::error("could not keep the trajectory of task '{}': {}", held.lease.task_id, e.what());

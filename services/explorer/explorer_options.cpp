@@ -48,6 +48,7 @@ std::string default_explorer_id() {
 }
 
 ExplorerOptions explorer_options(const config::Config& c) {
+  const run::ExplorationOptions exploration = run::exploration_options(c);
   ExplorerOptions o;
   o.id = c.get_string("explorer.id");
   if (o.id.empty()) o.id = default_explorer_id();
@@ -60,11 +61,11 @@ ExplorerOptions explorer_options(const config::Config& c) {
   o.sampler.sde = true;
   o.sampler.keep_trajectory = false;
   o.heartbeat_interval = std::chrono::milliseconds(c.get_int("explorer.heartbeat_ms"));
-  o.lease_timeout = std::chrono::milliseconds(c.get_int("exploration.lease_timeout_ms"));
+  o.lease_timeout = exploration.lease_timeout;
   o.grace_period = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::duration<double>(c.get_double("explorer.grace_seconds")));
   o.commit_inflight = c.get_bool("explorer.commit_inflight");
-  o.sample_images_every = c.get<int>("exploration.sample_images_every");
+  o.sample_images_every = exploration.sample_images_every;
   const auto backoff = run::redis_backoff(c);
   o.min_backoff = backoff.initial;
   o.max_backoff = backoff.max;

@@ -84,7 +84,6 @@ Planner::Planner(PlannerOptions options, run::RunKeys keys, PlannerParts parts,
       finish_model_((options_.validate(), options_.finish)),
       redis_("redis", registry_.get(),
              outage::BackoffOptions{options_.poll_interval, options_.max_backoff}) {
-  options_.validate();
   require(parts_.queue != nullptr, "parts.queue", "missing");
   require(parts_.store != nullptr, "parts.store", "missing");
   require(parts_.policy != nullptr, "parts.policy", "missing");
@@ -757,15 +756,8 @@ void Planner::maybe_reap() {
       status_.leases_released += report.released;
       metrics_.live_explorers.set(report.live_explorers);
       metrics_.leases_released.inc(static_cast<double>(report.released));
-    } catch (const queue::QueueUnavailable&) {
-      throw;
-    } catch (const store::StoreUnavailable&) {
-      throw;
-    } catch (const queue::QueueAccessDenied&) {
-      throw;
-    } catch (const store::StoreAccessDenied&) {
-      throw;
     } catch (const std::exception& e) {
+      if (outage::classify(e) != outage::Failure::kOther) throw;  // unavailable, access denied
       // The fast path is an optimisation (expired leases are reclaimed anyway): it must not stop
       // the planning. Unavailability is different: the pass cannot succeed, back off.
       log::warn("looking for dead explorers failed: {}", e.what());

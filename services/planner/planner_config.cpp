@@ -19,30 +19,31 @@
 namespace spotlight::planner {
 
 PlannerOptions planner_options(const config::Config& c) {
+  const run::ExplorationOptions exploration = run::exploration_options(c);
   PlannerOptions o;
   o.run_id = c.get_string("run.id");
   o.run_seed = c.get<std::uint64_t>("run.seed");
   o.iterations = c.get_int("trainer.iterations");
   o.prompts_per_iteration = c.get<int>("trainer.prompts_per_iteration");
-  o.offload = c.get_string("exploration.mode") == "offload";
+  o.offload = exploration.mode == run::ExplorationMode::kOffload;
   o.lookahead = o.offload ? 0 : c.get<int>("planner.lookahead");
-  o.keep_trajectories = o.offload || run::reuse(c) == run::Reuse::kOffPolicy;
+  o.keep_trajectories = o.offload || exploration.reuse == run::Reuse::kOffPolicy;
   o.rollout_steps = c.get<int>("sampler.steps");
   o.trained = rollout::trained_steps(o.rollout_steps, c.get<int>("trainer.train_step_begin"),
                                      c.get<int>("trainer.train_step_end"));
   o.poll_interval = std::chrono::milliseconds(c.get_int("planner.poll_ms"));
   o.max_backoff =
       std::max(std::chrono::milliseconds(c.get_int("redis.retry_max_ms")), o.poll_interval);
-  o.max_wait = std::chrono::milliseconds(
-      static_cast<std::int64_t>(c.get_double("exploration.max_wait_seconds") * 1000.0));
+  o.max_wait =
+      std::chrono::milliseconds(static_cast<std::int64_t>(exploration.max_wait_seconds * 1000.0));
   o.heartbeat_period = std::chrono::milliseconds(c.get_int("explorer.heartbeat_ms"));
-  o.task = run::task_options(c);
+  o.task = task::task_options(c);
   o.prompts = run::prompt_source(c);
-  o.adaptive = c.get_string("exploration.allocation") == "adaptive" && !o.offload;
-  o.adaptive_cap = c.get<int>("exploration.adaptive_cap");
+  o.adaptive = exploration.allocation == run::Allocation::kAdaptive && !o.offload;
+  o.adaptive_cap = exploration.adaptive_cap;
   o.purge_passed = c.get_bool("planner.purge_passed");
   o.allocation.group_size = c.get<int>("trainer.group_size");
-  o.allocation.contrast_target = c.get_double("exploration.contrast_target");
+  o.allocation.contrast_target = exploration.contrast_target;
   o.finish_probability = c.get_double("planner.finish_probability");
   o.allocation.probability = o.finish_probability;
   o.finish.preemption_delay_seconds = c.get_double("planner.preemption_delay_seconds");
@@ -89,34 +90,30 @@ exploration::DeadlineOptions deadline_options(const config::Config& c) {
 }
 
 std::unique_ptr<exploration::ExplorationPolicy> exploration_policy(const config::Config& c) {
-  if (c.get_string("exploration.mode") == "offload") {
-    if (c.get_string("planner.policy") != "fixed") {
-      throw config::ConfigError("planner.policy",
-                                "config: 'planner.policy' must be fixed with exploration.mode "
-                                "offload (it explores nothing: the planner enqueues the rollouts)");
-    }
-    return std::make_unique<exploration::FixedExplorationPolicy>(fixed_exploration(c));
-  }
-  if (c.get_string("planner.policy") == "bandit") {
-    return std::make_unique<exploration::BanditExplorationPolicy>(bandit_options(c));
-  }
-  if (c.get_string("planner.policy") == "deadline") {
-    return std::make_unique<exploration::DeadlineExplorationPolicy>(deadline_options(c));
+  // exploration_options refuses a policy other than fixed with offload.
+  switch (run::exploration_options(c).policy) {
+    case run::PlannerPolicy::kBandit:
+      return std::make_unique<exploration::BanditExplorationPolicy>(bandit_options(c));
+    case run::PlannerPolicy::kDeadline:
+      return std::make_unique<exploration::DeadlineExplorationPolicy>(deadline_options(c));
+    case run::PlannerPolicy::kFixed:
+      break;
   }
   return std::make_unique<exploration::FixedExplorationPolicy>(fixed_exploration(c));
 }
 
 exploration::ExplorationDecision fixed_exploration(const config::Config& c) {
+  const run::ExplorationOptions exploration = run::exploration_options(c);
+  const int rollout_steps = c.get<int>("sampler.steps");
   exploration::ExplorationDecision d;
-  if (c.get_string("exploration.mode") == "offload") {
+  if (exploration.mode == run::ExplorationMode::kOffload) {
     // The rollouts themselves: G seeds per prompt at the rollout's step count, no selection.
     d.candidates = c.get<int>("trainer.group_size");
-    d.steps = c.get<int>("sampler.steps");
+    d.steps = rollout_steps;
     return d;
   }
-  d.candidates = c.get<int>("exploration.candidates");
-  const int steps = c.get<int>("exploration.steps");
-  d.steps = steps > 0 ? steps : c.get<int>("sampler.steps");
+  d.candidates = exploration.candidates;
+  d.steps = exploration.steps > 0 ? exploration.steps : rollout_steps;
   return d;
 }
 

@@ -112,13 +112,8 @@ std::vector<exploration::ExplorerSeen> RedisExplorerDirectory::explorers() {
       return !e.heartbeat_unix_ms || now_ms - *e.heartbeat_unix_ms > heartbeat_window_.count();
     });
     return out;
-  } catch (const redis::RedisUnavailable& e) {
-    throw store::StoreUnavailable("explorer directory " + stream_ + ": " + e.what(),
-                                  e.is_timeout());
-  } catch (const redis::RedisAuthError& e) {
-    throw store::StoreAccessDenied("explorer directory " + stream_ + ": " + e.what());
   } catch (const redis::RedisError& e) {
-    throw store::StoreError("explorer directory " + stream_ + ": " + e.what());
+    store::throw_store_error("explorer directory " + stream_, e);
   }
 }
 

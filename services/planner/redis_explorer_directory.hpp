@@ -13,8 +13,9 @@
 //                 wire::Heartbeat (anything else: no readable heartbeat)
 // This reads the queue's Redis layout (common/queue/lease_queue.hpp: "<key_prefix>:<stream>"),
 // which the LeaseQueue interface does not expose.
-// Redis errors are translated: RedisUnavailable -> store::StoreUnavailable, others ->
-// store::StoreError; a queue that does not exist yet has no explorers. Connects on first use.
+// Redis errors are translated by store::throw_store_error (RedisUnavailable ->
+// store::StoreUnavailable, RedisAuthError -> store::StoreAccessDenied, others ->
+// store::StoreError); a queue that does not exist yet has no explorers. Connects on first use.
 // Thread-compatible (one connection).
 
 #include "common/exploration/explorer_directory.hpp"

@@ -6,6 +6,7 @@
 
 #include "common/config/error.hpp"
 #include "common/metrics/server.hpp"
+#include "common/task/task_config.hpp"
 #include "common/zmq/curve_config.hpp"
 #include "common/zmq/options.hpp"
 
@@ -70,14 +71,6 @@ const config::Schema& reward_schema() {
                        static_cast<std::int64_t>(kDefaultMaxClientQueuedBytes),
                        "The same for one client connection; >= reward.max_request_bytes.")
             .range(1024, std::int64_t{1} << 40),
-        Entry::string("reward.kind", "partial",
-                      "What the task function pays: partial (the mean credit of the prompt's "
-                      "clauses) or strict (1 when every clause passes, else 0, as GenEval).")
-            .one_of({"partial", "strict"}),
-        Entry::integer("task.image_size", task::TaskOptions{}.image_size,
-                       "Side of the square RGB images scored; requests of another size are "
-                       "rejected.")
-            .range(32, 256),
         Entry::integer("reward.handshake_timeout_ms", zmqio::kDefaultHandshakeTimeout.count(),
                        "Clients that do not complete the ZeroMQ (CURVE) handshake in this time "
                        "are dropped and counted.")
@@ -86,17 +79,10 @@ const config::Schema& reward_schema() {
                       "zcert key pair file (spotlight-keygen): requests are CURVE-encrypted; "
                       "empty: plain text."),
     };
-    s.add(metrics::metrics_schema());
+    s.add(task::scoring_schema()).add(task::image_size_schema()).add(metrics::metrics_schema());
     return s;
   }();
   return schema;
-}
-
-task::TaskOptions task_options(const config::Config& config) {
-  task::TaskOptions options;
-  options.image_size = config.get<int>("task.image_size");
-  options.reward_kind = task::parse_reward_kind(config.get_string("reward.kind"));
-  return options;
 }
 
 RewardServiceOptions reward_service_options(const config::Config& config) {
@@ -121,7 +107,7 @@ RewardServiceOptions reward_service_options(const config::Config& config) {
   at_most("reward.client_images_per_batch", "reward.max_batch_images");
   at_most("reward.max_request_bytes", "reward.max_client_queued_bytes");
   at_most("reward.max_client_queued_bytes", "reward.max_queued_bytes");
-  options.task = task_options(config);
+  options.task = task::task_options(config);
   options.curve = zmqio::curve_server_options(config, "reward.curve.server_secret_file");
   options.handshake_timeout =
       std::chrono::milliseconds(config.get_int("reward.handshake_timeout_ms"));
@@ -163,7 +149,7 @@ std::unique_ptr<RewardFunction> make_reward_function(const config::Config& confi
                                   config.origin("reward.weights") + ")");
   }
   try {
-    return make_reward_function(functions, weights, task_options(config));
+    return make_reward_function(functions, weights, task::task_options(config));
   } catch (const std::invalid_argument& e) {
     throw config::ConfigError("reward.functions", std::string("config: ") + e.what());
   }

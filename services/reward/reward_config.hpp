@@ -23,7 +23,6 @@ const std::vector<std::string>& reward_function_names();
 
 const config::Schema& reward_schema();
 
-task::TaskOptions task_options(const config::Config& config);
 RewardServiceOptions reward_service_options(const config::Config& config);
 
 // sum_i weights[i] * functions[i]. Throws std::invalid_argument naming an unknown function, a

@@ -88,9 +88,7 @@ class ServicesHooks final : public TrainHooks {
         // to trainer.redis_outage_limit_seconds, and give up early on a stop request.
         redis_health_("redis", registry_.get(), run::redis_backoff(c)) {}
 
-  bool supports(const std::string& mode) const override {
-    return mode == "async" || mode == "offload";
-  }
+  bool supports(run::ExplorationMode mode) const override { return run::needs_services(mode); }
 
   std::unique_ptr<SeedSource> seed_source(const GrpoOptions& options,
                                           const ExplorationOptions& exploration,
@@ -121,10 +119,10 @@ class ServicesHooks final : public TrainHooks {
     async.group_size = options.group_size;
     async.candidates = options.candidates;
     async.run_seed = options.seed;
-    async.max_wait = std::chrono::duration<double>(c_.get_double("exploration.max_wait_seconds"));
+    async.max_wait = std::chrono::duration<double>(run::exploration_options(c_).max_wait_seconds);
     async.notices = c_.get_bool("bus.subscribe");  // wait on the result bell
     async.resync = std::chrono::milliseconds(c_.get_int("bus.resync_ms"));
-    async.offload = options.mode == "offload";
+    async.offload = options.mode == run::ExplorationMode::kOffload;
     async.trajectories = async.offload || exploration.reuse == run::Reuse::kOffPolicy;
     async.rollout_sampler = options.sampler;
     async.window = exploration.window;

@@ -188,7 +188,7 @@ BenchReport run_benchmark(const BenchOptions& o) {
     if (!o.base.empty()) policy.load_state(model::load_safetensors(o.base));
     BrightnessReward stand_in;
     GrpoOptions g = o.grpo_options;
-    g.mode = "none";
+    g.mode = run::ExplorationMode::kNone;
     g.run_dir.clear();
     g.audit_every = 0;
     ExplorationOptions exploration;

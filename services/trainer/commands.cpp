@@ -65,7 +65,7 @@ void load_base(policy::Policy& policy, const config::Config& c) {
 std::unique_ptr<reward::RewardFunction> make_reward(const config::Config& c,
                                                     const policy::Policy& policy,
                                                     TrainHooks& hooks) {
-  if (c.get_string("task.kind") != "prompt_file") {
+  if (config::get_choice(c, "task.kind", run::kTaskKinds) != run::TaskKind::kPromptFile) {
     return reward::make_task_reward(policy.task_options());
   }
   auto remote = hooks.remote_reward(c);
@@ -152,8 +152,8 @@ std::string rank_device(const std::string& device) {
 
 }  // namespace
 
-bool core_mode(const std::string& mode) {
-  return mode == "none" || mode == "sync" || mode == "sync-stale";
+bool core_mode(run::ExplorationMode mode) {
+  return !run::needs_services(mode);
 }
 
 int run_pretrain(const config::Config& c) {
@@ -182,12 +182,12 @@ int run_pretrain(const config::Config& c) {
     throw config::ConfigError(k, std::string("config: '") + k + "': " + e.what());
   }
   apply_threads(c);
-  if (c.get_string("model.kind") != "native") {
+  if (config::get_choice(c, "model.kind", run::kModelKinds) != run::ModelKind::kNative) {
     SPOTLIGHT_LOG(error) << "pretrain trains the built-in MMDiT (model.kind native); a "
                             "TorchScript model comes pretrained";
     return 2;
   }
-  policy::Policy policy(policy_options(c), task_options(c));
+  policy::Policy policy(policy_options(c), task::task_options(c));
   SPOTLIGHT_LOG(info) << "pretraining preset " << c.get_string("model.preset") << " for "
                       << options.steps << " steps of " << options.batch << " images (recipe key "
                       << key << ")";
@@ -246,7 +246,8 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
   const auto options = grpo_options(c);
   if (!core_mode(options.mode) && !hooks.supports(options.mode)) {
     throw config::ConfigError("exploration.mode",
-                              "config: 'exploration.mode' " + options.mode +
+                              "config: 'exploration.mode' " +
+                                  std::string(run::to_string(options.mode)) +
                                   " needs the services build (this trainer is the compute core "
                                   "alone, SPOTLIGHT_CORE_ONLY): use none, sync or sync-stale");
   }
@@ -262,7 +263,7 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
   const int rank = group ? group->rank() : 0;
   const bool leader = rank == 0;  // writes the run's files; the others train and report metrics
   if (leader) durable::write_file(options.run_dir / "config.yaml", c.dump());
-  policy::Policy policy(policy_config, task_options(c));
+  policy::Policy policy(policy_config, task::task_options(c));
   load_base(policy, c);
   if (!policy.is_native()) {
     SPOTLIGHT_LOG(info) << "TorchScript model " << c.get_string("model.path") << ": "
@@ -271,7 +272,7 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
   }
   std::unique_ptr<policy::Policy> reference;
   if (options.loss.kl_beta > 0) {
-    reference = std::make_unique<policy::Policy>(policy_config, task_options(c));
+    reference = std::make_unique<policy::Policy>(policy_config, task::task_options(c));
     reference->copy_weights_from(policy);
   }
   if (reference && group) {
@@ -289,18 +290,18 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
   if (options.exploration_steps > 0) exploration.sampler.steps = options.exploration_steps;
   exploration.chunk = options.micro_batch * 2;
   exploration.run_seed = options.seed;
-  exploration.reuse = run::reuse(c);
+  exploration.reuse = options.reuse;
   exploration.rollout_steps = options.sampler.steps;
   exploration.window = rollout::trained_steps(options.sampler.steps, options.train_step_begin,
                                               options.train_step_end);
   std::unique_ptr<SeedSource> seeds;
   if (!leader) {
     seeds = make_random_seed_source(exploration);  // never asked: rank 0 selects for the group
-  } else if (options.mode == "none") {
+  } else if (options.mode == run::ExplorationMode::kNone) {
     seeds = make_random_seed_source(exploration);
-  } else if (options.mode == "sync") {
+  } else if (options.mode == run::ExplorationMode::kSync) {
     seeds = make_sync_seed_source(exploration, policy, *reward);
-  } else if (options.mode == "sync-stale") {
+  } else if (options.mode == run::ExplorationMode::kSyncStale) {
     seeds = make_sync_stale_seed_source(exploration, policy, *reward);
   } else {
     seeds = hooks.seed_source(options, exploration, policy, stop);
@@ -401,7 +402,7 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
                         << trainer.next_iteration();
   }
   if (!leader) return 0;  // rank 0 writes the run's summary
-  Json summary{{"mode", options.mode},
+  Json summary{{"mode", run::to_string(options.mode)},
                {"seed", options.seed},
                {"iterations", options.iterations},
                {"train_wall_seconds", last_wall}};
@@ -417,7 +418,7 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
     summary["mean_iteration_seconds"] = iteration_seconds / iterations_run;
     summary["fallback_prompts"] = fallback_prompts;
     summary["dead_lettered_tasks"] = dead_lettered_tasks;
-    summary["reuse"] = {{"setting", c.get_string("exploration.reuse")},
+    summary["reuse"] = {{"setting", config::name_of(run::kReuses, options.reuse)},
                         {"rollouts_reused", reused},
                         {"rollouts_sampled", sampled},
                         {"rollouts_off_policy", off_policy},
@@ -484,7 +485,7 @@ int run_train(const config::Config& c, TrainHooks& hooks) {
 int run_eval(const config::Config& c, TrainHooks& hooks) {
   policy::check_device(c);
   apply_threads(c);
-  policy::Policy policy(policy_options(c), task_options(c));
+  policy::Policy policy(policy_options(c), task::task_options(c));
   load_base(policy, c);
   auto reward = make_reward(c, policy, hooks);
   GrpoOptions g = grpo_options(c);
@@ -498,7 +499,7 @@ int run_eval(const config::Config& c, TrainHooks& hooks) {
 int run_validate(const config::Config& c, TrainHooks& hooks) {
   policy::check_device(c);
   apply_threads(c);
-  policy::Policy policy(policy_options(c), task_options(c));
+  policy::Policy policy(policy_options(c), task::task_options(c));
   auto reward = reward::make_task_reward(policy.task_options());
   const GrpoOptions options = grpo_options(c);
   GrpoTrainer evaluator(options, policy, *reward, make_random_seed_source({}));
@@ -520,7 +521,7 @@ int run_validate(const config::Config& c, TrainHooks& hooks) {
 
 int run_bench(const config::Config& c) {
   policy::check_device(c);
-  if (c.get_string("model.kind") != "native") {
+  if (config::get_choice(c, "model.kind", run::kModelKinds) != run::ModelKind::kNative) {
     throw config::ConfigError("model.kind",
                               "config: bench measures the built-in MMDiT (model.kind native), not "
                               "model.kind " +

@@ -24,7 +24,7 @@
 namespace spotlight::trainer {
 
 // Whether the core trains with exploration.mode `mode` by itself (none, sync, sync-stale).
-bool core_mode(const std::string& mode);
+bool core_mode(run::ExplorationMode mode);
 
 int run_pretrain(const config::Config& config);
 // Throws config::ConfigError for an exploration.mode neither the core nor `hooks` provides.

@@ -245,7 +245,7 @@ IterationReport GrpoTrainer::run_iteration(int64_t iteration) {
   score(batch, report);
   // The staleness audit of stale exploration compares the v_{k-1} rewards with v_k, before the
   // update; otherwise v_k explored against v_{k+1}, after it.
-  const bool stale_exploration = o_.mode == "async" || o_.mode == "sync-stale";
+  const bool stale_exploration = run::explores_stale_weights(o_.mode);
   if (stale_exploration) audit(batch, report);
   train(batch, report);
   if (!stale_exploration) audit(batch, report);
@@ -686,7 +686,7 @@ void GrpoTrainer::save_checkpoint(int64_t completed_iteration) {
   const Json state{{"completed_iteration", completed_iteration},
                    {"wall_seconds", state_->wall_seconds},
                    {"seed", o_.seed},
-                   {"mode", o_.mode}};
+                   {"mode", run::to_string(o_.mode)}};
   // The seed source's own state (sync-stale: the weights it explores the next iteration with).
   auto files = seeds_->checkpoint_files();
   files["model.safetensors"] = model::encode_safetensors(policy_.state());

@@ -30,6 +30,7 @@
 #include "common/reward/reward_function.hpp"
 #include "common/rl/advantages.hpp"
 #include "common/rl/grpo_loss.hpp"
+#include "common/run/exploration_config.hpp"
 #include "common/sampler/sampler.hpp"
 #include "common/task/prompt_source.hpp"
 #include "services/trainer/seed_source.hpp"
@@ -37,7 +38,8 @@
 namespace spotlight::trainer {
 
 struct GrpoOptions {
-  std::string mode = "sync";  // none | sync | sync-stale | async | offload
+  run::ExplorationMode mode = run::ExplorationMode::kSync;  // exploration.mode
+  run::Reuse reuse = run::Reuse::kOnPolicy;                 // exploration.reuse
   int iterations = 30;
   // > 0: the run ends after the first iteration whose elapsed_seconds reaches it (a wall-time
   // budget); that iteration is a validation point.

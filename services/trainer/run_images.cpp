@@ -3,6 +3,7 @@
 #include <iomanip>
 
 #include "common/log/log.hpp"
+#include "common/run/exploration_config.hpp"
 
 namespace spotlight::trainer {
 
@@ -35,7 +36,7 @@ RunImages::RunImages(const config::Config& config, const GrpoOptions& options,
 
 std::unique_ptr<SeedSource> RunImages::wrap(std::unique_ptr<SeedSource> seeds,
                                             store::KeyValueStore* state) {
-  const int every = config_.get<int>("exploration.sample_images_every");
+  const int every = run::exploration_options(config_).sample_images_every;
   if (!native_ || state == nullptr || every <= 0 || options_.run_dir.empty()) return seeds;
   ExplorationSampleOptions o;
   o.dir = options_.run_dir / "exploration";

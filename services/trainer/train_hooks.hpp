@@ -47,7 +47,7 @@ class TrainHooks {
   virtual ~TrainHooks() = default;
   // Whether seed_source() provides exploration.mode `mode` (one the core does not: async,
   // offload).
-  virtual bool supports(const std::string& mode) const { return false; }
+  virtual bool supports(run::ExplorationMode mode) const { return false; }
   // `exploration` holds the core's settings (reuse, the trained step window); `policy` outlives
   // the result.
   virtual std::unique_ptr<SeedSource> seed_source(const GrpoOptions& options,

@@ -21,10 +21,12 @@ PretrainOptions pretrain_options(const config::Config& c) {
 }
 
 GrpoOptions grpo_options(const config::Config& c) {
+  const run::ExplorationOptions exploration = run::exploration_options(c);
   GrpoOptions o;
-  o.mode = c.get_string("exploration.mode");
-  o.candidates = c.get<int>("exploration.candidates");
-  o.exploration_steps = c.get<int>("exploration.steps");
+  o.mode = exploration.mode;
+  o.reuse = exploration.reuse;
+  o.candidates = exploration.candidates;
+  o.exploration_steps = exploration.steps;
   o.iterations = c.get<int>("trainer.iterations");
   o.max_seconds = c.get_double("trainer.max_seconds");
   o.prompts_per_iteration = c.get<int>("trainer.prompts_per_iteration");
@@ -54,16 +56,12 @@ GrpoOptions grpo_options(const config::Config& c) {
   o.seed = c.get<uint64_t>("run.seed");
   o.run_dir = c.get_string("run.dir");
   o.prompts = run::prompt_source(c);
-  if (o.candidates < o.group_size && o.mode != "none" && o.mode != "offload") {
+  if (o.candidates < o.group_size && o.mode != run::ExplorationMode::kNone &&
+      o.mode != run::ExplorationMode::kOffload) {
     throw config::ConfigError("exploration.candidates",
                               "config: 'exploration.candidates' must be >= trainer.group_size (" +
                                   std::to_string(o.group_size) + "), got " +
                                   std::to_string(o.candidates));
-  }
-  if (o.mode == "offload" && c.get_string("planner.policy") != "fixed") {
-    throw config::ConfigError("planner.policy",
-                              "config: 'planner.policy' must be fixed with exploration.mode "
-                              "offload (it explores nothing: the planner enqueues the rollouts)");
   }
   return o;
 }

@@ -15,7 +15,6 @@ namespace spotlight::trainer {
 const config::Schema& trainer_schema();
 
 using run::policy_options;
-using run::task_options;
 PretrainOptions pretrain_options(const config::Config& config);
 GrpoOptions grpo_options(const config::Config& config);
 BenchOptions bench_options(const config::Config& config);

@@ -5,7 +5,9 @@ Builds the services' image from the binaries of this build (deploy/docker/Docker
 makes the base images from Debian's packages where no registry has them (scripts/offline-images),
 starts compose.yaml with the `smoke` recipe and 2 explorers, scales to 3 explorers while the job
 runs, lets the job finish, checks that every query of every dashboard panel returned data in
-Prometheus during the run, and takes everything down with its volumes.
+Prometheus during the run, and takes everything down with its volumes. With --trainer-ranks 2 the
+trainer is a data-parallel group of two containers (profile `ranks`): both ranks must finish, and
+Prometheus must have scraped rank 1's per-rank series.
 
 Installs docker.io and docker-compose (Debian) and starts dockerd when missing and running as root;
 exits 77 (CTest: skipped) with the reason only where docker cannot run at all. Grafana's image is
@@ -262,6 +264,7 @@ def main():
     parser.add_argument("--source", required=True)
     parser.add_argument("--build", required=True)
     parser.add_argument("--result", default="")
+    parser.add_argument("--trainer-ranks", type=int, choices=[1, 2], default=1)
     args = parser.parse_args()
     started = time.monotonic()
     work = tempfile.mkdtemp(prefix="spotlight-compose-")
@@ -293,7 +296,11 @@ def main():
         project = f"spotlight-e2e-{os.getpid()}"
         env = dict(os.environ, SPOTLIGHT_IMAGE=IMAGE, SPOTLIGHT_RECIPE="smoke",
                    SPOTLIGHT_RUN_ID="e2e", SPOTLIGHT_PROMETHEUS_PORT="0",
-                   SPOTLIGHT_GRAFANA_PORT="0", SPOTLIGHT_GRAFANA_IMAGE=grafana_image)
+                   SPOTLIGHT_GRAFANA_PORT="0", SPOTLIGHT_GRAFANA_IMAGE=grafana_image,
+                   SPOTLIGHT_TRAINER_RANKS=str(args.trainer_ranks))
+        trainers = ["trainer"] + (["trainer-1"] if args.trainer_ranks == 2 else [])
+        services += trainers[1:]
+        figures["trainer_ranks"] = args.trainer_ranks
         compose = Compose(args.source, project, services, env)
 
         log(f"up: project {project}, services {' '.join(services)}, 2 explorers")
@@ -344,7 +351,13 @@ def main():
         figures["up_to_job_finished_seconds"] = round(time.monotonic() - t_up, 1)
         if code != 0:
             raise Failure(f"the trainer exited {code}")
-        for service in ["planner", "explorer"]:
+        if args.trainer_ranks == 2:
+            ranks_seen = prometheus.range_points(
+                'count(spotlight_trainer_rank_iterations_total{job="trainer-ranks"})',
+                up_at, time.time())[1]
+            if not ranks_seen:
+                raise Failure("Prometheus never scraped rank 1's per-rank series (job trainer-ranks)")
+        for service in trainers[1:] + ["planner", "explorer"]:
             for container in compose.containers(service):
                 def exited(c=container):
                     status, code = state(c)
@@ -352,7 +365,7 @@ def main():
                 (code,) = wait_for(f"{service} {container[:12]} to stop by itself", exited, 120)
                 if code != 0:
                     raise Failure(f"{service} {container[:12]} exited {code}")
-        log("the trainer, the planner and 3 explorers exited 0")
+        log(f"the trainer ({args.trainer_ranks} rank(s)), the planner and 3 explorers exited 0")
 
         end = time.time()
         wait_for("a last scrape", lambda: True, 1)

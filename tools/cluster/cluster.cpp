@@ -96,18 +96,15 @@ void ClusterOptions::validate() const {
   }
 }
 
-bool needs_services(const std::string& mode) {
-  return mode == "async" || mode == "offload";
-}
-
 Cluster::Cluster(ClusterOptions options) : o_(std::move(options)) {
   o_.validate();
   const config::Config c = config::Config::load(run::run_schema(), o_.run);
   run_dir_ = fs::absolute(c.get_string("run.dir"));
   run_id_ = c.get_string("run.id");
-  mode_ = c.get_string("exploration.mode");
+  const run::ExplorationMode mode = run::exploration_options(c).mode;
+  mode_ = run::to_string(mode);
   reward_kind_ = c.get_string("reward.kind");
-  services_ = o_.services.value_or(needs_services(mode_));
+  services_ = o_.services.value_or(run::needs_services(mode));
   if (o_.manifest.empty()) o_.manifest = run_dir_ / "cluster.json";
 }
 

@@ -18,7 +18,7 @@
 // Contract:
 // - The run's configuration is validated (the services' run schema) in the constructor: a bad
 //   key is a config::ConfigError before anything starts.
-// - Which services run follows exploration.mode (needs_services()) unless `services` says.
+// - Which services run follows exploration.mode (run::needs_services()) unless `services` says.
 // - Every process's output goes to <run.dir>/logs/<name>.log; names are trainer, planner,
 //   reward, redis, explorer-1..N.
 // - stop() first gives planner and explorers `drain_timeout` to exit by themselves (they do once
@@ -109,9 +109,6 @@ struct ClusterOptions {
 
   void validate() const;  // std::invalid_argument naming the field
 };
-
-// exploration.mode values whose run needs the services (Redis, reward, planner, explorers).
-bool needs_services(const std::string& mode);
 
 class Cluster {
  public:

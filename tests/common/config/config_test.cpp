@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "common/config/arguments.hpp"
+#include "common/config/choice.hpp"
 #include "common/config/command_line.hpp"
 #include "common/config/env.hpp"
 #include "tests/common/config/plain_dump_fixture.hpp"
@@ -612,6 +613,44 @@ TEST(Env, AbsentEmptyAndSet) {
   EXPECT_EQ(env(name), std::optional<std::string>("s3cret"));
   unsetenv(name);
   EXPECT_EQ(env(nullptr), std::nullopt);
+}
+
+enum class Mode { kNone, kSync, kAsync };
+constexpr Choice<Mode> kModes[] = {
+    {"none", Mode::kNone}, {"sync", Mode::kSync}, {"async", Mode::kAsync}};
+
+TEST(Choice, ParsesEachNameToItsValueAndBack) {
+  EXPECT_EQ(names(kModes), (std::vector<std::string>{"none", "sync", "async"}));
+  EXPECT_EQ(allowed(kModes), "none|sync|async");
+  for (const auto& c : kModes) {
+    EXPECT_EQ(parse_choice(kModes, "exploration.mode", c.name), c.value);
+    EXPECT_EQ(name_of(kModes, c.value), c.name);
+  }
+  EXPECT_EQ(get_choice(from_set({"exploration.mode=none"}), "exploration.mode", kModes),
+            Mode::kNone);
+  EXPECT_EQ(get_choice(from_yaml(""), "exploration.mode", kModes), Mode::kAsync);
+}
+
+TEST(Choice, AnOtherNameIsAnErrorListingTheAllowedOnes) {
+  ConfigError e = expect_config_error([] { parse_choice(kModes, "exploration.mode", "Async"); });
+  EXPECT_EQ(e.key(), "exploration.mode");
+  EXPECT_EQ(std::string(e.what()),
+            "config: 'exploration.mode' must be one of none|sync|async, got 'Async'");
+  e = expect_config_error([] { parse_choice(kModes, "exploration.mode", "", "--set"); });
+  EXPECT_EQ(std::string(e.what()),
+            "config: 'exploration.mode' must be one of none|sync|async, got '' (in --set)");
+}
+
+// A schema whose names are fewer than the enum's table (a stale one_of) still fails with the
+// table's names, not silently with a default.
+TEST(Choice, ASchemaNameTheTableLacksIsAnError) {
+  const Schema schema{Entry::string("exploration.mode", "sync", "").one_of({"sync", "fast"})};
+  ConfigSources sources;
+  sources.overrides = {"exploration.mode=fast"};
+  const Config cfg = Config::load(schema, sources);
+  ConfigError e = expect_config_error([&] { get_choice(cfg, "exploration.mode", kModes); });
+  EXPECT_EQ(std::string(e.what()),
+            "config: 'exploration.mode' must be one of none|sync|async, got 'fast' (in --set)");
 }
 
 }  // namespace

@@ -68,6 +68,41 @@ TEST(Classify, TellsUnavailableFromAccessDeniedFromTheRest) {
   EXPECT_EQ(classify(std::runtime_error("x")), Failure::kOther);
 }
 
+TEST(Classify, ReadsTheCodeNotTheType) {
+  // A module's base error with a code, and an error of a module classify() has never heard of.
+  EXPECT_EQ(classify(store::StoreError("s", error::ErrorCode::kUnavailable, true)),
+            Failure::kUnavailable);
+  EXPECT_EQ(classify(error::Error("e", error::ErrorCode::kAccessDenied)), Failure::kAccessDenied);
+  EXPECT_EQ(classify(store::InvalidStoreOptions("chunk_bytes", "too small")), Failure::kOther);
+  EXPECT_EQ(classify(store::ChecksumMismatch(3, "a", "b")), Failure::kOther);
+}
+
+TEST(ErrorCode, EachModuleErrorCarriesItsCode) {
+  using error::code_of;
+  using error::ErrorCode;
+  EXPECT_EQ(code_of(redis::RedisUnavailable("r", true)), ErrorCode::kUnavailable);
+  EXPECT_TRUE(redis::RedisUnavailable("r", true).is_timeout());
+  EXPECT_EQ(code_of(redis::RedisAuthError("GET", "NOPERM x")), ErrorCode::kAccessDenied);
+  EXPECT_EQ(code_of(redis::RedisCommandError("GET", "ERR x")), ErrorCode::kOther);
+  EXPECT_EQ(code_of(queue::InvalidQueueOptions("group", "must not be empty")), ErrorCode::kInvalid);
+  EXPECT_EQ(code_of(store::VersionConflict(1, "a", "b")), ErrorCode::kConflict);
+  EXPECT_EQ(code_of(store::UntrustedWeights(1, "unsigned")), ErrorCode::kCorrupt);
+  EXPECT_EQ(code_of(std::runtime_error("x")), ErrorCode::kOther);
+}
+
+TEST(ErrorCode, TranslationKeepsTheCodeTheTimeoutAndTheMessage) {
+  try {
+    store::throw_store_error("store key k", redis::RedisUnavailable("redis GET: timed out", true));
+  } catch (const store::StoreUnavailable& e) {
+    EXPECT_TRUE(e.is_timeout());
+    EXPECT_STREQ(e.what(), "store key k: redis GET: timed out");
+  }
+  EXPECT_THROW(queue::throw_queue_error("q", redis::RedisAuthError("XADD", "NOPERM x")),
+               queue::QueueAccessDenied);
+  EXPECT_THROW(queue::throw_queue_error("q", redis::RedisCommandError("XADD", "ERR x")),
+               queue::QueueError);
+}
+
 TEST(OutageTracker, LogsOneLinePerChangeOfStateAndCountsTheOutage) {
   metrics::Registry registry("planner");
   CapturedLog captured;

@@ -10,6 +10,7 @@
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/redis/client.hpp"
 #include "common/store/redis_key_value_store.hpp"
+#include "common/store/redis_trajectory_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/wait_for.hpp"
@@ -66,6 +67,10 @@ TEST(AccessDenied, AnAclUserWithoutTheCommandIsAnAuthError) {
   store::RedisKeyValueStore kv(reader, "t");
   EXPECT_EQ(kv.get("k"), std::nullopt);                      // allowed
   EXPECT_THROW(kv.put("k", "v"), store::StoreAccessDenied);  // -NOPERM
+  // Every store translates the same way, the trajectory store too.
+  store::RedisTrajectoryStore trajectories(reader, store::TrajectoryStoreOptions{"t:trajectory"});
+  EXPECT_EQ(trajectories.get("task"), std::nullopt);                          // allowed
+  EXPECT_THROW(trajectories.put("task", "bytes"), store::StoreAccessDenied);  // -NOPERM
 }
 
 TEST(AccessDenied, ARightPasswordWorksAndADownServerIsUnavailableNotDenied) {

@@ -10,6 +10,17 @@
 namespace spotlight::run {
 namespace {
 
+config::ConfigError load_error(std::vector<std::string> overrides) {
+  config::ConfigSources sources;
+  sources.overrides = std::move(overrides);
+  try {
+    exploration_options(config::Config::load(run_schema(), sources));
+  } catch (const config::ConfigError& e) {
+    return e;
+  }
+  return config::ConfigError("", "");
+}
+
 std::string error_key(std::vector<std::string> overrides) {
   config::ConfigSources sources;
   sources.overrides = std::move(overrides);
@@ -36,14 +47,54 @@ TEST(RunSchema, DeviceStringsAreCheckedForForm) {
 }
 
 TEST(RunSchema, RewardKindReachesTheTaskOptions) {
-  EXPECT_EQ(task_options(config::Config::load(run_schema())).reward_kind,
+  EXPECT_EQ(task::task_options(config::Config::load(run_schema())).reward_kind,
             task::RewardKind::kPartial);
   config::ConfigSources sources;
   sources.overrides = {"reward.kind=strict"};
-  EXPECT_EQ(task_options(config::Config::load(run_schema(), sources)).reward_kind,
+  EXPECT_EQ(task::task_options(config::Config::load(run_schema(), sources)).reward_kind,
             task::RewardKind::kStrict);
   EXPECT_EQ(error_key({"reward.kind=binary"}), "reward.kind");
   EXPECT_EQ(error_key({"trainer.max_seconds=-1"}), "trainer.max_seconds");
+}
+
+// The closed choices are enums: each name maps to its value, any other is refused with the list.
+TEST(RunSchema, ExplorationChoicesAreParsedOnce) {
+  config::ConfigSources sources;
+  sources.overrides = {"exploration.mode=sync-stale", "exploration.reuse=off_policy",
+                       "exploration.allocation=adaptive", "planner.policy=deadline"};
+  const ExplorationOptions o = exploration_options(config::Config::load(run_schema(), sources));
+  EXPECT_EQ(o.mode, ExplorationMode::kSyncStale);
+  EXPECT_EQ(o.reuse, Reuse::kOffPolicy);
+  EXPECT_EQ(o.allocation, Allocation::kAdaptive);
+  EXPECT_EQ(o.policy, PlannerPolicy::kDeadline);
+  EXPECT_TRUE(explores_stale_weights(o.mode));
+  EXPECT_FALSE(needs_services(o.mode));
+  for (const auto& c : kExplorationModes)
+    EXPECT_EQ(to_string(c.value), c.name);
+}
+
+TEST(RunSchema, AnUnknownChoiceListsTheAllowedNames) {
+  EXPECT_EQ(std::string(load_error({"exploration.mode=asynk"}).what()),
+            "config: 'exploration.mode' must be one of none|sync|sync-stale|async|offload, got "
+            "'asynk' (in --set)");
+  EXPECT_EQ(std::string(load_error({"planner.policy=ucb"}).what()),
+            "config: 'planner.policy' must be one of fixed|bandit|deadline, got 'ucb' (in --set)");
+  EXPECT_EQ(std::string(load_error({"exploration.reuse=yes"}).what()),
+            "config: 'exploration.reuse' must be one of off|on_policy|off_policy, got 'yes' (in "
+            "--set)");
+  EXPECT_EQ(std::string(load_error({"exploration.allocation=greedy"}).what()),
+            "config: 'exploration.allocation' must be one of fixed|adaptive, got 'greedy' (in "
+            "--set)");
+  EXPECT_EQ(std::string(load_error({"reward.kind=binary"}).what()),
+            "config: 'reward.kind' must be one of partial|strict, got 'binary' (in --set)");
+}
+
+// Offload explores nothing: a policy other than fixed is refused once, for every service.
+TEST(RunSchema, OffloadNeedsTheFixedPolicy) {
+  EXPECT_EQ(load_error({"exploration.mode=offload", "planner.policy=bandit"}).key(),
+            "planner.policy");
+  EXPECT_EQ(load_error({"exploration.mode=offload"}).key(), "");
+  EXPECT_EQ(load_error({"exploration.mode=async", "planner.policy=bandit"}).key(), "");
 }
 
 TEST(RunSchema, RedisBackoffComesFromTheRetryKeys) {

@@ -39,6 +39,7 @@
 #include "common/store/redis_trajectory_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "tests/services/explorer/explorer_test_support.hpp"
+#include "tests/support/log_lines.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/wait_for.hpp"
 
@@ -571,34 +572,6 @@ TEST_F(ExplorerTest, CorruptWeightsChunkIsDetectedAndNeverUsed) {
   EXPECT_EQ(w->metrics().weights_loaded.value(), 1);
 }
 
-// The error lines logged while it lives.
-class ErrorLines {
- public:
-  ErrorLines() {
-    previous_ = log::set_sink([this](log::Level level, std::string_view line) {
-      if (level < log::Level::kError) return;
-      const std::lock_guard lock(mutex_);
-      lines_.emplace_back(line);
-    });
-  }
-  ~ErrorLines() { log::set_sink(previous_); }
-  ErrorLines(const ErrorLines&) = delete;
-  ErrorLines& operator=(const ErrorLines&) = delete;
-  std::vector<std::string> containing(std::string_view text) const {
-    const std::lock_guard lock(mutex_);
-    std::vector<std::string> out;
-    for (const std::string& line : lines_) {
-      if (line.find(text) != std::string::npos) out.push_back(line);
-    }
-    return out;
-  }
-
- private:
-  log::Sink previous_;
-  mutable std::mutex mutex_;
-  std::vector<std::string> lines_;
-};
-
 // A weights version whose blob is NaN loads fine (its checksum is right) and every sample it makes
 // is not finite: each task fails, again and again until dead-lettered. The explorer says which
 // version: one error line at the 3rd failure on it, then at every doubling (6, 12), not one per
@@ -611,7 +584,7 @@ TEST_F(ExplorerTest, RepeatedFailuresOnOneWeightsVersionAreLoggedWithTheVersion)
       w.fill_(std::numeric_limits<float>::quiet_NaN());
   }
   publish(0, *nan);
-  ErrorLines errors;
+  spotlight::testing::LogLines errors(log::Level::kError);
   auto w = worker(options("a"));
   w->start();
   const auto tasks = testing::seed_tasks(kRunId, 1, 1, 4, 0, kSteps);
@@ -639,7 +612,7 @@ TEST_F(ExplorerTest, WeightsWhoseManifestIsNotSignedWithTheRunsKeyAreRefused) {
   checked.manifest_key = run::manifest_key_source(redis(), keys_.prefix, /*create=*/false);
   auto o = options("a");
   o.max_staleness = 0;
-  ErrorLines errors;
+  spotlight::testing::LogLines errors(log::Level::kError);
   auto w = std::make_unique<Worker>(redis(), queue_options(), checked, o,
                                     std::make_unique<DenseReward>());
   w->start();

@@ -98,7 +98,7 @@ TEST_F(AllocationTest, FixedNMissesTheRareSuccess) {
   EXPECT_NE(registry->text().find("spotlight_planner_uniform_prompts_total 1"), std::string::npos);
   store::RedisKeyValueStore kv(run::redis_options(c), keys().prefix);
   run::RunState state(kv, keys());
-  const auto prompts = run::iteration_prompts(task::PromptGenerator(run::task_options(c)),
+  const auto prompts = run::iteration_prompts(task::PromptGenerator(task::task_options(c)),
                                               c.get<std::uint64_t>("run.seed"), 0, 3);
   const auto posterior = state.prompt_posterior(prompts[2].text());
   ASSERT_TRUE(posterior);

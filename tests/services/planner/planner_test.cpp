@@ -21,6 +21,7 @@
 #include "services/planner/planner_config.hpp"
 #include "services/planner/redis_explorer_directory.hpp"
 #include "tests/services/planner/planner_fixture.hpp"
+#include "tests/support/log_lines.hpp"
 #include "tests/support/wait_for.hpp"
 
 namespace spotlight::planner::test {
@@ -61,7 +62,7 @@ class PlannerTest : public RedisFixture {
     const auto budget_ms =
         static_cast<std::int64_t>(c.get_double("exploration.max_wait_seconds") * 1000);
     const auto expected_prompts =
-        run::iteration_prompts(task::PromptGenerator(run::task_options(c)), seed, t, prompts);
+        run::iteration_prompts(task::PromptGenerator(task::task_options(c)), seed, t, prompts);
     int found = 0;
     for (const auto& [id, task] : tasks) {
       if (task.iteration == t) ++found;
@@ -361,34 +362,6 @@ TEST_F(PlannerTest, ARestartedPlannerReconcilesWhatItsPredecessorEnqueued) {
   EXPECT_EQ(q.lease("explorer-a", 100, 0ms).size(), 30u);
 }
 
-// The error lines logged while it lives.
-class ErrorLines {
- public:
-  ErrorLines() {
-    previous_ = log::set_sink([this](log::Level level, std::string_view line) {
-      if (level < log::Level::kError) return;
-      const std::lock_guard lock(mutex_);
-      lines_.emplace_back(line);
-    });
-  }
-  ~ErrorLines() { log::set_sink(previous_); }
-  ErrorLines(const ErrorLines&) = delete;
-  ErrorLines& operator=(const ErrorLines&) = delete;
-  std::vector<std::string> containing(std::string_view text) const {
-    const std::lock_guard lock(mutex_);
-    std::vector<std::string> out;
-    for (const std::string& line : lines_) {
-      if (line.find(text) != std::string::npos) out.push_back(line);
-    }
-    return out;
-  }
-
- private:
-  log::Sink previous_;
-  mutable std::mutex mutex_;
-  std::vector<std::string> lines_;
-};
-
 // Redis lost the run's state (restarted with an empty AOF, a FLUSHALL: here every key of the run
 // deleted). The run would recreate its keys and go on; the planner says once what vanished.
 TEST_F(PlannerTest, LostRunStateIsNamedInOneErrorLine) {
@@ -403,7 +376,7 @@ TEST_F(PlannerTest, LostRunStateIsNamedInOneErrorLine) {
   auto registry = std::make_shared<metrics::Registry>("planner");
   auto planner = make_planner(c, registry);
   ASSERT_EQ(planner->step(), StepOutcome::kRunning);  // sees the run's state
-  ErrorLines errors;
+  testing::LogLines errors(log::Level::kError);
 
   const redis::Reply run_keys = client().command({"KEYS", keys().prefix + ":*"});
   for (const auto& key : run_keys.as_array())

@@ -28,6 +28,7 @@
 #include "common/run/run_config.hpp"
 #include "common/task/generator.hpp"
 #include "common/task/render.hpp"
+#include "common/task/task_config.hpp"
 #include "common/wire/messages.hpp"
 #include "services/reward/reward_config.hpp"
 #include "tests/common/metrics/http_get.hpp"
@@ -618,7 +619,7 @@ TEST(RewardConfig, DefaultsAndTranslation) {
   EXPECT_EQ(defaults.get_string("reward.bind"), "tcp://127.0.0.1:5557");
   EXPECT_EQ(defaults.get_string_list("reward.functions"), std::vector<std::string>{"task"});
   EXPECT_EQ(defaults.get_string("metrics.bind"), metrics::kDefaultMetricsBind);
-  EXPECT_EQ(task_options(defaults).image_size, 32);
+  EXPECT_EQ(task::task_options(defaults).image_size, 32);
   EXPECT_EQ(make_reward_function(defaults)->name(), "weighted(task)");
 
   config::ConfigSources sources;
@@ -646,7 +647,7 @@ TEST(RewardConfig, RewardKindStrictPaysOnlyTheVerdict) {
   task::Prompt asked = drawn;
   asked.objects[0].count = 4;
   const task::Image image = task::render(drawn, 3, task::TaskOptions{});
-  EXPECT_EQ(task_options(config::Config::load(reward_schema())).reward_kind,
+  EXPECT_EQ(task::task_options(config::Config::load(reward_schema())).reward_kind,
             task::RewardKind::kPartial);
   for (const auto& [kind, want] : {std::pair{"partial", 0.75}, std::pair{"strict", 0.0}}) {
     config::ConfigSources sources;

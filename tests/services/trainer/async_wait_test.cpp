@@ -23,6 +23,7 @@
 #include "common/store/redis_key_value_store.hpp"
 #include "common/wire/messages.hpp"
 #include "services/trainer/async_exploration.hpp"
+#include "tests/support/log_lines.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/wait_for.hpp"
 
@@ -171,33 +172,6 @@ TEST_F(AsyncWaitTest, DeadLetteredCandidatesAreLostInsteadOfWaitedFor) {
   EXPECT_EQ(selection.fallback_prompts, 1);              // fewer than G = 2 explored
 }
 
-// The warning lines logged while it lives.
-class WarningLines {
- public:
-  WarningLines() {
-    previous_ = log::set_sink([this](log::Level level, std::string_view line) {
-      if (level < log::Level::kWarn) return;
-      const std::lock_guard lock(mutex_);
-      lines_.emplace_back(line);
-    });
-  }
-  ~WarningLines() { log::set_sink(previous_); }
-  WarningLines(const WarningLines&) = delete;
-  WarningLines& operator=(const WarningLines&) = delete;
-  int count(std::string_view text) const {
-    const std::lock_guard lock(mutex_);
-    int n = 0;
-    for (const std::string& line : lines_)
-      n += line.find(text) != std::string::npos ? 1 : 0;
-    return n;
-  }
-
- private:
-  log::Sink previous_;
-  mutable std::mutex mutex_;
-  std::vector<std::string> lines_;
-};
-
 // A trainer waiting longer than its last iteration (max_wait / 2 for the first) for explored seeds
 // says why, once per iteration: the planner never planned the iteration; it did, but no explorer
 // leases its tasks; it did, and none of its tasks is in the queue any more.
@@ -214,10 +188,10 @@ TEST_F(AsyncWaitTest, AWaitLongerThanTheLastIterationSaysWhyOnce) {
     state.put_plan_if_absent({.iteration = t, .candidates = kCandidates, .steps = 4});
     state.put_planner_progress({.enqueued_through = t, .unix_ms = 1});
   };
-  WarningLines lines;
+  testing::LogLines lines(log::Level::kWarn);
 
   source.select(kIteration, prompts);  // nothing planned
-  EXPECT_EQ(lines.count("because of no planner progress: no plan record"), 1);
+  EXPECT_EQ(lines.count("because of no planner progress: no plan record"), 1u);
 
   plan(kIteration + 1);
   for (int i = 0; i < kPrompts; ++i) {
@@ -225,13 +199,13 @@ TEST_F(AsyncWaitTest, AWaitLongerThanTheLastIterationSaysWhyOnce) {
       queue_->enqueue(run::seed_task_id(kIteration + 1, i, j), "task");
   }
   source.select(kIteration + 1, prompts);  // planned and enqueued, no explorer
-  EXPECT_EQ(lines.count("because of no explorers: 6 tasks wait"), 1);
+  EXPECT_EQ(lines.count("because of no explorers: 6 tasks wait"), 1u);
 
   queue_->destroy();  // the tasks are gone
   plan(kIteration + 2);
   source.select(kIteration + 2, prompts);
-  EXPECT_EQ(lines.count("because of an empty queue: none of the 6 missing tasks"), 1);
-  EXPECT_EQ(lines.count("longer than the last iteration"), 3) << "once per iteration";
+  EXPECT_EQ(lines.count("because of an empty queue: none of the 6 missing tasks"), 1u);
+  EXPECT_EQ(lines.count("longer than the last iteration"), 3u) << "once per iteration";
 }
 
 TEST_F(AsyncWaitTest, WithoutNoticesItPollsAsBefore) {

@@ -53,7 +53,7 @@ inline policy::PolicyOptions micro() {
 
 inline GrpoOptions small_options(const std::string& mode) {
   GrpoOptions o;
-  o.mode = mode;
+  o.mode = config::parse_choice(run::kExplorationModes, "exploration.mode", mode);
   o.iterations = 2;
   o.prompts_per_iteration = 2;
   o.group_size = 4;
@@ -94,9 +94,9 @@ struct Fixture {
     perturb(policy, 4);
     const auto e = exploration_options(o, reuse);
     std::unique_ptr<SeedSource> seeds;
-    if (o.mode == "sync") {
+    if (o.mode == run::ExplorationMode::kSync) {
       seeds = make_sync_seed_source(e, policy, reward);
-    } else if (o.mode == "sync-stale") {
+    } else if (o.mode == run::ExplorationMode::kSyncStale) {
       seeds = make_sync_stale_seed_source(e, policy, reward);
     } else {
       seeds = make_random_seed_source(e);
