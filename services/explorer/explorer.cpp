@@ -401,6 +401,9 @@ struct Explorer::ChunkWork {
   bool keep = false;
   std::vector<at::Tensor> kept_latents, kept_log_probs;
   std::int64_t kept_from = 0;  // grid index of kept_latents[0]
+  // The row in kept_latents / kept_log_probs of each entry of `active` (the identity until
+  // drop_non_finite removes a sample from the chunk; the kept tensors keep every row).
+  std::vector<std::int64_t> rows;
   std::vector<task::Image> images;
   std::vector<reward::Scored> scores;
 };
@@ -530,6 +533,10 @@ bool Explorer::sample(ChunkWork& work, std::span<Held> chunk, std::int64_t versi
 void Explorer::drop_non_finite(ChunkWork& work, std::int64_t version) {
   // Pixels that are not finite (a diverged model) are not scored: the reward service would refuse
   // them, and an in-process reward would give them an arbitrary score.
+  if (work.rows.empty()) {
+    for (std::size_t i = 0; i < work.images.size(); ++i)
+      work.rows.push_back(static_cast<std::int64_t>(i));
+  }
   for (std::size_t i = work.images.size(); i-- > 0;) {
     const auto& rgb = work.images[i].rgb;
     if (std::all_of(rgb.begin(), rgb.end(), [](float v) { return std::isfinite(v); })) continue;
@@ -539,6 +546,7 @@ void Explorer::drop_non_finite(ChunkWork& work, std::int64_t version) {
     work.active.erase(work.active.begin() + static_cast<std::ptrdiff_t>(i));
     work.prompts.erase(work.prompts.begin() + static_cast<std::ptrdiff_t>(i));
     work.images.erase(work.images.begin() + static_cast<std::ptrdiff_t>(i));
+    work.rows.erase(work.rows.begin() + static_cast<std::ptrdiff_t>(i));
   }
 }
 
@@ -618,9 +626,10 @@ void Explorer::record_results(ChunkWork& work, std::int64_t version, double seco
       // Shifted so that index 0 is kept_from: the window in the kept tensors' own indices.
       const rollout::StepWindow kept{static_cast<int>(shift(task.trajectory_begin)),
                                      static_cast<int>(shift(task.trajectory_end))};
-      auto message = rollout::make_trajectory(
-          origin, work.sampler, trajectory_latents[static_cast<std::int64_t>(i)],
-          trajectory_log_probs[static_cast<std::int64_t>(i)], kept);
+      // Its own row: after a dropped sample, entry i of `active` is no longer row i.
+      const std::int64_t row = work.rows.empty() ? static_cast<std::int64_t>(i) : work.rows[i];
+      auto message = rollout::make_trajectory(origin, work.sampler, trajectory_latents[row],
+                                              trajectory_log_probs[row], kept);
       message.step_begin = task.trajectory_begin;
       message.step_end = task.trajectory_end;
       trajectory = message.encode();
