@@ -2,6 +2,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -15,6 +16,7 @@
 #include "common/wire/codec.hpp"
 #include "common/wire/dispatcher.hpp"
 #include "common/wire/messages.hpp"
+#include "tests/common/wire/wire_golden.hpp"
 
 namespace spotlight::wire {
 namespace {
@@ -167,6 +169,53 @@ std::vector<std::string> all_samples() {
           sample_weights_notice().encode(),  sample_iteration_event().encode(),
           sample_reward_request().encode(),  sample_reward_reply().encode(),
           sample_heartbeat().encode()};
+}
+
+// Every message as encode() writes it: each sample, each default, and the optional parts (a
+// latents request, a reply with components and a range). The golden test pins these bytes.
+std::vector<std::pair<std::string, std::string>> golden_encodings() {
+  RewardRequest latents = sample_reward_request();
+  latents.content = std::string(RewardRequest::kLatents);
+  latents.channels = 1;
+  latents.count = 3;
+  latents.prompts.push_back("a third");
+  latents.images.resize(3 * 2 * 4 * 1);
+  RewardReply detailed = sample_reward_reply();
+  detailed.components = {"aesthetic", "ocr"};
+  detailed.component_rewards = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6};
+  detailed.range = {-1.0, 2.5};
+  return {
+      {"seed_task", sample_seed_task().encode()},
+      {"seed_result", sample_seed_result().encode()},
+      {"inflight_commit", sample_inflight_commit().encode()},
+      {"seed_trajectory", sample_seed_trajectory().encode()},
+      {"weights_notice", sample_weights_notice().encode()},
+      {"iteration_event", sample_iteration_event().encode()},
+      {"reward_request", sample_reward_request().encode()},
+      {"reward_request latents", latents.encode()},
+      {"reward_reply", sample_reward_reply().encode()},
+      {"reward_reply detailed", detailed.encode()},
+      {"heartbeat", sample_heartbeat().encode()},
+      {"trainer_progress", sample_trainer_progress().encode()},
+      {"trainer_timing", sample_trainer_timing().encode()},
+      {"plan_record", sample_plan_record().encode()},
+      {"prompt_posterior", sample_prompt_posterior().encode()},
+      {"planner_progress", sample_planner_progress().encode()},
+      {"seed_task default", SeedTask{}.encode()},
+      {"seed_result default", SeedResult{}.encode()},
+      {"inflight_commit default", InflightCommit{}.encode()},
+      {"seed_trajectory default", SeedTrajectory{}.encode()},
+      {"weights_notice default", WeightsNotice{}.encode()},
+      {"iteration_event default", IterationEvent{}.encode()},
+      {"reward_request default", RewardRequest{}.encode()},
+      {"reward_reply default", RewardReply{}.encode()},
+      {"heartbeat default", Heartbeat{}.encode()},
+      {"trainer_progress default", TrainerProgress{}.encode()},
+      {"trainer_timing default", TrainerTiming{}.encode()},
+      {"plan_record default", PlanRecord{}.encode()},
+      {"prompt_posterior default", PromptPosterior{}.encode()},
+      {"planner_progress default", PlannerProgress{}.encode()},
+  };
 }
 
 // --- raw msgpack helpers -------------------------------------------------------------------------
@@ -447,6 +496,43 @@ TEST(WireLayout, ForeignProducersMayUseOtherNumericEncodings) {
     pack_str(pk, "H100");
   });
   EXPECT_EQ(Heartbeat::decode(bytes), sample_heartbeat());
+}
+
+// --- golden bytes --------------------------------------------------------------------------------
+
+std::string from_hex(std::string_view hex) {
+  std::string out;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out.push_back(static_cast<char>(std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+  }
+  return out;
+}
+
+// The wire format does not drift: every message encodes to the recorded bytes, and those bytes
+// decode to a message that encodes to them again.
+TEST(WireGolden, EncodingsAreTheRecordedBytes) {
+  std::map<std::string, std::string, std::less<>> recorded;
+  for (const auto& [name, hex] : golden::kEncodings)
+    recorded.emplace(name, from_hex(hex));
+  const auto encodings = golden_encodings();
+  ASSERT_EQ(encodings.size(), recorded.size());
+  Dispatcher d;
+  std::string reencoded;
+  const auto again = [&](const auto& m) { reencoded = m.encode(); };
+  d.on<SeedTask>(again).on<SeedResult>(again).on<InflightCommit>(again).on<SeedTrajectory>(again);
+  d.on<WeightsNotice>(again).on<IterationEvent>(again).on<RewardRequest>(again);
+  d.on<RewardReply>(again).on<Heartbeat>(again).on<TrainerProgress>(again);
+  d.on<TrainerTiming>(again).on<PlanRecord>(again).on<PromptPosterior>(again);
+  d.on<PlannerProgress>(again);
+  for (const auto& [name, bytes] : encodings) {
+    const auto it = recorded.find(name);
+    ASSERT_NE(it, recorded.end()) << name;
+    EXPECT_EQ(bytes, it->second) << name << " encodes to other bytes than recorded";
+    if (name == "seed_trajectory default") continue;  // a trajectory of no steps is malformed
+    reencoded.clear();
+    d.dispatch(it->second);
+    EXPECT_EQ(reencoded, it->second) << name << " does not decode to what it was";
+  }
 }
 
 // --- malformed bodies ----------------------------------------------------------------------------
