@@ -92,4 +92,11 @@ class Retrier {
   RetryOptions options_;
 };
 
+// fn() through `retry` when there is one, else once: for code whose retrier is optional.
+template <class Fn>
+auto call_with(const Retrier* retry, Fn&& fn) -> decltype(fn()) {
+  if (retry != nullptr) return (*retry)(std::forward<Fn>(fn));
+  return fn();
+}
+
 }  // namespace spotlight::outage

@@ -20,13 +20,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// fn() through `retry` when there is one.
-template <class Fn>
-auto call(const outage::Retrier* retry, Fn&& fn) -> decltype(fn()) {
-  if (retry != nullptr) return (*retry)(std::forward<Fn>(fn));
-  return fn();
-}
-
 }  // namespace
 
 AsyncSeedSource::AsyncSeedSource(AsyncSeedOptions options, queue::LeaseQueue& queue,
@@ -122,7 +115,7 @@ void AsyncSeedSource::read_plan(Wait& w) {
   auto& planned_steps = w.planned_steps;
   if (!plans_ || planned) return;
   try {
-    if (const auto record = call(retry_, [&] { return plans_->plan(iteration); })) {
+    if (const auto record = outage::call_with(retry_, [&] { return plans_->plan(iteration); })) {
       planned = static_cast<int>(record->candidates);
       planned_steps = static_cast<int>(record->steps);
     }
@@ -161,7 +154,7 @@ void AsyncSeedSource::wait_for_results(Wait& w) {
       // A condition wait: returns when a result is recorded, else after `resync` (re-read anyway).
       const auto left = std::chrono::ceil<std::chrono::milliseconds>(w.deadline - now);
       const auto wait = std::min(o_.resync, left);
-      call(retry_, [&] { return queue_.wait_result_notice(wait); });
+      outage::call_with(retry_, [&] { return queue_.wait_result_notice(wait); });
     } else if (outage::wait_or_stop(o_.stop, o_.poll)) {  // polling interval of a condition wait
       break;
     }
@@ -191,7 +184,7 @@ void AsyncSeedSource::read_results(Wait& w) {
       where.emplace_back(i, j);
     }
   }
-  const auto values = call(retry_, [&] { return queue_.results(ids); });
+  const auto values = outage::call_with(retry_, [&] { return queue_.results(ids); });
   // Tasks without a result that left the queue without one will never have one: purged by the
   // planner (not needed), or dead-lettered (rejected, or failed or expired past max_deliveries:
   // a problem, warned about once per task). One batch per round; both ring the result bell.
@@ -201,7 +194,7 @@ void AsyncSeedSource::read_results(Wait& w) {
     absent_at.push_back(k);
   }
   std::vector<std::optional<queue::Abandoned>> gone;
-  if (!absent.empty()) gone = call(retry_, [&] { return queue_.abandoned(absent); });
+  if (!absent.empty()) gone = outage::call_with(retry_, [&] { return queue_.abandoned(absent); });
   for (size_t a = 0; a < absent.size() && a < gone.size(); ++a) {
     if (!gone[a]) continue;
     const auto [i, j] = where[absent_at[a]];
@@ -231,7 +224,8 @@ void AsyncSeedSource::read_results(Wait& w) {
       continue;
     }
     // A poisoned entry: move it aside with its reason and run the task again.
-    const auto q = call(retry_, [&] { return queue_.quarantine(id, *bytes, checked.problem); });
+    const auto q =
+        outage::call_with(retry_, [&] { return queue_.quarantine(id, *bytes, checked.problem); });
     if (q.quarantined) ++quarantined;
     const bool can_come = q.requeued || q.still_queued || !q.quarantined;
     if (q.quarantined && (!can_come || ++quarantines[i][j] >= o_.max_quarantines_per_task)) {
@@ -337,7 +331,7 @@ std::string AsyncSeedSource::why_waiting(int64_t iteration, bool have_plan, size
   if (plans_) {
     std::optional<wire::PlannerProgress> progress;
     try {
-      progress = call(retry_, [&] { return plans_->planner_progress(); });
+      progress = outage::call_with(retry_, [&] { return plans_->planner_progress(); });
     } catch (const run::MalformedRunState&) {
     }
     if (!have_plan || !progress || progress->enqueued_through < iteration) {
@@ -352,7 +346,7 @@ std::string AsyncSeedSource::why_waiting(int64_t iteration, bool have_plan, size
              "the planner has enqueued " + last + " (is spotlight-planner running?)";
     }
   }
-  const queue::QueueStats s = call(retry_, [&] { return queue_.stats(); });
+  const queue::QueueStats s = outage::call_with(retry_, [&] { return queue_.stats(); });
   if (s.length == 0) {
     return "an empty queue: none of the " + std::to_string(missing) +
            " missing tasks is waiting or leased (the planner enqueues vanished tasks again at its "
@@ -399,7 +393,7 @@ void AsyncSeedSource::reuse_trajectories(
       const auto id = run::seed_task_id(iteration, static_cast<int>(i), j);
       std::optional<std::string> bytes;
       try {
-        bytes = call(retry_, [&] { return trajectories_->get(id); });
+        bytes = outage::call_with(retry_, [&] { return trajectories_->get(id); });
       } catch (const store::StoreError& e) {
         SPOTLIGHT_LOG(warn) << "trajectory of task '" << id
                             << "' unreadable (sampled instead): " << e.what();
@@ -445,7 +439,7 @@ void AsyncSeedSource::reuse_trajectories(
 
 std::optional<std::string> AsyncSeedSource::weights_checksum(std::int64_t version) {
   if (const auto it = checksums_.find(version); it != checksums_.end()) return it->second;
-  const auto manifest = call(retry_, [&] { return weights_->manifest(version); });
+  const auto manifest = outage::call_with(retry_, [&] { return weights_->manifest(version); });
   if (!manifest) return std::nullopt;
   checksums_[version] = manifest->checksum;
   return manifest->checksum;

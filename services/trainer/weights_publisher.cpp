@@ -12,13 +12,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// fn() through `retry` when there is one.
-template <class Fn>
-auto call(const outage::Retrier* retry, Fn&& fn) -> decltype(fn()) {
-  if (retry != nullptr) return (*retry)(std::forward<Fn>(fn));
-  return fn();
-}
-
 }  // namespace
 
 RunPublisher::RunPublisher(std::string run_id, store::WeightStore& weights,
@@ -34,7 +27,7 @@ void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
                                  const IterationReport* last) {
   const auto publish_start = Clock::now();
   const std::string bytes = policy.weights_bytes();
-  const auto manifest = call(retry_, [&] { return weights_.publish(version, bytes); });
+  const auto manifest = outage::call_with(retry_, [&] { return weights_.publish(version, bytes); });
   const double publish_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - publish_start).count();
   if (last) {
@@ -44,11 +37,11 @@ void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
                                      .rollout_seconds = last->rollout_seconds,
                                      .train_seconds = last->train_seconds,
                                      .group_variance = last->group_variance};
-    call(retry_, [&] { state_.put_trainer_timing(timing); });
+    outage::call_with(retry_, [&] { state_.put_trainer_timing(timing); });
   }
   const wire::TrainerProgress progress{
       .iteration = version, .finished = false, .unix_ms = clock::unix_ms()};
-  call(retry_, [&] { state_.put_trainer_progress(progress); });
+  outage::call_with(retry_, [&] { state_.put_trainer_progress(progress); });
   if (bus_) {
     wire::WeightsNotice notice{version, manifest.checksum, state_.keys().weights,
                                static_cast<int64_t>(manifest.bytes), manifest.published_unix_ms};
@@ -66,7 +59,7 @@ void RunPublisher::weights_ready(int64_t version, policy::Policy& policy,
 void RunPublisher::finished(int64_t iterations) {
   const wire::TrainerProgress progress{
       .iteration = iterations, .finished = true, .unix_ms = clock::unix_ms()};
-  call(retry_, [&] { state_.put_trainer_progress(progress); });
+  outage::call_with(retry_, [&] { state_.put_trainer_progress(progress); });
   if (bus_) {
     wire::IterationEvent event{run_id_, iterations, wire::IterationKind::kFinished, 0, iterations};
     bus_->publish("iteration", static_cast<uint64_t>(iterations) + 2, event.encode());
