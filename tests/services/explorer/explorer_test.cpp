@@ -39,7 +39,7 @@
 #include "common/store/redis_trajectory_store.hpp"
 #include "common/store/redis_weight_store.hpp"
 #include "tests/services/explorer/explorer_test_support.hpp"
-#include "tests/support/log_lines.hpp"
+#include "tests/support/log_capture.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/wait_for.hpp"
 
@@ -584,7 +584,7 @@ TEST_F(ExplorerTest, RepeatedFailuresOnOneWeightsVersionAreLoggedWithTheVersion)
       w.fill_(std::numeric_limits<float>::quiet_NaN());
   }
   publish(0, *nan);
-  spotlight::testing::LogLines errors(log::Level::kError);
+  spotlight::testing::LogCapture errors(log::Level::kError);
   auto w = worker(options("a"));
   w->start();
   const auto tasks = testing::seed_tasks(kRunId, 1, 1, 4, 0, kSteps);
@@ -612,7 +612,7 @@ TEST_F(ExplorerTest, WeightsWhoseManifestIsNotSignedWithTheRunsKeyAreRefused) {
   checked.manifest_key = run::manifest_key_source(redis(), keys_.prefix, /*create=*/false);
   auto o = options("a");
   o.max_staleness = 0;
-  spotlight::testing::LogLines errors(log::Level::kError);
+  spotlight::testing::LogCapture errors(log::Level::kError);
   auto w = std::make_unique<Worker>(redis(), queue_options(), checked, o,
                                     std::make_unique<DenseReward>());
   w->start();

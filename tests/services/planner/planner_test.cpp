@@ -21,7 +21,7 @@
 #include "services/planner/planner_config.hpp"
 #include "services/planner/redis_explorer_directory.hpp"
 #include "tests/services/planner/planner_fixture.hpp"
-#include "tests/support/log_lines.hpp"
+#include "tests/support/log_capture.hpp"
 #include "tests/support/wait_for.hpp"
 
 namespace spotlight::planner::test {
@@ -376,7 +376,7 @@ TEST_F(PlannerTest, LostRunStateIsNamedInOneErrorLine) {
   auto registry = std::make_shared<metrics::Registry>("planner");
   auto planner = make_planner(c, registry);
   ASSERT_EQ(planner->step(), StepOutcome::kRunning);  // sees the run's state
-  testing::LogLines errors(log::Level::kError);
+  testing::LogCapture errors(log::Level::kError);
 
   const redis::Reply run_keys = client().command({"KEYS", keys().prefix + ":*"});
   for (const auto& key : run_keys.as_array())

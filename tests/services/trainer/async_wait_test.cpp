@@ -23,7 +23,7 @@
 #include "common/store/redis_key_value_store.hpp"
 #include "common/wire/messages.hpp"
 #include "services/trainer/async_exploration.hpp"
-#include "tests/support/log_lines.hpp"
+#include "tests/support/log_capture.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/wait_for.hpp"
 
@@ -188,7 +188,7 @@ TEST_F(AsyncWaitTest, AWaitLongerThanTheLastIterationSaysWhyOnce) {
     state.put_plan_if_absent({.iteration = t, .candidates = kCandidates, .steps = 4});
     state.put_planner_progress({.enqueued_through = t, .unix_ms = 1});
   };
-  testing::LogLines lines(log::Level::kWarn);
+  testing::LogCapture lines(log::Level::kWarn);
 
   source.select(kIteration, prompts);  // nothing planned
   EXPECT_EQ(lines.count("because of no planner progress: no plan record"), 1u);

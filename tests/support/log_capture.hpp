@@ -1,8 +1,9 @@
 #pragma once
-// LogLines: the log lines at or above a level that the process logs while it lives (it installs a
-// log sink and restores the previous one when destroyed). Tests read them from any thread.
+// LogCapture: the log lines at or above a level that this process logs while it lives. It
+// installs a log sink and restores the previous one when destroyed; tests read the lines from any
+// thread. (tests/services/e2e/log_lines.hpp reads the services' log files instead.)
 //
-//   testing::LogLines errors(log::Level::kError);
+//   testing::LogCapture errors(log::Level::kError);
 //   ... run the code under test ...
 //   EXPECT_EQ(errors.containing("weights version 1 rejected").size(), 1u);
 
@@ -16,18 +17,18 @@
 
 namespace spotlight::testing {
 
-class LogLines {
+class LogCapture {
  public:
-  explicit LogLines(log::Level at_least) {
+  explicit LogCapture(log::Level at_least) {
     previous_ = log::set_sink([this, at_least](log::Level level, std::string_view line) {
       if (level < at_least) return;
       const std::lock_guard lock(mutex_);
       lines_.emplace_back(line);
     });
   }
-  ~LogLines() { log::set_sink(previous_); }
-  LogLines(const LogLines&) = delete;
-  LogLines& operator=(const LogLines&) = delete;
+  ~LogCapture() { log::set_sink(previous_); }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
 
   // The lines that contain `text`, in the order they were logged.
   std::vector<std::string> containing(std::string_view text) const {
