@@ -32,6 +32,7 @@
 #include "common/run/schedule.hpp"
 #include "common/store/redis_key_value_store.hpp"
 #include "common/wire/messages.hpp"
+#include "tests/services/e2e/queue_results.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/wait_for.hpp"
@@ -189,13 +190,7 @@ TEST(ChaosJob, PreemptionsAndCrashesLoseNothingAndCountNothingTwice) {
   redis_options.port = cluster.redis_port();
   queue::LeaseQueueOptions queue_options;
   queue_options.key_prefix = run::RunKeys(run_id).explore_queue;
-  std::map<std::string, std::string> acknowledged;
-  {
-    queue::RedisLeaseQueue queue(redis_options, queue_options);
-    queue.for_each_result([&](std::string_view id, std::string_view r) {
-      acknowledged.emplace(std::string(id), std::string(r));
-    });
-  }
+  const auto acknowledged = testing::queue_results(redis_options, queue_options);
   ASSERT_FALSE(acknowledged.empty());
   ASSERT_EQ(kill("redis"), 128 + SIGKILL);
   cluster.restart("redis");  // on its port, from its AOF; returns once it answers PING

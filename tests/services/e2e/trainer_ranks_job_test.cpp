@@ -23,6 +23,7 @@
 #include "common/run/run_config.hpp"
 #include "common/run/schedule.hpp"
 #include "common/wire/messages.hpp"
+#include "tests/services/e2e/queue_results.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
 #include "tests/support/wait_for.hpp"
@@ -93,13 +94,7 @@ TEST(TrainerRanksJob, ARankKilledMidRunRestartsTheGroupAndLosesNothing) {
   redis_options.port = cluster.redis_port();
   queue::LeaseQueueOptions queue_options;
   queue_options.key_prefix = run::RunKeys(run_id).explore_queue;
-  std::map<std::string, std::string> acknowledged;
-  {
-    queue::RedisLeaseQueue queue(redis_options, queue_options);
-    queue.for_each_result([&](std::string_view id, std::string_view r) {
-      acknowledged.emplace(std::string(id), std::string(r));
-    });
-  }
+  const auto acknowledged = testing::queue_results(redis_options, queue_options);
   ASSERT_FALSE(acknowledged.empty());
   const auto lines_before_kill = lines_of(metrics).size();
   const auto kill_time = std::chrono::steady_clock::now();
