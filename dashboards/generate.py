@@ -135,6 +135,15 @@ SYSTEMS = [
     ("Last iteration by phase", "s",
      [("spotlight_trainer_step_seconds", "{{phase}}")], "timeseries",
      "The phases of the newest iteration."),
+    ("Explorer chunk time split", "s",
+     [("sum by (phase) (rate(spotlight_explorer_chunk_seconds_total[2m]))", "{{phase}}")],
+     "timeseries",
+     "Seconds per second all explorers spend in each phase of a chunk of seed tasks: sampling "
+     "the images, scoring them at the reward service, recording results and trajectories."),
+    ("Planner pass time split", "s",
+     [("rate(spotlight_planner_plan_seconds_total[2m])", "{{phase}}")], "timeseries",
+     "Seconds per second the planner spends in each phase of a planning pass: deciding the "
+     "exploration, enqueueing seed tasks, recording the plan and reporting progress."),
     ("Throughput", "none",
      [("rate(spotlight_trainer_samples_total[2m])", "trainer rollout samples/s"),
       ("sum(rate(spotlight_explorer_tasks_completed_total[2m]))", "explored seeds/s"),
