@@ -35,6 +35,41 @@ double seconds(std::chrono::milliseconds ms) {
   return static_cast<double>(ms.count()) / 1000.0;
 }
 
+// The policy's own account of its decision for iteration t: "bandit" with its arms, "deadline"
+// with its budget, or "fixed".
+void explain_policy(const exploration::ExplorationPolicy& policy, std::int64_t t,
+                    nlohmann::json& record) {
+  if (const auto* bandit = dynamic_cast<const exploration::BanditExplorationPolicy*>(&policy);
+      bandit && bandit->last_choice() && bandit->last_choice()->iteration == t) {
+    const exploration::BanditChoice& why = *bandit->last_choice();
+    record["policy"] = "bandit";
+    record["reason"] = why.reason;
+    record["budget_seconds"] = why.budget_seconds;
+    if (why.seconds_per_sample_step)
+      record["seconds_per_sample_step"] = *why.seconds_per_sample_step;
+    auto& arms = record["arms"] = nlohmann::json::array();
+    for (const exploration::ArmReport& a : why.arms) {
+      nlohmann::json arm{{"candidates", a.arm.candidates},
+                         {"steps", a.arm.steps},
+                         {"feasible", a.feasible},
+                         {"pulls", a.pulls}};
+      if (a.predicted_seconds) arm["predicted_seconds"] = *a.predicted_seconds;
+      if (a.mean) arm["mean_reward"] = *a.mean;
+      if (a.score) arm["score"] = *a.score;
+      arms.push_back(std::move(arm));
+    }
+  } else if (const auto* deadline =
+                 dynamic_cast<const exploration::DeadlineExplorationPolicy*>(&policy);
+             deadline && deadline->last_choice() && deadline->last_choice()->iteration == t) {
+    const exploration::DeadlineChoice& why = *deadline->last_choice();
+    record["policy"] = "deadline";
+    record["reason"] = why.reason;
+    record["budget_seconds"] = why.budget_seconds;
+  } else {
+    record["policy"] = "fixed";
+  }
+}
+
 }  // namespace
 
 void PlannerOptions::validate() const {
@@ -236,6 +271,31 @@ wire::PlanRecord Planner::decide(std::int64_t t, const exploration::IterationCon
                        ", steps " + std::to_string(d.steps) + " for iteration " +
                        std::to_string(t));
   }
+  const nlohmann::json record = decision_record(t, d, budget_candidates, context);
+  const std::string text = record.dump();
+  wire::PlanRecord plan{.iteration = t,
+                        .candidates = d.candidates,
+                        .steps = d.candidates > 0 ? d.steps : 0,
+                        .budget_candidates = d.candidates > 0 ? budget_candidates : 0,
+                        .reason = text};
+  if (!state_.put_plan_if_absent(plan)) {
+    // Another planner got there first: follow its record, which the trainer may have read.
+    return decide(t, context);
+  }
+  if (!options_.decisions_file.empty()) {
+    std::ofstream(options_.decisions_file, std::ios::app) << text << "\n";
+  }
+  if (record.contains("reason")) {
+    log::info("iteration {}: plan N={} S={} ({}; budget {} s, {} live explorers)", t, d.candidates,
+              d.steps, record["reason"].get<std::string>(), record["budget_seconds"].get<double>(),
+              context.live_explorers ? std::to_string(*context.live_explorers) : "unknown");
+  }
+  return plan;
+}
+
+nlohmann::json Planner::decision_record(std::int64_t t, const exploration::ExplorationDecision& d,
+                                        int budget_candidates,
+                                        const exploration::IterationContext& context) {
   nlohmann::json record{{"iteration", t},
                         {"candidates", d.candidates},
                         {"steps", d.candidates > 0 ? d.steps : 0},
@@ -244,36 +304,7 @@ wire::PlanRecord Planner::decide(std::int64_t t, const exploration::IterationCon
                         {"time_budget_seconds", seconds(context.time_budget)}};
   if (context.live_explorers) record["live_explorers"] = *context.live_explorers;
   if (context.training_time) record["training_seconds"] = seconds(*context.training_time);
-  if (const auto* bandit =
-          dynamic_cast<const exploration::BanditExplorationPolicy*>(parts_.policy.get());
-      bandit && bandit->last_choice() && bandit->last_choice()->iteration == t) {
-    const exploration::BanditChoice& why = *bandit->last_choice();
-    record["policy"] = "bandit";
-    record["reason"] = why.reason;
-    record["budget_seconds"] = why.budget_seconds;
-    if (why.seconds_per_sample_step)
-      record["seconds_per_sample_step"] = *why.seconds_per_sample_step;
-    auto& arms = record["arms"] = nlohmann::json::array();
-    for (const exploration::ArmReport& a : why.arms) {
-      nlohmann::json arm{{"candidates", a.arm.candidates},
-                         {"steps", a.arm.steps},
-                         {"feasible", a.feasible},
-                         {"pulls", a.pulls}};
-      if (a.predicted_seconds) arm["predicted_seconds"] = *a.predicted_seconds;
-      if (a.mean) arm["mean_reward"] = *a.mean;
-      if (a.score) arm["score"] = *a.score;
-      arms.push_back(std::move(arm));
-    }
-  } else if (const auto* deadline =
-                 dynamic_cast<const exploration::DeadlineExplorationPolicy*>(parts_.policy.get());
-             deadline && deadline->last_choice() && deadline->last_choice()->iteration == t) {
-    const exploration::DeadlineChoice& why = *deadline->last_choice();
-    record["policy"] = "deadline";
-    record["reason"] = why.reason;
-    record["budget_seconds"] = why.budget_seconds;
-  } else {
-    record["policy"] = "fixed";
-  }
+  explain_policy(*parts_.policy, t, record);
   // The finish-time model's view of this decision, whatever the policy.
   if (const auto m = finish_model_.mean_sample_step()) {
     record["seconds_per_sample_step"] = *m;
@@ -296,25 +327,7 @@ wire::PlanRecord Planner::decide(std::int64_t t, const exploration::IterationCon
     record["allocation"] = "adaptive";
     record["budget_candidates"] = budget_candidates;
   }
-  const std::string text = record.dump();
-  wire::PlanRecord plan{.iteration = t,
-                        .candidates = d.candidates,
-                        .steps = d.candidates > 0 ? d.steps : 0,
-                        .budget_candidates = d.candidates > 0 ? budget_candidates : 0,
-                        .reason = text};
-  if (!state_.put_plan_if_absent(plan)) {
-    // Another planner got there first: follow its record, which the trainer may have read.
-    return decide(t, context);
-  }
-  if (!options_.decisions_file.empty()) {
-    std::ofstream(options_.decisions_file, std::ios::app) << text << "\n";
-  }
-  if (record.contains("reason")) {
-    log::info("iteration {}: plan N={} S={} ({}; budget {} s, {} live explorers)", t, d.candidates,
-              d.steps, record["reason"].get<std::string>(), record["budget_seconds"].get<double>(),
-              context.live_explorers ? std::to_string(*context.live_explorers) : "unknown");
-  }
-  return plan;
+  return record;
 }
 
 void Planner::plan(std::int64_t t, std::int64_t c, const TrainerTiming& timing) {
@@ -618,110 +631,120 @@ void Planner::track_open(std::int64_t c) {
       it = open_.erase(it);
       continue;
     }
-    const int prompts = static_cast<int>(open.prompts.size());
-    std::vector<std::string> ids;
-    std::vector<std::pair<int, int>> where;
-    for (int i = 0; i < prompts; ++i) {
-      for (int j = 0; j < open.candidates; ++j) {
-        if (open.rewards[i][j] || open.purged[i][j]) continue;
-        ids.push_back(run::seed_task_id(t, i, j));
-        where.emplace_back(i, j);
-      }
-    }
-    const auto results = parts_.queue->results(ids);
-    for (std::size_t k = 0; k < results.size(); ++k) {
-      if (!results[k]) continue;
-      const auto [i, j] = where[k];
-      try {
-        open.rewards[i][j] = wire::SeedResult::decode(*results[k]).reward;
-      } catch (const wire::WireError&) {
-        open.rewards[i][j] = std::numeric_limits<double>::quiet_NaN();  // there, but not usable
-      }
-    }
+    read_results(t, open);
     if (options_.adaptive) {
-      for (int i = 0; i < prompts; ++i) {
-        if (open.satisfied[i]) continue;
-        std::vector<double> rewards;
-        std::vector<std::string> waiting;
-        for (int j = 0; j < open.candidates; ++j) {
-          const auto& r = open.rewards[i][j];
-          if (r && std::isfinite(*r)) rewards.push_back(*r);
-          if (!r && !open.purged[i][j]) waiting.push_back(run::seed_task_id(t, i, j));
-        }
-        if (!exploration::contrast_reached(rewards, options_.allocation)) continue;
-        open.satisfied[i] = true;
-        const auto purged =
-            parts_.queue->purge(waiting, "prompt " + std::to_string(i) + " of iteration " +
-                                             std::to_string(t) + " explored enough");
-        for (const std::string& id : purged) {
-          if (const auto parsed = run::parse_seed_task_id(id))
-            open.purged[i][parsed->candidate] = true;
-        }
-        const auto n = static_cast<std::int64_t>(purged.size());
-        status_.tasks_purged_satisfied += n;
-        metrics_.purged_satisfied.inc(static_cast<double>(n));
-        if (n > 0) {
-          log::info(
-              "iteration {}: prompt {} has its contrast after {} candidates; purged {} of "
-              "its waiting tasks",
-              t, i, rewards.size(), n);
-        }
-      }
+      purge_satisfied_prompts(t, open);
+      if (!open.budget_spent) purge_spent_budget(t, open);
     }
-    if (options_.adaptive && !open.budget_spent) {
-      std::int64_t explored = 0;
-      std::vector<std::string> waiting;
-      for (int i = 0; i < prompts; ++i) {
-        for (int j = 0; j < open.candidates; ++j) {
-          if (open.rewards[i][j]) ++explored;
-          if (!open.rewards[i][j] && !open.purged[i][j])
-            waiting.push_back(run::seed_task_id(t, i, j));
-        }
-      }
-      if (explored >= open.budget_samples) {
-        open.budget_spent = true;
-        const auto purged = parts_.queue->purge(
-            waiting, "iteration " + std::to_string(t) + " explored its budget of " +
-                         std::to_string(open.budget_samples) + " samples");
-        for (const std::string& id : purged) {
-          if (const auto parsed = run::parse_seed_task_id(id))
-            open.purged[parsed->prompt][parsed->candidate] = true;
-        }
-        const auto n = static_cast<std::int64_t>(purged.size());
-        status_.tasks_purged_budget += n;
-        metrics_.purged_budget.inc(static_cast<double>(n));
-        log::info("iteration {}: {} samples explored (the budget); purged {} waiting tasks", t,
-                  explored, n);
-      }
-    }
-    // Explored: every task has a result or was purged (tasks still leased will complete).
-    bool done = true;
-    for (int i = 0; i < prompts && done; ++i) {
-      for (int j = 0; j < open.candidates && done; ++j) {
-        if (!open.rewards[i][j] && !open.purged[i][j]) done = false;
-      }
-    }
-    if (!done) {
+    if (!fully_explored(open)) {
       ++it;
       continue;
     }
-    const double took =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - open.enqueued_at).count();
-    metrics_.explored_seconds.set(took);
-    log::info("iteration {}: explored in {:.3f} s (predicted {} s, finish probability {})", t, took,
-              open.predicted_seconds ? std::to_string(*open.predicted_seconds) : "unknown",
-              open.probability ? std::to_string(*open.probability) : "unknown");
-    if (!options_.decisions_file.empty()) {
-      nlohmann::json event{{"iteration", t},
-                           {"event", "explored"},
-                           {"seconds", took},
-                           {"unix_ms", clock::unix_ms()}};
-      if (open.predicted_seconds) event["predicted_seconds"] = *open.predicted_seconds;
-      if (open.probability) event["finish_probability"] = *open.probability;
-      std::ofstream(options_.decisions_file, std::ios::app) << event.dump() << "\n";
-    }
+    note_explored(t, open);
     it = open_.erase(it);
   }
+}
+
+void Planner::read_results(std::int64_t t, OpenIteration& open) {
+  std::vector<std::string> ids;
+  std::vector<std::pair<int, int>> where;
+  for (int i = 0; i < static_cast<int>(open.prompts.size()); ++i) {
+    for (int j = 0; j < open.candidates; ++j) {
+      if (open.rewards[i][j] || open.purged[i][j]) continue;
+      ids.push_back(run::seed_task_id(t, i, j));
+      where.emplace_back(i, j);
+    }
+  }
+  const auto results = parts_.queue->results(ids);
+  for (std::size_t k = 0; k < results.size(); ++k) {
+    if (!results[k]) continue;
+    const auto [i, j] = where[k];
+    try {
+      open.rewards[i][j] = wire::SeedResult::decode(*results[k]).reward;
+    } catch (const wire::WireError&) {
+      open.rewards[i][j] = std::numeric_limits<double>::quiet_NaN();  // there, but not usable
+    }
+  }
+}
+
+void Planner::purge_satisfied_prompts(std::int64_t t, OpenIteration& open) {
+  for (int i = 0; i < static_cast<int>(open.prompts.size()); ++i) {
+    if (open.satisfied[i]) continue;
+    std::vector<double> rewards;
+    std::vector<std::string> waiting;
+    for (int j = 0; j < open.candidates; ++j) {
+      const auto& r = open.rewards[i][j];
+      if (r && std::isfinite(*r)) rewards.push_back(*r);
+      if (!r && !open.purged[i][j]) waiting.push_back(run::seed_task_id(t, i, j));
+    }
+    if (!exploration::contrast_reached(rewards, options_.allocation)) continue;
+    open.satisfied[i] = true;
+    const auto n = purge_waiting(
+        open, waiting,
+        "prompt " + std::to_string(i) + " of iteration " + std::to_string(t) + " explored enough");
+    status_.tasks_purged_satisfied += n;
+    metrics_.purged_satisfied.inc(static_cast<double>(n));
+    if (n > 0) {
+      log::info(
+          "iteration {}: prompt {} has its contrast after {} candidates; purged {} of "
+          "its waiting tasks",
+          t, i, rewards.size(), n);
+    }
+  }
+}
+
+void Planner::purge_spent_budget(std::int64_t t, OpenIteration& open) {
+  std::int64_t explored = 0;
+  std::vector<std::string> waiting;
+  for (int i = 0; i < static_cast<int>(open.prompts.size()); ++i) {
+    for (int j = 0; j < open.candidates; ++j) {
+      if (open.rewards[i][j]) ++explored;
+      if (!open.rewards[i][j] && !open.purged[i][j]) waiting.push_back(run::seed_task_id(t, i, j));
+    }
+  }
+  if (explored < open.budget_samples) return;
+  open.budget_spent = true;
+  const auto n = purge_waiting(open, waiting,
+                               "iteration " + std::to_string(t) + " explored its budget of " +
+                                   std::to_string(open.budget_samples) + " samples");
+  status_.tasks_purged_budget += n;
+  metrics_.purged_budget.inc(static_cast<double>(n));
+  log::info("iteration {}: {} samples explored (the budget); purged {} waiting tasks", t, explored,
+            n);
+}
+
+std::int64_t Planner::purge_waiting(OpenIteration& open, const std::vector<std::string>& waiting,
+                                    const std::string& reason) {
+  const auto purged = parts_.queue->purge(waiting, reason);
+  for (const std::string& id : purged) {
+    if (const auto parsed = run::parse_seed_task_id(id))
+      open.purged[parsed->prompt][parsed->candidate] = true;
+  }
+  return static_cast<std::int64_t>(purged.size());
+}
+
+bool Planner::fully_explored(const OpenIteration& open) {
+  for (std::size_t i = 0; i < open.prompts.size(); ++i) {
+    for (int j = 0; j < open.candidates; ++j) {
+      if (!open.rewards[i][j] && !open.purged[i][j]) return false;
+    }
+  }
+  return true;
+}
+
+void Planner::note_explored(std::int64_t t, const OpenIteration& open) {
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - open.enqueued_at).count();
+  metrics_.explored_seconds.set(took);
+  log::info("iteration {}: explored in {:.3f} s (predicted {} s, finish probability {})", t, took,
+            open.predicted_seconds ? std::to_string(*open.predicted_seconds) : "unknown",
+            open.probability ? std::to_string(*open.probability) : "unknown");
+  if (options_.decisions_file.empty()) return;
+  nlohmann::json event{
+      {"iteration", t}, {"event", "explored"}, {"seconds", took}, {"unix_ms", clock::unix_ms()}};
+  if (open.predicted_seconds) event["predicted_seconds"] = *open.predicted_seconds;
+  if (open.probability) event["finish_probability"] = *open.probability;
+  std::ofstream(options_.decisions_file, std::ios::app) << event.dump() << "\n";
 }
 
 std::optional<int> Planner::desired_explorers(const exploration::IterationContext& context) {

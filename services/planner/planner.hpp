@@ -86,6 +86,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "common/clock/stopwatch.hpp"
 #include "common/exploration/exploration_policy.hpp"
 #include "common/exploration/explorer_directory.hpp"
@@ -272,6 +274,10 @@ class Planner {
   // The plan record of t: the one that exists, else the policy's decision, written (first writer
   // wins: a record another planner wrote first is followed).
   wire::PlanRecord decide(std::int64_t iteration, const exploration::IterationContext& context);
+  // The plan record's text: the decision, the policy's reasons, the finish-time prediction.
+  nlohmann::json decision_record(std::int64_t iteration, const exploration::ExplorationDecision& d,
+                                 int budget_candidates,
+                                 const exploration::IterationContext& context);
   void note_decision(const wire::PlanRecord& record, const exploration::IterationContext& context);
   // The iteration's tasks' common fields and, when it explores, its tracking state (budget: the
   // record's prompts x budget_candidates; predicted time).
@@ -291,7 +297,18 @@ class Planner {
   std::int64_t count_results(std::int64_t iteration, int candidates);
   void purge_passed(std::int64_t trainer_iteration);
   void update_posteriors(std::int64_t iteration, const wire::PlanRecord& plan);
+  // Each open iteration at or after the trainer's: its new results read, then (adaptive) the
+  // waiting tasks of prompts with their contrast and of an iteration past its budget purged; an
+  // iteration with every task answered or purged is explored and closed.
   void track_open(std::int64_t trainer_iteration);
+  void read_results(std::int64_t iteration, OpenIteration& open);
+  void purge_satisfied_prompts(std::int64_t iteration, OpenIteration& open);
+  void purge_spent_budget(std::int64_t iteration, OpenIteration& open);
+  // Purges the waiting tasks (those still queued) and marks them; returns how many it purged.
+  std::int64_t purge_waiting(OpenIteration& open, const std::vector<std::string>& waiting,
+                             const std::string& reason);
+  static bool fully_explored(const OpenIteration& open);
+  void note_explored(std::int64_t iteration, const OpenIteration& open);
   exploration::BetaPosterior prior_of(const std::string& prompt_text);
   std::optional<int> desired_explorers(const exploration::IterationContext& context);
   void maybe_reap();
