@@ -156,6 +156,185 @@ bool core_mode(run::ExplorationMode mode) {
   return !run::needs_services(mode);
 }
 
+namespace {
+
+// The configuration run_train needs beyond the schema's own checks: a mode this build provides
+// and a run directory it can write.
+void check_train_config(const GrpoOptions& options, const TrainHooks& hooks) {
+  if (!core_mode(options.mode) && !hooks.supports(options.mode)) {
+    throw config::ConfigError("exploration.mode",
+                              "config: 'exploration.mode' " +
+                                  std::string(run::to_string(options.mode)) +
+                                  " needs the services build (this trainer is the compute core "
+                                  "alone, SPOTLIGHT_CORE_ONLY): use none, sync or sync-stale");
+  }
+  try {
+    durable::check_writable_directory(options.run_dir);
+  } catch (const durable::WriteError& e) {
+    throw config::ConfigError("run.dir", std::string("config: 'run.dir': ") + e.what());
+  }
+}
+
+// The KL term's frozen base (null without KL): a copy of the loaded policy, rank 0's in a group
+// (the other ranks need no model.base of their own).
+std::unique_ptr<policy::Policy> make_reference(const GrpoOptions& options,
+                                               const policy::PolicyOptions& policy_config,
+                                               const config::Config& c,
+                                               const policy::Policy& policy,
+                                               parallel::Communicator* group) {
+  if (options.loss.kl_beta <= 0) return nullptr;
+  auto reference = std::make_unique<policy::Policy>(policy_config, task::task_options(c));
+  reference->copy_weights_from(policy);
+  if (group) {
+    const bool leader = group->rank() == 0;
+    std::string bytes;
+    if (leader) bytes = model::encode_safetensors(reference->state());
+    broadcast_bytes(*group, bytes, policy.tensor_options().device());
+    if (!leader) reference->load_state(model::decode_safetensors(bytes));
+  }
+  return reference;
+}
+
+ExplorationOptions exploration_options_of(const GrpoOptions& options) {
+  ExplorationOptions exploration;
+  exploration.group_size = options.group_size;
+  exploration.candidates = options.candidates;
+  exploration.sampler = options.sampler;
+  if (options.exploration_steps > 0) exploration.sampler.steps = options.exploration_steps;
+  exploration.chunk = options.micro_batch * 2;
+  exploration.run_seed = options.seed;
+  exploration.reuse = options.reuse;
+  exploration.rollout_steps = options.sampler.steps;
+  exploration.window = rollout::trained_steps(options.sampler.steps, options.train_step_begin,
+                                              options.train_step_end);
+  return exploration;
+}
+
+// The seed source of exploration.mode: the core's (none, sync, sync-stale) or the hooks'; ranks
+// other than 0 get random seeds they are never asked for (rank 0 selects for the group).
+std::unique_ptr<SeedSource> make_seed_source(const GrpoOptions& options,
+                                             const ExplorationOptions& exploration,
+                                             policy::Policy& policy, reward::RewardFunction& reward,
+                                             TrainHooks& hooks, bool leader, std::stop_token stop) {
+  if (!leader || options.mode == run::ExplorationMode::kNone)
+    return make_random_seed_source(exploration);
+  if (options.mode == run::ExplorationMode::kSync)
+    return make_sync_seed_source(exploration, policy, reward);
+  if (options.mode == run::ExplorationMode::kSyncStale)
+    return make_sync_stale_seed_source(exploration, policy, reward);
+  return hooks.seed_source(options, exploration, policy, stop);
+}
+
+// The run's totals over its iterations, for summary.json (per iteration: metrics.jsonl).
+struct TrainTally {
+  std::optional<ValidationReport> first_validation, last_validation;
+  double last_wall = 0;
+  std::vector<double> taus;
+  double explore_seconds = 0, iteration_seconds = 0;
+  int fallback_prompts = 0, dead_lettered_tasks = 0, iterations_run = 0;
+  std::int64_t reused = 0, sampled = 0, off_policy = 0, rejected = 0, rollout_steps = 0;
+  double max_abs_log_ratio = 0, clip_fraction_sum = 0, ratio_sum = 0;
+
+  void add(const IterationReport& r) {
+    last_wall = r.wall_seconds;
+    explore_seconds += r.explore_seconds;
+    iteration_seconds += r.iteration_seconds;
+    fallback_prompts += r.fallback_prompts;
+    dead_lettered_tasks += r.dead_lettered_tasks;
+    ++iterations_run;
+    reused += r.rollouts_reused;
+    sampled += r.rollouts_sampled;
+    off_policy += r.rollouts_off_policy;
+    rollout_steps += r.rollout_sampler_steps;
+    for (const auto& [reason, n] : r.trajectories_rejected)
+      rejected += n;
+    max_abs_log_ratio = std::max(max_abs_log_ratio, r.ratio_max_abs_log);
+    clip_fraction_sum += r.clip_fraction;
+    ratio_sum += r.ratio_mean;
+    if (r.kendall_tau) taus.push_back(*r.kendall_tau);
+    if (r.validation) last_validation = r.validation;
+  }
+
+  Json summary(const GrpoOptions& options) const {
+    Json summary{{"mode", run::to_string(options.mode)},
+                 {"seed", options.seed},
+                 {"iterations", options.iterations},
+                 {"train_wall_seconds", last_wall}};
+    if (first_validation) summary["base_geneval_score"] = first_validation->geneval_score;
+    if (first_validation) summary["base_mean_reward"] = first_validation->mean_reward;
+    if (last_validation) summary["final_geneval_score"] = last_validation->geneval_score;
+    if (last_validation) summary["final_ocr_score"] = last_validation->ocr_score;
+    if (last_validation) summary["final_mean_reward"] = last_validation->mean_reward;
+    if (!taus.empty()) summary["kendall_tau"] = taus;
+    if (iterations_run > 0) {
+      // explore_seconds is exploration on the critical path: sync explores, async waits for seeds.
+      summary["mean_explore_seconds_on_critical_path"] = explore_seconds / iterations_run;
+      summary["mean_iteration_seconds"] = iteration_seconds / iterations_run;
+      summary["fallback_prompts"] = fallback_prompts;
+      summary["dead_lettered_tasks"] = dead_lettered_tasks;
+      summary["reuse"] = {{"setting", config::name_of(run::kReuses, options.reuse)},
+                          {"rollouts_reused", reused},
+                          {"rollouts_sampled", sampled},
+                          {"rollouts_off_policy", off_policy},
+                          {"trajectories_rejected", rejected},
+                          {"rollout_sampler_steps", rollout_steps},
+                          {"ratio_mean", ratio_sum / iterations_run},
+                          {"ratio_max_abs_log", max_abs_log_ratio},
+                          {"clip_fraction_mean", clip_fraction_sum / iterations_run}};
+    }
+    return summary;
+  }
+};
+
+// The leader's line for one iteration.
+std::string iteration_line(const IterationReport& r, int iterations) {
+  std::ostringstream line;
+  line << std::fixed << std::setprecision(3) << "iter " << r.iteration + 1 << "/" << iterations
+       << " reward " << r.reward_mean << " zero-std " << std::setprecision(2) << r.zero_std_ratio
+       << " sel-var " << std::setprecision(4) << r.selected_variance << std::setprecision(1)
+       << " | " << r.iteration_seconds << " s (explore " << r.explore_seconds << ", rollout "
+       << r.rollout_seconds << ", train " << r.train_seconds << ")";
+  if (r.rollouts_reused > 0) {
+    line << " reused " << r.rollouts_reused << "/" << r.rollouts_reused + r.rollouts_sampled;
+    if (r.rollouts_off_policy > 0) {
+      line << std::setprecision(4) << " ratio " << r.ratio_mean << " max|log| "
+           << r.ratio_max_abs_log << " clipped " << std::setprecision(2) << r.clip_fraction;
+    }
+  }
+  // Prompts trained on random seeds because too little was explored in time, and candidates
+  // that will never come (dead-lettered: an operator should look at the queue's dead letters).
+  if (r.fallback_prompts > 0) line << " fallback " << r.fallback_prompts;
+  if (r.dead_lettered_tasks > 0) line << " dead-lettered " << r.dead_lettered_tasks;
+  if (r.kendall_tau) line << " tau " << std::setprecision(2) << *r.kendall_tau;
+  if (r.ranks > 1) {
+    line << std::setprecision(3) << " | " << r.ranks << " ranks, all-reduce " << r.allreduce_seconds
+         << " s " << r.allreduce_bytes << " bytes";
+  }
+  if (r.validation) line << " | " << format_validation(*r.validation);
+  return line.str();
+}
+
+// The last line of a finished run: validation from the base to the end.
+void log_done(const TrainTally& tally) {
+  if (!tally.first_validation || !tally.last_validation) return;
+  const ValidationReport& first = *tally.first_validation;
+  const ValidationReport& last = *tally.last_validation;
+  if (first.per_category.empty()) {  // a prompt file: the reward service grades validation
+    SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(4) << "done: validation reward "
+                        << first.mean_reward << " -> " << last.mean_reward << " (" << std::showpos
+                        << last.mean_reward - first.mean_reward << std::noshowpos << ") in "
+                        << std::setprecision(1) << tally.last_wall << " s of training";
+  } else {
+    SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(3) << "done: validation geneval "
+                        << first.geneval_score << " -> " << last.geneval_score << " ("
+                        << std::showpos << last.geneval_score - first.geneval_score
+                        << std::noshowpos << ") in " << std::setprecision(1) << tally.last_wall
+                        << " s of training";
+  }
+}
+
+}  // namespace
+
 int run_pretrain(const config::Config& c) {
   policy::check_device(c);
   const std::string& cache_dir = c.get_string("pretrain.cache_dir");
@@ -244,18 +423,7 @@ int run_pretrain(const config::Config& c) {
 int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) {
   policy::check_device(c);
   const auto options = grpo_options(c);
-  if (!core_mode(options.mode) && !hooks.supports(options.mode)) {
-    throw config::ConfigError("exploration.mode",
-                              "config: 'exploration.mode' " +
-                                  std::string(run::to_string(options.mode)) +
-                                  " needs the services build (this trainer is the compute core "
-                                  "alone, SPOTLIGHT_CORE_ONLY): use none, sync or sync-stale");
-  }
-  try {
-    durable::check_writable_directory(options.run_dir);
-  } catch (const durable::WriteError& e) {
-    throw config::ConfigError("run.dir", std::string("config: 'run.dir': ") + e.what());
-  }
+  check_train_config(options, hooks);
   apply_threads(c);
   auto policy_config = policy_options(c);
   if (c.get<int>("trainer.ranks") > 1) policy_config.device = rank_device(policy_config.device);
@@ -270,42 +438,10 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
                         << policy.trainable_parameters().size() << " of "
                         << policy.named_parameters().size() << " parameter tensors trained";
   }
-  std::unique_ptr<policy::Policy> reference;
-  if (options.loss.kl_beta > 0) {
-    reference = std::make_unique<policy::Policy>(policy_config, task::task_options(c));
-    reference->copy_weights_from(policy);
-  }
-  if (reference && group) {
-    // The KL term's frozen base is rank 0's: the other ranks need no model.base of their own.
-    std::string bytes;
-    if (leader) bytes = model::encode_safetensors(reference->state());
-    broadcast_bytes(*group, bytes, policy.tensor_options().device());
-    if (!leader) reference->load_state(model::decode_safetensors(bytes));
-  }
+  const auto reference = make_reference(options, policy_config, c, policy, group.get());
   auto reward = make_reward(c, policy, hooks);
-  ExplorationOptions exploration;
-  exploration.group_size = options.group_size;
-  exploration.candidates = options.candidates;
-  exploration.sampler = options.sampler;
-  if (options.exploration_steps > 0) exploration.sampler.steps = options.exploration_steps;
-  exploration.chunk = options.micro_batch * 2;
-  exploration.run_seed = options.seed;
-  exploration.reuse = options.reuse;
-  exploration.rollout_steps = options.sampler.steps;
-  exploration.window = rollout::trained_steps(options.sampler.steps, options.train_step_begin,
-                                              options.train_step_end);
-  std::unique_ptr<SeedSource> seeds;
-  if (!leader) {
-    seeds = make_random_seed_source(exploration);  // never asked: rank 0 selects for the group
-  } else if (options.mode == run::ExplorationMode::kNone) {
-    seeds = make_random_seed_source(exploration);
-  } else if (options.mode == run::ExplorationMode::kSync) {
-    seeds = make_sync_seed_source(exploration, policy, *reward);
-  } else if (options.mode == run::ExplorationMode::kSyncStale) {
-    seeds = make_sync_stale_seed_source(exploration, policy, *reward);
-  } else {
-    seeds = hooks.seed_source(options, exploration, policy, stop);
-  }
+  const ExplorationOptions exploration = exploration_options_of(options);
+  auto seeds = make_seed_source(options, exploration, policy, *reward, hooks, leader, stop);
   if (leader) {
     hooks.prepare(options, policy);
     seeds = hooks.wrap_seeds(std::move(seeds));
@@ -319,14 +455,7 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
     SPOTLIGHT_LOG(info) << "resumed from checkpoint: next iteration " << next;
   }
   if (leader) hooks.started(trainer.next_iteration());
-  std::optional<ValidationReport> first_validation, last_validation;
-  double last_wall = 0;
-  std::vector<double> taus;
-  double explore_seconds = 0, iteration_seconds = 0;
-  int fallback_prompts = 0, dead_lettered_tasks = 0, iterations_run = 0;
-  // Reuse totals (per iteration in metrics.jsonl).
-  std::int64_t reused = 0, sampled = 0, off_policy = 0, rejected = 0, rollout_steps = 0;
-  double max_abs_log_ratio = 0, clip_fraction_sum = 0, ratio_sum = 0;
+  TrainTally tally;
   const auto on_iteration = [&](const IterationReport& r) {
     if (!leader) {  // this rank's share: its metrics and one line
       hooks.rank_observed(r);
@@ -339,55 +468,13 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
     }
     hooks.observed(r);
     if (r.iteration < 0) {
-      first_validation = r.validation;
+      tally.first_validation = r.validation;
       if (r.validation) SPOTLIGHT_LOG(info) << "base model: " << format_validation(*r.validation);
       return;
     }
-    last_wall = r.wall_seconds;
-    explore_seconds += r.explore_seconds;
-    hooks.iteration_done(r, explore_seconds);
-    iteration_seconds += r.iteration_seconds;
-    fallback_prompts += r.fallback_prompts;
-    dead_lettered_tasks += r.dead_lettered_tasks;
-    ++iterations_run;
-    reused += r.rollouts_reused;
-    sampled += r.rollouts_sampled;
-    off_policy += r.rollouts_off_policy;
-    rollout_steps += r.rollout_sampler_steps;
-    for (const auto& [reason, n] : r.trajectories_rejected)
-      rejected += n;
-    max_abs_log_ratio = std::max(max_abs_log_ratio, r.ratio_max_abs_log);
-    clip_fraction_sum += r.clip_fraction;
-    ratio_sum += r.ratio_mean;
-    if (r.kendall_tau) taus.push_back(*r.kendall_tau);
-    std::ostringstream line;
-    line << std::fixed << std::setprecision(3) << "iter " << r.iteration + 1 << "/"
-         << options.iterations << " reward " << r.reward_mean << " zero-std "
-         << std::setprecision(2) << r.zero_std_ratio << " sel-var " << std::setprecision(4)
-         << r.selected_variance << std::setprecision(1) << " | " << r.iteration_seconds
-         << " s (explore " << r.explore_seconds << ", rollout " << r.rollout_seconds << ", train "
-         << r.train_seconds << ")";
-    if (r.rollouts_reused > 0) {
-      line << " reused " << r.rollouts_reused << "/" << r.rollouts_reused + r.rollouts_sampled;
-      if (r.rollouts_off_policy > 0) {
-        line << std::setprecision(4) << " ratio " << r.ratio_mean << " max|log| "
-             << r.ratio_max_abs_log << " clipped " << std::setprecision(2) << r.clip_fraction;
-      }
-    }
-    // Prompts trained on random seeds because too little was explored in time, and candidates
-    // that will never come (dead-lettered: an operator should look at the queue's dead letters).
-    if (r.fallback_prompts > 0) line << " fallback " << r.fallback_prompts;
-    if (r.dead_lettered_tasks > 0) line << " dead-lettered " << r.dead_lettered_tasks;
-    if (r.kendall_tau) line << " tau " << std::setprecision(2) << *r.kendall_tau;
-    if (r.ranks > 1) {
-      line << std::setprecision(3) << " | " << r.ranks << " ranks, all-reduce "
-           << r.allreduce_seconds << " s " << r.allreduce_bytes << " bytes";
-    }
-    if (r.validation) {
-      last_validation = r.validation;
-      line << " | " << format_validation(*r.validation);
-    }
-    SPOTLIGHT_LOG(info) << line.str();
+    tally.add(r);
+    hooks.iteration_done(r, tally.explore_seconds);
+    SPOTLIGHT_LOG(info) << iteration_line(r, options.iterations);
   };
   bool finished = false;
   try {
@@ -402,51 +489,11 @@ int run_train(const config::Config& c, std::stop_token stop, TrainHooks& hooks) 
                         << trainer.next_iteration();
   }
   if (!leader) return 0;  // rank 0 writes the run's summary
-  Json summary{{"mode", run::to_string(options.mode)},
-               {"seed", options.seed},
-               {"iterations", options.iterations},
-               {"train_wall_seconds", last_wall}};
-  if (first_validation) summary["base_geneval_score"] = first_validation->geneval_score;
-  if (first_validation) summary["base_mean_reward"] = first_validation->mean_reward;
-  if (last_validation) summary["final_geneval_score"] = last_validation->geneval_score;
-  if (last_validation) summary["final_ocr_score"] = last_validation->ocr_score;
-  if (last_validation) summary["final_mean_reward"] = last_validation->mean_reward;
-  if (!taus.empty()) summary["kendall_tau"] = taus;
-  if (iterations_run > 0) {
-    // explore_seconds is exploration on the critical path: sync explores, async waits for seeds.
-    summary["mean_explore_seconds_on_critical_path"] = explore_seconds / iterations_run;
-    summary["mean_iteration_seconds"] = iteration_seconds / iterations_run;
-    summary["fallback_prompts"] = fallback_prompts;
-    summary["dead_lettered_tasks"] = dead_lettered_tasks;
-    summary["reuse"] = {{"setting", config::name_of(run::kReuses, options.reuse)},
-                        {"rollouts_reused", reused},
-                        {"rollouts_sampled", sampled},
-                        {"rollouts_off_policy", off_policy},
-                        {"trajectories_rejected", rejected},
-                        {"rollout_sampler_steps", rollout_steps},
-                        {"ratio_mean", ratio_sum / iterations_run},
-                        {"ratio_max_abs_log", max_abs_log_ratio},
-                        {"clip_fraction_mean", clip_fraction_sum / iterations_run}};
-  }
+  Json summary = tally.summary(options);
   hooks.summarize(summary);
   durable::write_file(options.run_dir / "summary.json", summary.dump(2) + "\n");
   hooks.finished(options.run_dir);
-  if (first_validation && last_validation && first_validation->per_category.empty()) {
-    // A prompt file: the reward service grades validation.
-    SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(4) << "done: validation reward "
-                        << first_validation->mean_reward << " -> " << last_validation->mean_reward
-                        << " (" << std::showpos
-                        << last_validation->mean_reward - first_validation->mean_reward
-                        << std::noshowpos << ") in " << std::setprecision(1) << last_wall
-                        << " s of training";
-  } else if (first_validation && last_validation) {
-    SPOTLIGHT_LOG(info) << std::fixed << std::setprecision(3) << "done: validation geneval "
-                        << first_validation->geneval_score << " -> "
-                        << last_validation->geneval_score << " (" << std::showpos
-                        << last_validation->geneval_score - first_validation->geneval_score
-                        << std::noshowpos << ") in " << std::setprecision(1) << last_wall
-                        << " s of training";
-  }
+  log_done(tally);
   return 0;
 }
 
