@@ -11,9 +11,13 @@
 //     wait up to timeout for a reply with this id     // replies with other ids are dropped:
 //       ok status    -> return body                   // late answers to earlier attempts
 //       error status -> throw RpcRemoteError          // (not retried)
+//       the server closed the connection -> next attempt at once (libzmq cuts a connection
+//                                           // whose frame is above the server's limit; no reply
+//                                           // can come)
 //     close the socket and open a new one              // drops queued requests; reconnects to
 //                                                      // a restarted server
-//   throw RpcTimeout
+//   throw RpcConnectionClosed if the server closed the connection on every attempt, else
+//   RpcTimeout
 //
 // Contract:
 // - A request may be executed more than once (a reply can be lost after the handler ran): send
@@ -48,7 +52,8 @@ struct RpcClientCounters {
   std::uint64_t calls = 0;          // call() invocations
   std::uint64_t attempts = 0;       // requests sent (calls + retries)
   std::uint64_t timeouts = 0;       // attempts that got no reply in time
-  std::uint64_t failed = 0;         // calls that threw RpcTimeout
+  std::uint64_t disconnects = 0;    // attempts ended by the server closing the connection
+  std::uint64_t failed = 0;         // calls that threw RpcTimeout or RpcConnectionClosed
   std::uint64_t remote_errors = 0;  // calls that threw RpcRemoteError
   std::uint64_t stale_replies = 0;  // replies whose id was not the current attempt's, dropped
   std::uint64_t malformed_replies = 0;

@@ -33,14 +33,14 @@
 //   answered with an error status and counted as malformed; it never reaches the handler and
 //   never stops the server. Frames are read one at a time and those beyond the protocol's three
 //   are freed at once. Frames above max_message_size are dropped by libzmq together with the
-//   connection, as their size arrives (no reply is possible; the client times out and
-//   reconnects). libzmq bounds frames, not frames per message: it holds a multipart message
-//   whole before run() sees its first frame. So on a tcp:// endpoint with max_message_bytes > 0
-//   the clients connect to a relay (detail/message_gate.hpp) that closes a connection once it
-//   has sent more than max_message_bytes since the server last answered it: libzmq drops the
-//   partial message (no reply is possible) and the connection is counted (rejected_message_size,
-//   reason "message_size"). A peer that
-//   does not complete the ZMTP/CURVE handshake within handshake_timeout is dropped and counted
+//   connection, as their size arrives (no reply is possible; RpcClient sees the connection close
+//   and retries on a fresh one, then throws RpcConnectionClosed). libzmq bounds frames, not frames
+//   per message: it holds a multipart message whole before run() sees its first frame. So on a
+//   tcp:// endpoint with max_message_bytes > 0 the clients connect to a relay
+//   (detail/message_gate.hpp) that closes a connection once it has sent more than max_message_bytes
+//   since the server last answered it: libzmq drops the partial message (no reply is possible) and
+//   the connection is counted (rejected_message_size, reason "message_size"). A peer that does not
+//   complete the ZMTP/CURVE handshake within handshake_timeout is dropped and counted
 //   (rejected_handshake).
 // - bind() before run(); run() may then be called from another thread. stop() and counters()
 //   are thread-safe. A stopped server stays stopped; destroy it after run() has returned.
