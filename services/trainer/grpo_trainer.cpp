@@ -27,6 +27,7 @@
 #include "common/task/score.hpp"
 #include "services/trainer/checkpoint_store.hpp"
 #include "services/trainer/data_parallel.hpp"
+#include "services/trainer/validation_schedule.hpp"
 
 namespace spotlight::trainer {
 namespace {
@@ -636,6 +637,7 @@ bool GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iter
     }
     const auto timeline_start = Clock::now();
     const double elapsed_before = state_->wall_seconds;  // a resumed run continues its time line
+    ValidationSchedule schedule(o_.validate_every, o_.validate_every_seconds, elapsed_before);
     measured_seconds = 0.0;
     if (observer_ && leader) observer_->weights_ready(next_iteration_, policy_, nullptr);
     for (int64_t k = next_iteration_; k < o_.iterations; ++k) {
@@ -652,8 +654,10 @@ bool GrpoTrainer::run(const std::function<void(const IterationReport&)>& on_iter
         budget_spent = reduce_values(*group_, {budget_spent ? 1.0 : 0.0}, parallel::ReduceOp::kMax,
                                      policy_.tensor_options().device())[0] > 0;
       }
-      if (leader && ((k + 1) % o_.validate_every == 0 || k + 1 == o_.iterations || budget_spent)) {
+      if (leader &&
+          (schedule.due(k + 1, report.elapsed_seconds) || k + 1 == o_.iterations || budget_spent)) {
         report.validation = validation_point(k + 1);
+        schedule.validated(report.elapsed_seconds);
       }
       check_stop();
       write_metrics(report);

@@ -60,6 +60,9 @@ struct GrpoOptions {
   rl::AdvantageOptions advantages;
   rl::GrpoLossOptions loss;
   int validate_every = 5;
+  // > 0: validate at each multiple of this many seconds of the time line instead of every
+  // validate_every iterations (validation_schedule.hpp).
+  double validate_every_seconds = 0;
   bool defer_validation = false;  // save the weights to validate; validate_deferred() scores them
   int validation_prompts = 64;
   int validation_steps = 10;

@@ -12,6 +12,7 @@
 #include "services/trainer/grpo_trainer.hpp"
 #include "services/trainer/pretrain_cache.hpp"
 #include "services/trainer/trainer_config.hpp"
+#include "services/trainer/validation_schedule.hpp"
 #include "tests/services/trainer/trainer_fixtures.hpp"
 
 namespace spotlight::trainer {
@@ -109,6 +110,61 @@ TEST(GrpoTrainer, ResumingFromACheckpointGivesTheSameWeightsAsAnUnbrokenRun) {
       EXPECT_NE(lines[3].find("\"explore_weights_version\":1"), std::string::npos) << lines[3];
     }
   }
+}
+
+TEST(ValidationSchedule, AnIterationGridCountsIterations) {
+  const ValidationSchedule every_three(3, 0, 0);
+  EXPECT_FALSE(every_three.on_time_grid());
+  EXPECT_FALSE(every_three.due(1, 100.0));
+  EXPECT_FALSE(every_three.due(2, 0.0));
+  EXPECT_TRUE(every_three.due(3, 0.0));
+  EXPECT_TRUE(every_three.due(6, 0.0));
+}
+
+TEST(ValidationSchedule, ATimeGridValidatesOnceAtEachMultipleOnTheTimeLine) {
+  ValidationSchedule schedule(3, 10.0, 0);  // every 10 s; the iteration count no longer counts
+  EXPECT_TRUE(schedule.on_time_grid());
+  EXPECT_FALSE(schedule.due(3, 9.9));
+  EXPECT_TRUE(schedule.due(1, 10.0));
+  schedule.validated(10.0);
+  EXPECT_EQ(schedule.next_seconds(), 20.0);
+  EXPECT_FALSE(schedule.due(2, 19.0));
+  // A slow iteration that jumps past two grid points validates once, and the next point is the
+  // first multiple after it.
+  EXPECT_TRUE(schedule.due(3, 34.0));
+  schedule.validated(34.0);
+  EXPECT_EQ(schedule.next_seconds(), 40.0);
+  // A validation off the grid (the last iteration, a spent budget) moves the next point too.
+  schedule.validated(41.0);
+  EXPECT_EQ(schedule.next_seconds(), 50.0);
+  // A resumed run continues its time line: its first point is the first multiple after it.
+  EXPECT_EQ(ValidationSchedule(3, 10.0, 25.0).next_seconds(), 30.0);
+}
+
+// On the time grid every validation but the base's and the last's lies at or after a grid point
+// that no earlier validation passed: one point per grid step at most, whatever the iteration
+// speed.
+TEST(GrpoTrainer, ATimeGridPutsOneValidationAtOrAfterEachGridPoint) {
+  auto o = small_options("none");
+  o.audit_every = 0;
+  o.iterations = 6;
+  o.validate_every = 1000;  // would validate only after the last iteration
+  o.validate_every_seconds = 1e-3;
+  o.run_dir = temp_dir() / "time-grid";
+  Fixture run(o);
+  run.trainer->run();
+  std::ifstream in(o.run_dir / "metrics.jsonl");
+  std::vector<double> points;  // time line positions of the validations after the base
+  for (std::string line; std::getline(in, line);) {
+    const auto m = nlohmann::json::parse(line);
+    if (m["iteration"].get<int64_t>() >= 0 && m.contains("validation"))
+      points.push_back(m["elapsed_seconds"].get<double>());
+  }
+  // Every iteration takes far longer than 1 ms, so each one crosses a grid point: 6 validations,
+  // where the iteration grid (validate_every 1000) would have given 1.
+  ASSERT_EQ(points.size(), 6u);
+  for (std::size_t i = 1; i < points.size(); ++i)
+    EXPECT_GT(points[i], points[i - 1]);
 }
 
 TEST(GrpoTrainer, DeferredValidationScoresWhatInlineValidationWouldHave) {
