@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "common/queue/lua_scripts.hpp"  // generated from common/queue/lua/*.lua
@@ -47,6 +48,18 @@ std::string field(const Reply::Array& fields, std::string_view name) {
     if (fields[i].as_string() == name) return fields[i + 1].as_string();
   }
   return {};
+}
+
+// The first max_count entries of stream `key`, oldest first, each made by make(id, fields).
+template <class Make>
+auto read_stream(redis::RedisClient& client, const std::string& key, int max_count, Make make) {
+  const Reply r = client.command({"XRANGE", key, "-", "+", "COUNT", std::to_string(max_count)});
+  std::vector<std::invoke_result_t<Make, std::string, const Reply::Array&>> out;
+  for (const Reply& entry : r.as_array()) {
+    const auto& e = entry.as_array();
+    out.push_back(make(e.at(0).as_string(), e.at(1).as_array()));
+  }
+  return out;
 }
 
 // Script replies {{id, task, payload, count}, ...} -> leases held by `consumer`.
@@ -418,16 +431,11 @@ QuarantineOutcome RedisLeaseQueue::quarantine(std::string_view task_id, std::str
 std::vector<QuarantinedResult> RedisLeaseQueue::quarantined(int max_count) {
   check_count(max_count, "quarantined");
   return call([&] {
-    const Reply r =
-        client_.command({"XRANGE", keys_.quarantine, "-", "+", "COUNT", std::to_string(max_count)});
-    std::vector<QuarantinedResult> out;
-    for (const Reply& entry : r.as_array()) {
-      const auto& e = entry.as_array();
-      const auto& fields = e.at(1).as_array();
-      out.push_back(QuarantinedResult{e.at(0).as_string(), field(fields, "task"),
-                                      field(fields, "reason"), field(fields, "result")});
-    }
-    return out;
+    return read_stream(client_, keys_.quarantine, max_count,
+                       [](std::string id, const Reply::Array& fields) {
+                         return QuarantinedResult{std::move(id), field(fields, "task"),
+                                                  field(fields, "reason"), field(fields, "result")};
+                       });
   });
 }
 
@@ -461,18 +469,16 @@ std::optional<std::string> RedisLeaseQueue::last_error(std::string_view task_id)
 std::vector<DeadLetter> RedisLeaseQueue::dead_letters(int max_count) {
   check_count(max_count, "dead_letters");
   return call([&] {
-    const Reply r =
-        client_.command({"XRANGE", keys_.dead, "-", "+", "COUNT", std::to_string(max_count)});
-    std::vector<DeadLetter> out;
-    for (const Reply& entry : r.as_array()) {
-      const auto& e = entry.as_array();
-      const auto& fields = e.at(1).as_array();
-      const std::string deliveries = field(fields, "deliveries");
-      out.push_back(DeadLetter{e.at(0).as_string(), field(fields, "task"), field(fields, "payload"),
-                               field(fields, "error"), field(fields, "consumer"),
-                               deliveries.empty() ? 0 : std::stoll(deliveries)});
-    }
-    return out;
+    return read_stream(client_, keys_.dead, max_count,
+                       [](std::string id, const Reply::Array& fields) {
+                         const std::string deliveries = field(fields, "deliveries");
+                         return DeadLetter{std::move(id),
+                                           field(fields, "task"),
+                                           field(fields, "payload"),
+                                           field(fields, "error"),
+                                           field(fields, "consumer"),
+                                           deliveries.empty() ? 0 : std::stoll(deliveries)};
+                       });
   });
 }
 
