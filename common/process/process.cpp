@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -60,7 +61,9 @@ std::string resolve_program(const std::string& name) {
   while (start <= dirs.size()) {
     const size_t colon = std::min(dirs.find(':', start), dirs.size());
     const std::string dir = dirs.substr(start, colon - start);
-    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    std::string candidate = dir.empty() ? std::string(".") : dir;
+    candidate += '/';
+    candidate += name;
     if (is_executable(candidate)) return candidate;
     start = colon + 1;
   }
@@ -77,8 +80,12 @@ std::vector<std::string> child_environment(const ProcessOptions& o) {
       out.push_back(entry);
     }
   }
-  for (const auto& [key, value] : o.env)
-    out.push_back(key + "=" + value);
+  for (const auto& [key, value] : o.env) {
+    std::string entry = key;
+    entry += '=';
+    entry += value;
+    out.push_back(std::move(entry));
+  }
   return out;
 }
 
@@ -118,6 +125,96 @@ CpuTimes times_of(const struct rusage& usage) {
   return t;
 }
 
+// Every descriptor the child needs, closed again in the parent whatever happens.
+struct Descriptors {
+  int log = -1, null = -1, report[2] = {-1, -1}, in[2] = {-1, -1}, out[2] = {-1, -1};
+  Descriptors() = default;
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+  ~Descriptors() {
+    for (int* fd : {&log, &null, &report[0], &report[1], &in[0], &in[1], &out[0], &out[1]})
+      close_fd(*fd);
+  }
+};
+
+// The log file (appended to), the stdin/stdout socket pairs asked for, /dev/null and the report
+// pipe through which the child says why it failed before exec. Throws ProcessError.
+void open_descriptors(const ProcessOptions& o, Descriptors& fds) {
+  const std::string& name = o.argv[0];
+  if (!o.log.empty()) {
+    std::error_code ec;
+    if (o.log.has_parent_path()) std::filesystem::create_directories(o.log.parent_path(), ec);
+    fds.log = ::open(o.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fds.log < 0) {
+      throw ProcessError("cannot start " + name + ": log file " + o.log.string() + ": " +
+                         std::strerror(errno));
+    }
+  }
+  if (o.pipe_stdin) socket_pair(fds.in, name);
+  if (o.pipe_stdout) socket_pair(fds.out, name);
+  fds.null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (fds.null < 0 || ::pipe2(fds.report, O_CLOEXEC) != 0) {
+    throw ProcessError("cannot start " + name + ": " + std::strerror(errno));
+  }
+}
+
+// What the child does between fork and exec, all prepared before the fork (only async-signal-safe
+// calls happen in the child).
+struct ChildSetup {
+  const char* program;
+  char* const* argv;
+  char* const* envp;
+  std::string working_dir;
+  bool pin;
+  bool die_with_parent;
+  pid_t parent;
+  int in, out, err;  // the child's stdin, stdout, stderr (-1: inherited)
+  int report;        // the report pipe's write end
+  cpu_set_t cpus{};
+};
+
+[[noreturn]] void exec_child(const ChildSetup& c) {
+  if (c.die_with_parent) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != c.parent) ::_exit(127);
+  }
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int s = 1; s < NSIG; ++s)
+    ::sigaction(s, &dfl, nullptr);  // fails harmlessly for SIGKILL, SIGSTOP, RT internals
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (c.pin && ::sched_setaffinity(0, sizeof(c.cpus), &c.cpus) != 0) {
+    child_fail(c.report, Stage::kAffinity);
+  }
+  if (!c.working_dir.empty() && ::chdir(c.working_dir.c_str()) != 0) {
+    child_fail(c.report, Stage::kWorkingDir);
+  }
+  if (::dup2(c.in, STDIN_FILENO) < 0) child_fail(c.report, Stage::kRedirect);
+  if (c.out >= 0 && ::dup2(c.out, STDOUT_FILENO) < 0) child_fail(c.report, Stage::kRedirect);
+  if (c.err >= 0 && ::dup2(c.err, STDERR_FILENO) < 0) child_fail(c.report, Stage::kRedirect);
+  // Everything above 2 closes at exec (the report pipe already does): no inherited sockets.
+  ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+  ::execve(c.program, c.argv, c.envp);
+  child_fail(c.report, Stage::kExec);
+}
+
+// Why the child failed before exec (reaped), or nullopt when it exec'd: the report pipe closes
+// at exec without a word.
+std::optional<ChildFailure> exec_failure(pid_t pid, int report) {
+  ChildFailure failure{};
+  ssize_t n = 0;
+  do {
+    n = ::read(report, &failure, sizeof(failure));
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(sizeof(failure))) return std::nullopt;
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return failure;
+}
+
 }  // namespace
 
 void ProcessOptions::validate() const {
@@ -153,93 +250,37 @@ Process::Process(ProcessOptions options) : options_(std::move(options)) {
   std::vector<std::string> env_words = child_environment(options_);
   std::vector<char*> argv = pointers(argv_words);
   std::vector<char*> envp = pointers(env_words);
-  cpu_set_t cpus;
-  CPU_ZERO(&cpus);
+  Descriptors fds;
+  open_descriptors(options_, fds);
+  ChildSetup setup{.program = program.c_str(),
+                   .argv = argv.data(),
+                   .envp = envp.data(),
+                   .working_dir = options_.working_dir.string(),
+                   .pin = !options_.cpus.empty(),
+                   .die_with_parent = options_.die_with_parent,
+                   .parent = ::getpid(),
+                   // The child's stdin, stdout and stderr (-1: inherited).
+                   .in = options_.pipe_stdin ? fds.in[1] : fds.null,
+                   .out = options_.pipe_stdout ? fds.out[1] : fds.log,
+                   .err = options_.pipe_stderr ? fds.out[1] : fds.log,
+                   .report = fds.report[1]};
+  CPU_ZERO(&setup.cpus);
   for (int cpu : options_.cpus)
-    CPU_SET(cpu, &cpus);
-  const bool pin = !options_.cpus.empty();
-  const std::string working_dir = options_.working_dir.string();
+    CPU_SET(cpu, &setup.cpus);
 
-  // Every descriptor the child needs, closed again in the parent whatever happens.
-  struct Descriptors {
-    int log = -1, null = -1, report[2] = {-1, -1}, in[2] = {-1, -1}, out[2] = {-1, -1};
-    ~Descriptors() {
-      for (int* fd : {&log, &null, &report[0], &report[1], &in[0], &in[1], &out[0], &out[1]})
-        close_fd(*fd);
-    }
-  } fds;
-  const std::string& name = options_.argv[0];
-  if (!options_.log.empty()) {
-    std::error_code ec;
-    if (options_.log.has_parent_path()) {
-      std::filesystem::create_directories(options_.log.parent_path(), ec);
-    }
-    fds.log = ::open(options_.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fds.log < 0) {
-      throw ProcessError("cannot start " + name + ": log file " + options_.log.string() + ": " +
-                         std::strerror(errno));
-    }
-  }
-  if (options_.pipe_stdin) socket_pair(fds.in, name);
-  if (options_.pipe_stdout) socket_pair(fds.out, name);
-  fds.null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  if (fds.null < 0 || ::pipe2(fds.report, O_CLOEXEC) != 0) {
-    throw ProcessError("cannot start " + name + ": " + std::strerror(errno));
-  }
-  // The child's stdin, stdout and stderr (-1: inherited).
-  const int child_in = options_.pipe_stdin ? fds.in[1] : fds.null;
-  const int child_out = options_.pipe_stdout ? fds.out[1] : fds.log;
-  const int child_err = options_.pipe_stderr ? fds.out[1] : fds.log;
-  const int report = fds.report[1];
-
-  const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
-  if (pid == 0) {
-    if (options_.die_with_parent) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);
-    }
-    struct sigaction dfl {};
-    dfl.sa_handler = SIG_DFL;
-    for (int s = 1; s < NSIG; ++s)
-      ::sigaction(s, &dfl, nullptr);  // fails harmlessly for SIGKILL, SIGSTOP, RT internals
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    if (pin && ::sched_setaffinity(0, sizeof(cpus), &cpus) != 0) {
-      child_fail(report, Stage::kAffinity);
-    }
-    if (!working_dir.empty() && ::chdir(working_dir.c_str()) != 0) {
-      child_fail(report, Stage::kWorkingDir);
-    }
-    if (::dup2(child_in, STDIN_FILENO) < 0) child_fail(report, Stage::kRedirect);
-    if (child_out >= 0 && ::dup2(child_out, STDOUT_FILENO) < 0)
-      child_fail(report, Stage::kRedirect);
-    if (child_err >= 0 && ::dup2(child_err, STDERR_FILENO) < 0)
-      child_fail(report, Stage::kRedirect);
-    // Everything above 2 closes at exec (the report pipe already does): no inherited sockets.
-    ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
-    ::execve(program.c_str(), argv.data(), envp.data());
-    child_fail(report, Stage::kExec);
-  }
+  if (pid == 0) exec_child(setup);
   const int fork_errno = errno;
   close_fd(fds.report[1]);
+  const std::string& name = options_.argv[0];
   if (pid < 0) {
     throw ProcessError("cannot start " + name + ": fork: " + std::strerror(fork_errno));
   }
-  ChildFailure failure{};
-  ssize_t n = 0;
-  do {
-    n = ::read(fds.report[0], &failure, sizeof(failure));
-  } while (n < 0 && errno == EINTR);
-  if (n == static_cast<ssize_t>(sizeof(failure))) {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    std::string what = "cannot start " + name + ": " + stage_name(failure.stage);
-    if (failure.stage == Stage::kAffinity) what += " to CPUs " + format_cpu_list(options_.cpus);
-    if (failure.stage == Stage::kWorkingDir) what += " " + working_dir;
-    throw ProcessError(what + ": " + std::strerror(failure.error));
+  if (const auto failure = exec_failure(pid, fds.report[0])) {
+    std::string what = "cannot start " + name + ": " + stage_name(failure->stage);
+    if (failure->stage == Stage::kAffinity) what += " to CPUs " + format_cpu_list(options_.cpus);
+    if (failure->stage == Stage::kWorkingDir) what += " " + setup.working_dir;
+    throw ProcessError(what + ": " + std::strerror(failure->error));
   }
   pid_ = pid;
   std::swap(input_fd_, fds.in[0]);
@@ -287,8 +328,11 @@ Process& Process::operator=(Process&& other) noexcept {
 
 void Process::release() {
   if (pid_ > 0 && !status_) {
-    signal(SIGKILL);
-    wait();
+    try {
+      signal(SIGKILL);
+      wait();
+    } catch (...) {  // from a destructor or a move: nothing to report to; the fds close anyway
+    }
   }
   close_fd(pidfd_);
   close_fd(input_fd_);
