@@ -206,6 +206,8 @@ class Study:
         """--set overrides every run of the study shares (after the recipe file)."""
         s = [f"trainer.iterations={self.a.iterations}", "validation.defer=true",
              f"validation.every={self.a.validate_every}"]
+        if self.a.validate_every_seconds:
+            s.append(f"validation.every_seconds={self.a.validate_every_seconds}")
         if self.a.budget_seconds:
             s.append(f"trainer.max_seconds={self.a.budget_seconds}")
         s += list(self.a.overrides)
@@ -698,7 +700,9 @@ def write_table(path, a, runs, modes, skipped, target, analyses, meta, primary):
     """table.md: the settings, the primary comparison, then one section per ratio."""
     L = [f"# Benchmark: {', '.join(modes)} on the embedded task\n"]
     L.append(f"- recipe `{os.path.relpath(a.recipe, root)}`, {a.iterations} iterations per run, "
-             f"validation every {a.validate_every} (deferred: outside the timed interval)"
+             + (f"validation every {a.validate_every_seconds} s of the trainer's time line"
+                if a.validate_every_seconds else f"validation every {a.validate_every}")
+             + " (deferred: outside the timed interval)"
              + (f"; overrides `{' '.join(a.overrides)}`" if a.overrides else ""))
     L.append(f"- score: validation {meta['metric_about']}; standard error of one validation "
              f"{fmt(meta.get('validation_se'), '.4f')} over {meta.get('validation_samples')} "
@@ -895,7 +899,9 @@ def vars_of(a):
 # What the runs depend on: a resumed study must agree (metric, smoothing and target are analysis).
 STUDY_KEYS = ("recipe", "iterations", "validate_every", "overrides", "reserved_cpu", "spot_cpu",
               "realtime", "ratios", "device_cpu", "services_cpu", "budget_seconds", "primary",
-              "candidates_per_spot", "candidates_cap")
+              "candidates_per_spot", "candidates_cap", "validate_every_seconds")
+# What a study.json written before a key existed meant by it.
+STUDY_KEY_DEFAULTS = {"validate_every_seconds": 0.0}
 
 
 def main():
@@ -942,6 +948,10 @@ def main():
                    help="first reach on a trailing mean of this many validations (2: one noisy "
                         "validation alone does not count as reaching the target)")
     p.add_argument("--validate-every", type=int, default=2)
+    p.add_argument("--validate-every-seconds", type=float, default=0.0,
+                   help="validate at each multiple of this many seconds of the trainer's time "
+                        "line instead of every --validate-every iterations (the same resolution "
+                        "for every mode under --budget-seconds)")
     p.add_argument("--recipe", default=os.path.join(root, "deploy", "config", "benchmark.yaml"))
     p.add_argument("--reserved-cpu", type=int, default=0)
     p.add_argument("--spot-cpu", type=int, default=1)
@@ -1023,7 +1033,7 @@ def main():
         before = json.load(open(study_path))
         if str(before.get("recipe", "")).startswith(root + os.sep):
             before["recipe"] = os.path.relpath(before["recipe"], root)
-        diff = [k for k in STUDY_KEYS if before.get(k) != study[k]]
+        diff = [k for k in STUDY_KEYS if before.get(k, STUDY_KEY_DEFAULTS.get(k)) != study[k]]
         if diff:
             raise SystemExit(f"benchmark: {a.out} holds a study with other settings ({', '.join(diff)}); "
                              "use another --out")

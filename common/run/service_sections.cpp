@@ -104,6 +104,12 @@ const config::Schema& training_schema() {
           .at_least(0),
       Entry::integer("validation.every", 5, "Validate every this many iterations.")
           .range(1, 1000000),
+      Entry::real("validation.every_seconds", 0,
+                  "> 0: validate at each multiple of this many seconds of the trainer's time line "
+                  "(validation and audit excluded) instead of every validation.every iterations, "
+                  "so that modes iterating at different speeds get the same resolution under "
+                  "trainer.max_seconds.")
+          .at_least(0),
       Entry::boolean("validation.defer", false,
                      "Instead of validating during the run, save the weights of each validation "
                      "point under <run.dir>/validation/; `spotlight-trainer validate` scores them "

@@ -46,6 +46,7 @@ GrpoOptions grpo_options(const config::Config& c) {
   o.loss.clip_range = c.get_double("trainer.clip_range");
   o.loss.kl_beta = c.get_double("trainer.kl_beta");
   o.validate_every = c.get<int>("validation.every");
+  o.validate_every_seconds = c.get_double("validation.every_seconds");
   o.defer_validation = c.get_bool("validation.defer");
   o.validation_prompts = c.get<int>("validation.prompts");
   o.validation_steps = c.get<int>("validation.steps");
