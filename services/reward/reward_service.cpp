@@ -101,6 +101,29 @@ struct RewardService::Impl {
   std::optional<Rejection> prepare(Job& job) const;
   // Scores `slices` in one reward call; failures become the jobs' errors.
   void score(const std::vector<FairQueue::Slice>& slices);
+  // The prompts and images of one reward call, and which job's units they are.
+  struct ScoreBatch {
+    struct Part {
+      Job* job;
+      std::size_t begin, end;
+    };
+    std::vector<Part> parts;
+    std::vector<task::Prompt> prompts;
+    std::vector<task::Image> images;
+  };
+  struct SliceProblem {
+    std::string kind;     // the error counter's label
+    std::string message;  // the reply's error text
+  };
+  // Appends the slice's prompts and images to `batch` (the caller drops them on a problem): a
+  // prompt that is not one of the task's, or a pixel that is not finite, is the slice's problem.
+  std::optional<SliceProblem> decode_slice(const Job& job, const FairQueue::Slice& slice,
+                                           ScoreBatch& batch) const;
+  // Runs the reward function over the batch; returns why it failed (empty: `scores` holds one
+  // score per image).
+  std::string call_reward(const ScoreBatch& batch, std::vector<Scored>& scores);
+  // Writes the scores into their jobs and updates the batch metrics.
+  void record_scores(const ScoreBatch& batch, const std::vector<Scored>& scores);
   void count_error(std::string_view kind, std::size_t n = 1);
   void count_rejected(std::string_view reason) {
     auto it = rejected.find(reason);
@@ -268,91 +291,95 @@ std::optional<Rejection> RewardService::Impl::prepare(Job& job) const {
 }
 
 void RewardService::Impl::score(const std::vector<FairQueue::Slice>& slices) {
-  struct Part {
-    Job* job;
-    std::size_t begin, end;
-  };
-  std::vector<Part> parts;
-  std::vector<task::Prompt> prompts;
-  std::vector<task::Image> images;
+  ScoreBatch batch;
   for (const auto& slice : slices) {
     Job& job = static_cast<Job&>(*slice.job);
     if (!job.error.empty()) continue;
-    const auto& r = job.request;
-    const std::string what = "reward_request '" + r.request_id + "'";
-    const std::size_t first = prompts.size();
-    const std::size_t per_image = r.image_values();
-    std::string problem, kind;
-    for (std::size_t i = slice.begin; i < slice.end && problem.empty(); ++i) {
-      auto prompt = task::parse_prompt(r.prompts[i]);
-      if (!prompt) {
-        kind = kBadPrompt;
-        problem = what + ": prompts[" + std::to_string(i) + "] '" + r.prompts[i] +
-                  "' is not a prompt of the embedded task";
-        break;
-      }
-      task::Image image{static_cast<int>(r.width), static_cast<int>(r.height),
-                        std::vector<float>(per_image)};
-      wire::copy_f32_le(r.images, i * per_image, per_image, image.rgb.data());
-      const auto bad = std::find_if(image.rgb.begin(), image.rgb.end(),
-                                    [](float v) { return !std::isfinite(v); });
-      if (bad != image.rgb.end()) {
-        const auto at = static_cast<std::size_t>(bad - image.rgb.begin());
-        const std::size_t pixel = at / 3;
-        kind = kNonFinite;
-        problem = what + ": images[" + std::to_string(i) + "] has " +
-                  (std::isnan(*bad) ? "NaN" : "Inf") +
-                  " at x=" + std::to_string(pixel % static_cast<std::size_t>(r.width)) +
-                  " y=" + std::to_string(pixel / static_cast<std::size_t>(r.width)) + " channel " +
-                  std::to_string(at % 3) + " (pixels must be finite)";
-        break;
-      }
-      prompts.push_back(std::move(*prompt));
-      images.push_back(std::move(image));
-    }
-    if (!problem.empty()) {
-      prompts.resize(first);
-      images.resize(first);
+    const std::size_t first = batch.prompts.size();
+    if (auto problem = decode_slice(job, slice, batch)) {
+      batch.prompts.resize(first);
+      batch.images.resize(first);
       malformed.inc();
-      count_error(kind);
-      job.error = problem;
-      job.error_kind = kind;
-      SPOTLIGHT_LOG(debug) << "rejected request " << job.rpc_id << ": " << problem;
+      count_error(problem->kind);
+      job.error = problem->message;
+      job.error_kind = problem->kind;
+      SPOTLIGHT_LOG(debug) << "rejected request " << job.rpc_id << ": " << problem->message;
       continue;
     }
-    parts.push_back(Part{&job, slice.begin, slice.end});
+    batch.parts.push_back(ScoreBatch::Part{&job, slice.begin, slice.end});
   }
-  if (images.empty()) return;
-
+  if (batch.images.empty()) return;
   batches.inc();
-  batch_requests.observe(static_cast<double>(parts.size()));
+  batch_requests.observe(static_cast<double>(batch.parts.size()));
   std::vector<Scored> scores;
-  std::string failure;
-  const auto started = Clock::now();
-  try {
-    scores = reward->score(prompts, images);
-    if (scores.size() != images.size()) {
-      failure = "reward function '" + reward->name() + "' returned " +
-                std::to_string(scores.size()) + " scores for " + std::to_string(images.size()) +
-                " images";
-    }
-  } catch (const std::exception& e) {
-    failure = "reward function '" + reward->name() + "' failed: " + e.what();
-  }
-  score_seconds.observe(std::chrono::duration<double>(Clock::now() - started).count());
-  if (!failure.empty()) {
-    log::error("batch of {} requests: {}", parts.size(), failure);
-    count_error(kScoreFailed, parts.size());
-    for (const auto& p : parts) {
+  if (const std::string failure = call_reward(batch, scores); !failure.empty()) {
+    log::error("batch of {} requests: {}", batch.parts.size(), failure);
+    count_error(kScoreFailed, batch.parts.size());
+    for (const auto& p : batch.parts) {
       p.job->error = failure;
       p.job->error_kind = kScoreFailed;
     }
     return;
   }
+  record_scores(batch, scores);
+}
+
+std::optional<RewardService::Impl::SliceProblem> RewardService::Impl::decode_slice(
+    const Job& job, const FairQueue::Slice& slice, ScoreBatch& batch) const {
+  const auto& r = job.request;
+  const std::string what = "reward_request '" + r.request_id + "'";
+  const std::size_t per_image = r.image_values();
+  for (std::size_t i = slice.begin; i < slice.end; ++i) {
+    auto prompt = task::parse_prompt(r.prompts[i]);
+    if (!prompt) {
+      return SliceProblem{std::string(kBadPrompt), what + ": prompts[" + std::to_string(i) + "] '" +
+                                                       r.prompts[i] +
+                                                       "' is not a prompt of the embedded task"};
+    }
+    task::Image image{static_cast<int>(r.width), static_cast<int>(r.height),
+                      std::vector<float>(per_image)};
+    wire::copy_f32_le(r.images, i * per_image, per_image, image.rgb.data());
+    const auto bad =
+        std::find_if(image.rgb.begin(), image.rgb.end(), [](float v) { return !std::isfinite(v); });
+    if (bad != image.rgb.end()) {
+      const auto at = static_cast<std::size_t>(bad - image.rgb.begin());
+      const std::size_t pixel = at / 3;
+      return SliceProblem{std::string(kNonFinite),
+                          what + ": images[" + std::to_string(i) + "] has " +
+                              (std::isnan(*bad) ? "NaN" : "Inf") +
+                              " at x=" + std::to_string(pixel % static_cast<std::size_t>(r.width)) +
+                              " y=" + std::to_string(pixel / static_cast<std::size_t>(r.width)) +
+                              " channel " + std::to_string(at % 3) + " (pixels must be finite)"};
+    }
+    batch.prompts.push_back(std::move(*prompt));
+    batch.images.push_back(std::move(image));
+  }
+  return std::nullopt;
+}
+
+std::string RewardService::Impl::call_reward(const ScoreBatch& batch, std::vector<Scored>& scores) {
+  std::string failure;
+  const auto started = Clock::now();
+  try {
+    scores = reward->score(batch.prompts, batch.images);
+    if (scores.size() != batch.images.size()) {
+      failure = "reward function '" + reward->name() + "' returned " +
+                std::to_string(scores.size()) + " scores for " +
+                std::to_string(batch.images.size()) + " images";
+    }
+  } catch (const std::exception& e) {
+    failure = "reward function '" + reward->name() + "' failed: " + e.what();
+  }
+  score_seconds.observe(std::chrono::duration<double>(Clock::now() - started).count());
+  return failure;
+}
+
+void RewardService::Impl::record_scores(const ScoreBatch& batch,
+                                        const std::vector<Scored>& scores) {
   std::size_t next = 0;
   double sum = 0.0, sum_sq = 0.0;
   std::size_t n_correct = 0;
-  for (const auto& p : parts) {
+  for (const auto& p : batch.parts) {
     for (std::size_t i = p.begin; i < p.end; ++i, ++next) {
       p.job->rewards[i] = scores[next].reward;
       p.job->correct[i] = scores[next].correct;
