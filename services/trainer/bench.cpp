@@ -1,6 +1,7 @@
 #include "services/trainer/bench.hpp"
 
 #include <chrono>
+#include <functional>
 #include <numeric>
 #include <optional>
 #include <stdexcept>
@@ -69,38 +70,29 @@ class BrightnessReward final : public reward::RewardFunction {
   std::string name() const override { return "brightness (bench stand-in)"; }
 };
 
-}  // namespace
+using Sync = std::function<void()>;
 
-BenchReport run_benchmark(const BenchOptions& o) {
-  std::optional<torch::NoGradGuard> no_grad(std::in_place);  // until the GRPO timing
-  const torch::Device device(o.policy.device);
-  const auto dtype = parse_dtype(o.policy.dtype);
-  const auto autocast = model::parse_autocast(o.policy.autocast);
-  const auto sync = [&] {
-    if (device.is_cuda()) torch::cuda::synchronize(device.has_index() ? device.index() : -1);
-  };
-  BenchReport r;
-  r.device = device.str();
-  r.dtype = o.policy.dtype;
-  r.autocast = o.policy.autocast;
-  r.torch_version = TORCH_VERSION;
-  r.threads = torch::get_num_threads();
-
-  // Peak: matrix products in the dtype the forward's products run in.
-  const auto matmul_dtype = autocast ? *autocast : dtype;
+void time_matmul(const BenchOptions& o, const torch::Device& device, at::ScalarType matmul_dtype,
+                 const Sync& sync, BenchReport& r) {
   r.matmul_dtype = matmul_dtype == at::kBFloat16 ? "bfloat16" : "float32";
   r.matmul_size = o.matmul_size > 0 ? o.matmul_size : (device.is_cuda() ? 8192 : 1024);
-  {
-    const auto options = torch::TensorOptions().device(device).dtype(matmul_dtype);
-    auto a = torch::randn({r.matmul_size, r.matmul_size}, options);
-    auto b = torch::randn({r.matmul_size, r.matmul_size}, options);
-    const double s = seconds_per_call([&] { torch::mm(a, b); }, sync, std::min(1.0, o.seconds), 3);
-    r.matmul_tflops = 2.0 * r.matmul_size * r.matmul_size * r.matmul_size / s / 1e12;
-  }
+  const auto options = torch::TensorOptions().device(device).dtype(matmul_dtype);
+  auto a = torch::randn({r.matmul_size, r.matmul_size}, options);
+  auto b = torch::randn({r.matmul_size, r.matmul_size}, options);
+  const double s = seconds_per_call([&] { torch::mm(a, b); }, sync, std::min(1.0, o.seconds), 3);
+  r.matmul_tflops = 2.0 * r.matmul_size * r.matmul_size * r.matmul_size / s / 1e12;
+}
 
-  // The model as the policy builds it (task vocabulary and prompt length), optionally narrower or
-  // shallower than its preset.
-  task::Vocabulary vocabulary;
+// The model as the policy builds it (task vocabulary and prompt length), optionally narrower,
+// shallower or on larger images than its preset (reshaped); its shape goes into the report.
+struct BenchModel {
+  model::MMDiTOptions options;
+  bool reshaped = false;
+};
+
+BenchModel bench_model(const BenchOptions& o, BenchReport& r) {
+  const task::Vocabulary vocabulary;
+  const auto preset = model::mmdit_preset(o.policy.preset);
   auto m = model::mmdit_preset(o.policy.preset)
                .vocab_size(vocabulary.size())
                .text_len(task::Vocabulary::kMaxPromptTokens);
@@ -125,9 +117,8 @@ BenchReport run_benchmark(const BenchOptions& o) {
   }
   r.preset_macs_per_sample = m.macs_per_sample();
   if (o.depth > 0 && o.depth != m.depth()) m.depth(o.depth);
-  const bool reshaped = m.hidden() != model::mmdit_preset(o.policy.preset).hidden() ||
-                        m.depth() != r.preset_depth ||
-                        m.image_size() != model::mmdit_preset(o.policy.preset).image_size();
+  const bool reshaped = m.hidden() != preset.hidden() || m.depth() != r.preset_depth ||
+                        m.image_size() != preset.image_size();
   if (reshaped && !o.base.empty()) {
     throw std::invalid_argument(
         "bench: model.base cannot load into a model resized by "
@@ -139,23 +130,24 @@ BenchReport run_benchmark(const BenchOptions& o) {
   r.image_tokens = m.tokens();
   r.text_tokens = m.text_len();
   r.macs_per_sample = m.macs_per_sample();
+  return BenchModel{m, reshaped};
+}
 
-  torch::manual_seed(o.policy.init_seed);
-  model::MMDiT net(m);
-  net->to(device, dtype);
-  net->set_autocast(autocast);
-  net->eval();
-  if (!o.base.empty()) model::load_module_state(*net, model::load_safetensors(o.base));
-
+// One forward of a batch of validation prompts at t = 0.5, then (bench.sampler) whole samplings.
+void time_forward_and_sampler(const BenchOptions& o, model::MMDiT& net,
+                              const torch::TensorOptions& options, const Sync& sync,
+                              BenchReport& r) {
+  const auto& m = net->options();
+  const task::Vocabulary vocabulary;
   r.batch = o.batch;
-  const auto options = torch::TensorOptions().device(device).dtype(dtype);
   const auto prompts = task::validation_prompts(task::TaskOptions{}, static_cast<int>(o.batch));
   std::vector<int64_t> ids;
   for (const auto& p : prompts) {
     const auto row = vocabulary.encode(p.text(), static_cast<int>(m.text_len()));
     ids.insert(ids.end(), row.begin(), row.end());
   }
-  const auto tokens = torch::tensor(ids, torch::kLong).view({o.batch, m.text_len()}).to(device);
+  const auto tokens =
+      torch::tensor(ids, torch::kLong).view({o.batch, m.text_len()}).to(options.device());
   const auto x = torch::randn({o.batch, m.channels(), m.image_size(), m.image_size()}, options);
   const auto t = torch::full({o.batch}, 0.5, options);
   r.forward_seconds = seconds_per_call([&] { net->forward(x, t, tokens); }, sync, o.seconds, 3);
@@ -164,47 +156,77 @@ BenchReport run_benchmark(const BenchOptions& o) {
   r.forward_share_of_matmul = r.forward_tflops / r.matmul_tflops;
   r.preset_forward_seconds_per_sample =
       2.0 * static_cast<double>(r.preset_macs_per_sample) / (r.forward_tflops * 1e12);
+  if (!o.sampler) return;
+  std::vector<uint64_t> seeds(o.batch);
+  std::iota(seeds.begin(), seeds.end(), 0);
+  auto sampling = o.sampling;
+  sampling.keep_trajectory = false;
+  const double s =
+      seconds_per_call([&] { sampler::sample(net, tokens, seeds, sampling); }, sync, o.seconds, 2);
+  r.sampler_steps = sampling.steps;
+  r.sampler_images_per_second = static_cast<double>(o.batch) / s;
+  r.sampler_seconds_per_sample_step = s / (static_cast<double>(o.batch) * sampling.steps);
+}
 
-  if (o.sampler) {
-    std::vector<uint64_t> seeds(o.batch);
-    std::iota(seeds.begin(), seeds.end(), 0);
-    auto sampling = o.sampling;
-    sampling.keep_trajectory = false;
-    const double s = seconds_per_call([&] { sampler::sample(net, tokens, seeds, sampling); }, sync,
-                                      o.seconds, 2);
-    r.sampler_steps = sampling.steps;
-    r.sampler_images_per_second = static_cast<double>(o.batch) / s;
-    r.sampler_seconds_per_sample_step = s / (static_cast<double>(o.batch) * sampling.steps);
-  }
+// Two GRPO iterations of the trainer.* settings with the stand-in reward; the second is reported.
+void time_grpo(const BenchOptions& o, BenchReport& r) {
+  policy::Policy policy(o.policy);
+  if (!o.base.empty()) policy.load_state(model::load_safetensors(o.base));
+  BrightnessReward stand_in;
+  GrpoOptions g = o.grpo_options;
+  g.mode = run::ExplorationMode::kNone;
+  g.run_dir.clear();
+  g.audit_every = 0;
+  ExplorationOptions exploration;
+  exploration.group_size = g.group_size;
+  exploration.run_seed = g.seed;
+  GrpoTrainer trainer(g, policy, stand_in, make_random_seed_source(exploration));
+  trainer.run_iteration(0);  // warm-up: allocator, kernels' first launches
+  const auto it = trainer.run_iteration(1);
+  r.grpo = true;
+  r.grpo_samples = g.prompts_per_iteration * g.group_size;
+  r.grpo_steps = g.sampler.steps;
+  r.grpo_optimizer_steps = it.optimizer_steps;
+  r.grpo_rollout_seconds = it.rollout_seconds;
+  r.grpo_reward_seconds = it.reward_seconds;
+  r.grpo_train_seconds = it.train_seconds;
+  r.grpo_iteration_seconds = it.iteration_seconds;
+}
 
+}  // namespace
+
+BenchReport run_benchmark(const BenchOptions& o) {
+  std::optional<torch::NoGradGuard> no_grad(std::in_place);  // until the GRPO timing
+  const torch::Device device(o.policy.device);
+  const auto dtype = parse_dtype(o.policy.dtype);
+  const auto autocast = model::parse_autocast(o.policy.autocast);
+  const Sync sync = [&] {
+    if (device.is_cuda()) torch::cuda::synchronize(device.has_index() ? device.index() : -1);
+  };
+  BenchReport r;
+  r.device = device.str();
+  r.dtype = o.policy.dtype;
+  r.autocast = o.policy.autocast;
+  r.torch_version = TORCH_VERSION;
+  r.threads = torch::get_num_threads();
+  // Peak: matrix products in the dtype the forward's products run in.
+  time_matmul(o, device, autocast ? *autocast : dtype, sync, r);
+  const BenchModel shape = bench_model(o, r);
+  torch::manual_seed(o.policy.init_seed);
+  model::MMDiT net(shape.options);
+  net->to(device, dtype);
+  net->set_autocast(autocast);
+  net->eval();
+  if (!o.base.empty()) model::load_module_state(*net, model::load_safetensors(o.base));
+  time_forward_and_sampler(o, net, torch::TensorOptions().device(device).dtype(dtype), sync, r);
   if (o.grpo) {
-    if (reshaped) {
+    if (shape.reshaped) {
       throw std::invalid_argument(
           "bench: bench.grpo times the preset as it is, without "
           "bench.hidden, bench.depth or bench.image_size");
     }
     no_grad.reset();  // the update needs gradients
-    policy::Policy policy(o.policy);
-    if (!o.base.empty()) policy.load_state(model::load_safetensors(o.base));
-    BrightnessReward stand_in;
-    GrpoOptions g = o.grpo_options;
-    g.mode = run::ExplorationMode::kNone;
-    g.run_dir.clear();
-    g.audit_every = 0;
-    ExplorationOptions exploration;
-    exploration.group_size = g.group_size;
-    exploration.run_seed = g.seed;
-    GrpoTrainer trainer(g, policy, stand_in, make_random_seed_source(exploration));
-    trainer.run_iteration(0);  // warm-up: allocator, kernels' first launches
-    const auto it = trainer.run_iteration(1);
-    r.grpo = true;
-    r.grpo_samples = g.prompts_per_iteration * g.group_size;
-    r.grpo_steps = g.sampler.steps;
-    r.grpo_optimizer_steps = it.optimizer_steps;
-    r.grpo_rollout_seconds = it.rollout_seconds;
-    r.grpo_reward_seconds = it.reward_seconds;
-    r.grpo_train_seconds = it.train_seconds;
-    r.grpo_iteration_seconds = it.iteration_seconds;
+    time_grpo(o, r);
   }
   return r;
 }
