@@ -45,13 +45,6 @@ const config::Schema& run_schema() {
     // core-only build (SPOTLIGHT_CORE_ONLY) serves no metrics: no metrics.* keys.
     s.add(metrics::metrics_schema(""));
 #endif
-    // The services' own sections (service_sections.hpp): one file configures the whole job.
-    s.add(pretrain_schema())
-        .add(training_schema())
-        .add(bench_schema())
-        .add(planner_schema())
-        .add(explorer_schema())
-        .add(cost_schema());
     return s;
   }();
   return schema;

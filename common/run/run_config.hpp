@@ -20,7 +20,7 @@
 #include "common/run/exploration_config.hpp"
 #include "common/run/model_config.hpp"
 #include "common/run/run_keys.hpp"
-#include "common/run/service_sections.hpp"
+#include "common/run/cost_section.hpp"
 #include "common/sampler/sampler_options.hpp"
 #include "common/store/trajectory_store.hpp"
 #include "common/task/options.hpp"
@@ -33,8 +33,10 @@ struct PublisherOptions;  // common/bus/publisher.hpp
 
 namespace spotlight::run {
 
-// The whole job's schema: the run's own keys (run.*) and every section (model_config.hpp,
-// exploration_config.hpp, service_sections.hpp, the task's, the reward client's, metrics.*).
+// The run's part of the job's schema: the run's own keys (run.*) and the sections every service
+// shares (model_config.hpp, exploration_config.hpp, the task's, the reward client's, metrics.*).
+// The whole job's schema, with each service's own section, is job::run_schema()
+// (services/job/job_schema.hpp).
 const config::Schema& run_schema();
 
 // sampler.*: the rollout sampler (SDE) of the run.

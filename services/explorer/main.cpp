@@ -4,10 +4,11 @@
 #include "common/service/main_guard.hpp"
 #include "common/service/writable_dirs.hpp"
 #include "services/explorer/app.hpp"
+#include "services/job/job_schema.hpp"
 
 int main(int argc, char** argv) {
   return spotlight::service::guarded_main("explorer", [&] {
-    const auto config = spotlight::config::load_or_exit(spotlight::run::run_schema(), argc, argv,
+    const auto config = spotlight::config::load_or_exit(spotlight::job::run_schema(), argc, argv,
                                                         "usage: spotlight-explorer [options]");
     spotlight::service::check_run_dir(config);
     return spotlight::explorer::run_explorer(config);

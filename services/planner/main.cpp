@@ -6,13 +6,14 @@
 #include "common/run/run_config.hpp"
 #include "common/service/main_guard.hpp"
 #include "common/service/writable_dirs.hpp"
+#include "services/job/job_schema.hpp"
 #include "services/planner/app.hpp"
 
 int main(int argc, char** argv) {
   return spotlight::service::guarded_main("planner", [&] {
     spotlight::config::CommandLine command_line;
     const auto config =
-        spotlight::config::load_or_exit(spotlight::run::run_schema(), argc, argv,
+        spotlight::config::load_or_exit(spotlight::job::run_schema(), argc, argv,
                                         "usage: spotlight-planner [options]", &command_line);
     if (!command_line.args.empty()) {
       spotlight::log::error("unexpected argument '{}'", command_line.args[0]);

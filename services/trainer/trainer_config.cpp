@@ -1,11 +1,12 @@
 #include "services/trainer/trainer_config.hpp"
 
 #include "common/run/run_config.hpp"
+#include "services/job/job_schema.hpp"
 
 namespace spotlight::trainer {
 
 const config::Schema& trainer_schema() {
-  return run::run_schema();
+  return job::run_schema();
 }
 
 PretrainOptions pretrain_options(const config::Config& c) {

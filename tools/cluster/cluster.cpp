@@ -18,6 +18,7 @@
 #include "common/redis/client.hpp"
 #include "common/redis/errors.hpp"
 #include "common/run/run_config.hpp"
+#include "services/job/job_schema.hpp"
 #include "tools/cluster/log_follower.hpp"
 
 namespace spotlight::cluster {
@@ -98,7 +99,7 @@ void ClusterOptions::validate() const {
 
 Cluster::Cluster(ClusterOptions options) : o_(std::move(options)) {
   o_.validate();
-  const config::Config c = config::Config::load(run::run_schema(), o_.run);
+  const config::Config c = config::Config::load(job::run_schema(), o_.run);
   run_dir_ = fs::absolute(c.get_string("run.dir"));
   run_id_ = c.get_string("run.id");
   const run::ExplorationMode mode = run::exploration_options(c).mode;

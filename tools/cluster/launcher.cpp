@@ -6,6 +6,7 @@
 
 #include "common/log/log.hpp"
 #include "common/run/run_config.hpp"
+#include "services/job/job_schema.hpp"
 
 namespace spotlight::cluster {
 
@@ -21,7 +22,7 @@ int run_launcher(LauncherOptions o, std::stop_token stop) {
     b.placement = o.pretrain;
     b.env = o.cluster.env;
     b.echo = echo;
-    const auto run = config::Config::load(run::run_schema(), o.cluster.run);
+    const auto run = config::Config::load(job::run_schema(), o.cluster.run);
     b.log = std::filesystem::path(run.get_string("run.dir")) / "logs" / "pretrain.log";
     const auto base = ensure_base(b, stop);
     if (!base) {

@@ -20,6 +20,7 @@
 #include "common/run/schedule.hpp"
 #include "common/service/exit_codes.hpp"
 #include "common/store/redis_key_value_store.hpp"
+#include "services/job/job_schema.hpp"
 #include "tools/cluster/cluster.hpp"
 
 namespace spotlight::soak {
@@ -72,7 +73,7 @@ class Soak {
   Soak(const SoakOptions& o, std::stop_token stop)
       : o_(o),
         stop_(std::move(stop)),
-        config_(config::Config::load(run::run_schema(), o.run)),
+        config_(config::Config::load(job::run_schema(), o.run)),
         cluster_(cluster_options(o)) {}
 
   SoakReport run() {

@@ -6,6 +6,7 @@
 
 #include "common/config/config.hpp"
 #include "common/run/task_checks.hpp"
+#include "services/job/job_schema.hpp"
 
 namespace spotlight::run {
 namespace {
@@ -14,7 +15,7 @@ config::ConfigError load_error(std::vector<std::string> overrides) {
   config::ConfigSources sources;
   sources.overrides = std::move(overrides);
   try {
-    exploration_options(config::Config::load(run_schema(), sources));
+    exploration_options(config::Config::load(job::run_schema(), sources));
   } catch (const config::ConfigError& e) {
     return e;
   }
@@ -25,7 +26,7 @@ std::string error_key(std::vector<std::string> overrides) {
   config::ConfigSources sources;
   sources.overrides = std::move(overrides);
   try {
-    config::Config::load(run_schema(), sources);
+    config::Config::load(job::run_schema(), sources);
   } catch (const config::ConfigError& e) {
     return e.key();
   }
@@ -47,11 +48,11 @@ TEST(RunSchema, DeviceStringsAreCheckedForForm) {
 }
 
 TEST(RunSchema, RewardKindReachesTheTaskOptions) {
-  EXPECT_EQ(task::task_options(config::Config::load(run_schema())).reward_kind,
+  EXPECT_EQ(task::task_options(config::Config::load(job::run_schema())).reward_kind,
             task::RewardKind::kPartial);
   config::ConfigSources sources;
   sources.overrides = {"reward.kind=strict"};
-  EXPECT_EQ(task::task_options(config::Config::load(run_schema(), sources)).reward_kind,
+  EXPECT_EQ(task::task_options(config::Config::load(job::run_schema(), sources)).reward_kind,
             task::RewardKind::kStrict);
   EXPECT_EQ(error_key({"reward.kind=binary"}), "reward.kind");
   EXPECT_EQ(error_key({"trainer.max_seconds=-1"}), "trainer.max_seconds");
@@ -62,7 +63,8 @@ TEST(RunSchema, ExplorationChoicesAreParsedOnce) {
   config::ConfigSources sources;
   sources.overrides = {"exploration.mode=sync-stale", "exploration.reuse=off_policy",
                        "exploration.allocation=adaptive", "planner.policy=deadline"};
-  const ExplorationOptions o = exploration_options(config::Config::load(run_schema(), sources));
+  const ExplorationOptions o =
+      exploration_options(config::Config::load(job::run_schema(), sources));
   EXPECT_EQ(o.mode, ExplorationMode::kSyncStale);
   EXPECT_EQ(o.reuse, Reuse::kOffPolicy);
   EXPECT_EQ(o.allocation, Allocation::kAdaptive);
@@ -100,7 +102,7 @@ TEST(RunSchema, OffloadNeedsTheFixedPolicy) {
 TEST(RunSchema, RedisBackoffComesFromTheRetryKeys) {
   config::ConfigSources sources;
   sources.overrides = {"redis.retry_initial_ms=50", "redis.retry_max_ms=20"};
-  const auto backoff = redis_backoff(config::Config::load(run_schema(), sources));
+  const auto backoff = redis_backoff(config::Config::load(job::run_schema(), sources));
   EXPECT_EQ(backoff.initial.count(), 50);
   EXPECT_EQ(backoff.max.count(), 50) << "the cap is never below the first back-off";
 }
@@ -113,7 +115,7 @@ TEST(RunSchema, TaskLimitsLeaveRoomForTheAdaptiveCap) {
   const auto limits = [](std::vector<std::string> overrides) {
     config::ConfigSources sources;
     sources.overrides = std::move(overrides);
-    return task_limits(config::Config::load(run_schema(), sources)).max_candidates;
+    return task_limits(config::Config::load(job::run_schema(), sources)).max_candidates;
   };
   const std::vector<std::string> grid = {"exploration.candidates=16", "planner.candidates=[8,32]"};
   EXPECT_EQ(limits(grid), 32);

@@ -9,6 +9,7 @@
 #include "common/config/error.hpp"
 #include "common/run/run_config.hpp"
 #include "common/run/schedule.hpp"
+#include "services/job/job_schema.hpp"
 
 namespace spotlight::run {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 config::Config load(std::vector<std::string> overrides) {
   config::ConfigSources sources;
   sources.overrides = std::move(overrides);
-  return config::Config::load(run_schema(), sources);
+  return config::Config::load(job::run_schema(), sources);
 }
 
 const std::vector<std::string> kByom{"model.kind=torchscript",

@@ -19,6 +19,7 @@
 #include "common/queue/redis_lease_queue.hpp"
 #include "common/run/run_config.hpp"
 #include "common/service/exit_codes.hpp"
+#include "services/job/job_schema.hpp"
 #include "tests/services/e2e/log_lines.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/redis_server.hpp"
@@ -197,7 +198,7 @@ TEST(RedisOutage, EveryServiceRidesThroughAKillAndAPauseAndTheJobLosesNothing) {
   queue::RedisLeaseQueue queue(redis_options, run::explore_queue_options([&] {
                                  config::ConfigSources s;
                                  s.overrides = {"run.id=outage"};
-                                 return config::Config::load(run::run_schema(), s);
+                                 return config::Config::load(job::run_schema(), s);
                                }()));
   const auto stats = queue.stats();
   EXPECT_EQ(stats.leased, 0);

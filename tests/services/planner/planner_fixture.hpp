@@ -1,6 +1,6 @@
 #pragma once
 // Shared by the planner's Redis tests: a real redis-server per test suite, the run configuration
-// (run_schema() with --set style overrides and a run id unique to the running test), and
+// (job::run_schema() with --set style overrides and a run id unique to the running test), and
 // read-only views of what the planner wrote (the task stream, the run's records).
 
 #include <chrono>
@@ -18,6 +18,7 @@
 #include "common/redis/client.hpp"
 #include "common/run/run_config.hpp"
 #include "common/wire/messages.hpp"
+#include "services/job/job_schema.hpp"
 #include "tests/support/redis_server.hpp"
 
 namespace spotlight::planner::test {
@@ -56,7 +57,7 @@ class RedisFixture : public ::testing::Test {
                          "planner.lookahead=1",
                          "planner.poll_ms=10"};
     sources.overrides.insert(sources.overrides.end(), overrides.begin(), overrides.end());
-    return config::Config::load(run::run_schema(), sources);
+    return config::Config::load(job::run_schema(), sources);
   }
 
   static run::RunKeys keys() { return run::RunKeys(run_id()); }

@@ -10,6 +10,7 @@
 #include "common/exploration/explorer_directory.hpp"
 #include "common/run/run_config.hpp"
 #include "common/wire/messages.hpp"
+#include "services/job/job_schema.hpp"
 #include "services/planner/planner.hpp"
 #include "services/planner/planner_config.hpp"
 
@@ -21,7 +22,7 @@ using namespace std::chrono_literals;
 config::Config load(std::vector<std::string> overrides) {
   config::ConfigSources sources;
   sources.overrides = std::move(overrides);
-  return config::Config::load(run::run_schema(), sources);
+  return config::Config::load(job::run_schema(), sources);
 }
 
 TEST(FixedExplorationPolicy, DecidesTheSameWhateverTheContext) {

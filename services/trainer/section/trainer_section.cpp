@@ -1,24 +1,10 @@
-#include "common/run/service_sections.hpp"
-
-#include <algorithm>
-#include <vector>
+#include "services/trainer/section/trainer_section.hpp"
 
 #include "common/task/task_config.hpp"
 
-namespace spotlight::run {
+namespace spotlight::trainer {
 
 using config::Entry;
-
-namespace {
-
-bool whole_numbers_at_least(const config::Value& value, double lo) {
-  const auto& v = std::get<std::vector<double>>(value);
-  return !v.empty() && std::all_of(v.begin(), v.end(), [&](double x) {
-    return x >= lo && x == static_cast<double>(static_cast<long long>(x));
-  });
-}
-
-}  // namespace
 
 const config::Schema& pretrain_schema() {
   static const config::Schema schema{
@@ -163,102 +149,4 @@ const config::Schema& bench_schema() {
   return schema;
 }
 
-const config::Schema& planner_schema() {
-  static const config::Schema schema{
-      Entry::integer("planner.lookahead", 1, "Iterations explored ahead of the trainer.")
-          .range(1, 100),
-      Entry::integer("planner.poll_ms", 100, "Planner loop period.").range(1, 600000),
-      Entry::boolean("planner.reap_dead_explorers", true,
-                     "Hand back the leases of explorers whose heartbeats stopped at once "
-                     "(else they wait for exploration.lease_timeout_ms)."),
-      Entry::boolean("planner.purge_passed", true,
-                     "Remove the waiting seed tasks of iterations the trainer has passed (counted "
-                     "as purged, not lost); false: they stay queued and run (the old behaviour)."),
-      Entry::real("planner.finish_probability", 0.9,
-                  "deadline: the probability the chosen exploration must finish in time; also "
-                  "what spotlight_planner_desired_explorers is sized for.")
-          .check("must be in (0, 1)",
-                 [](const config::Value& v) {
-                   const double p = std::get<double>(v);
-                   return p > 0 && p < 1;
-                 }),
-      Entry::real("planner.preemption_delay_seconds", 1.0,
-                  "Finish-time model: how long a preempted sample waits for a new explorer.")
-          .at_least(0),
-      Entry::double_list("planner.candidates", {8, 16, 24, 32},
-                         "bandit, deadline: candidates-per-prompt (N) arms.")
-          .check("must be integers >= 1",
-                 [](const config::Value& v) { return whole_numbers_at_least(v, 1); }),
-      Entry::double_list("planner.steps", {4, 6, 10},
-                         "bandit, deadline: exploration sampler-step arms.")
-          .check("must be integers >= 2",
-                 [](const config::Value& v) { return whole_numbers_at_least(v, 2); }),
-      Entry::real("planner.time_margin", 0.9,
-                  "bandit: an arm is feasible if its predicted exploration time is at most this "
-                  "share of the trainer's predicted training time.")
-          .positive(),
-      Entry::real("planner.ucb_exploration", 0.5, "bandit: UCB exploration width c.").at_least(0),
-      Entry::real("planner.ucb_discount", 0.95,
-                  "bandit: per-observation decay of the arm statistics (1: plain UCB1).")
-          .range(0.01, 1),
-      Entry::real("planner.prior_sample_step_seconds", 0,
-                  "bandit: seconds per sample per sampler step before any measurement (0: probe "
-                  "with the cheapest arm).")
-          .at_least(0),
-      Entry::string("planner.decisions_file", "",
-                    "JSONL of every plan and its reason (default: <run.dir>/planner.jsonl)."),
-  };
-  return schema;
-}
-
-const config::Schema& explorer_schema() {
-  static const config::Schema schema{
-      Entry::string("explorer.id", "", "Explorer id (consumer name); empty: <hostname>-<pid>."),
-      Entry::integer("explorer.batch", 8, "Seed tasks leased and sampled together.").range(1, 4096),
-      Entry::integer("explorer.max_staleness", 1,
-                     "Weights may be this many versions older than a task asks for.")
-          .range(0, 1000),
-      Entry::integer("explorer.heartbeat_ms", 1000, "Heartbeat period.").range(10, 600000),
-      Entry::real("explorer.grace_seconds", 30,
-                  "After a preemption notice (SIGTERM), exit within this time.")
-          .positive(),
-      Entry::boolean("explorer.commit_inflight", true,
-                     "On a preemption notice, commit in-flight samples for another explorer."),
-      Entry::string("explorer.preemption_notice_file", "",
-                    "A preemption notice is this file appearing; empty: off."),
-      Entry::string("explorer.preemption_notice_url", "",
-                    "http:// URL polled for a preemption notice (200 with a body other than "
-                    "FALSE: notice; 404: none); empty: off."),
-      Entry::integer("explorer.preemption_poll_ms", 1000,
-                     "Poll period of the preemption notice file and URL.")
-          .range(10, 600000),
-      // Sequence parallelism (services/explorer/sp_sampler.hpp): sp.size > 1 samples every chunk
-      // on an SP group of rank processes kept by the explorer's node scheduler.
-      Entry::integer("explorer.sp.size", 1, "SP group size; 1: sample in-process.").range(1, 64),
-      Entry::integer("explorer.sp.spares", 1, "Spare rank processes kept warm for regrouping.")
-          .range(0, 64),
-      Entry::integer("explorer.sp.op_timeout_ms", 5000, "SP collective / rendezvous timeout.")
-          .range(10, 600000),
-      Entry::string("explorer.sp.rank_binary", "",
-                    "spotlight-node executable; empty: ../node/spotlight-node next to this one."),
-  };
-  return schema;
-}
-
-const config::Schema& cost_schema() {
-  static const config::Schema schema{
-      Entry::real("cost.reserved_price_per_hour", 4.0,
-                  "Price of one reserved device-hour (the trainer's class).")
-          .at_least(0),
-      Entry::real("cost.spot_price_ratio", 0.27,
-                  "Spot price as a share of the reserved price (explorers' class).")
-          .at_least(0),
-      Entry::real("cost.devices", 0,
-                  "Devices this process holds, for cost accounting (0: run.threads when set, "
-                  "else 1).")
-          .at_least(0),
-  };
-  return schema;
-}
-
-}  // namespace spotlight::run
+}  // namespace spotlight::trainer
