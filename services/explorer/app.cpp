@@ -43,6 +43,59 @@ using service::kExitGraceExceeded;
 // Slack on top of the grace period before the process gives up on its explorer thread.
 constexpr std::chrono::seconds kWatchdogSlack{5};
 
+// Runs the explorer on its own thread until it returns, a stop signal arrives or the preemption
+// watcher sees a notice; after a signal or a notice the explorer gets its grace period (and the
+// watchdog's slack) to hand its leases back, else the process exits at once. Returns what the
+// explorer's run() threw.
+std::exception_ptr run_until_stopped(Explorer& explorer, signals::StopSignals& signals,
+                                     const PreemptionNoticeOptions& notice_options,
+                                     const ExplorerOptions& options) {
+  std::stop_source finished;  // requested when the explorer returns, whatever the reason
+  std::stop_source wake;      // the loop finished or a notice came
+  std::promise<void> done;
+  auto done_future = done.get_future();
+  std::exception_ptr failure;
+  std::jthread loop([&](std::stop_token stop) {
+    try {
+      explorer.run(stop);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    finished.request_stop();
+    done.set_value();
+  });
+  // A notice from the file/URL watcher wakes the wait below like the loop's end does.
+  std::atomic<bool> noticed{false};
+  std::stop_callback on_finished(finished.get_token(), [&] { wake.request_stop(); });
+  PreemptionWatcher watcher(notice_options, [&](const std::string& reason) {
+    log::info("preemption notice: {}", reason);
+    noticed = true;
+    wake.request_stop();
+  });
+  const auto signo = signals.wait(wake.get_token());
+  if (signo || noticed) {
+    explorer.metrics().preemption_notices.inc();
+    log::info("{}: stopping within {} s",
+              signo ? "received " + signals::signal_name(*signo) : std::string("notice"),
+              std::chrono::duration<double>(options.grace_period).count());
+    loop.request_stop();
+    if (done_future.wait_for(options.grace_period + kWatchdogSlack) != std::future_status::ready) {
+      log::error("explorer did not stop within the grace period; exiting anyway");
+      std::_Exit(kExitGraceExceeded);
+    }
+  }
+  loop.join();
+  return failure;
+}
+
+void log_done(const ExplorerOptions& options, const ExplorerMetrics& m) {
+  log::info(
+      "explorer {} done: {} completed, {} duplicates, {} malformed, {} released; {} "
+      "trajectories kept ({} bytes)",
+      options.id, m.tasks_completed.value(), m.duplicate_results.value(), m.malformed_tasks.value(),
+      m.tasks_released.value(), m.trajectories_kept.value(), m.trajectory_bytes.value());
+}
+
 }  // namespace
 
 std::unique_ptr<reward::RewardFunction> make_explorer_reward(const config::Config& config,
@@ -125,51 +178,11 @@ int run_explorer(const config::Config& config) {
           std::make_unique<WeightsPrefetcher>(*bus, *prefetch_store, explorer.policy_weights());
       log::info("following weights notices on {}", bus->endpoint);
     }
-    std::stop_source finished;  // requested when the explorer returns, whatever the reason
-    std::stop_source wake;      // the loop finished or a notice came
-    std::promise<void> done;
-    auto done_future = done.get_future();
-    std::exception_ptr failure;
-    std::jthread loop([&](std::stop_token stop) {
-      try {
-        explorer.run(stop);
-      } catch (...) {
-        failure = std::current_exception();
-      }
-      finished.request_stop();
-      done.set_value();
-    });
-    // A notice from the file/URL watcher wakes the wait below like the loop's end does.
-    std::atomic<bool> noticed{false};
-    std::stop_callback on_finished(finished.get_token(), [&] { wake.request_stop(); });
-    PreemptionWatcher watcher(notice_options, [&](const std::string& reason) {
-      log::info("preemption notice: {}", reason);
-      noticed = true;
-      wake.request_stop();
-    });
-    const auto signo = signals.wait(wake.get_token());
-    if (signo || noticed) {
-      explorer.metrics().preemption_notices.inc();
-      log::info("{}: stopping within {} s",
-                signo ? "received " + signals::signal_name(*signo) : std::string("notice"),
-                std::chrono::duration<double>(options.grace_period).count());
-      loop.request_stop();
-      if (done_future.wait_for(options.grace_period + kWatchdogSlack) !=
-          std::future_status::ready) {
-        log::error("explorer did not stop within the grace period; exiting anyway");
-        std::_Exit(kExitGraceExceeded);
-      }
-    }
-    loop.join();
+    const std::exception_ptr failure =
+        run_until_stopped(explorer, signals, notice_options, options);
     prefetcher.reset();
     if (failure) std::rethrow_exception(failure);
-    const auto& m = explorer.metrics();
-    log::info(
-        "explorer {} done: {} completed, {} duplicates, {} malformed, {} released; {} "
-        "trajectories kept ({} bytes)",
-        options.id, m.tasks_completed.value(), m.duplicate_results.value(),
-        m.malformed_tasks.value(), m.tasks_released.value(), m.trajectories_kept.value(),
-        m.trajectory_bytes.value());
+    log_done(options, explorer.metrics());
     return 0;
   } catch (const std::exception& e) {
     const int code = service::exit_code_for(e);  // 2: bad model.device, 4: Redis refused us
