@@ -54,6 +54,8 @@ struct WireEnum;
 
 template <class M, class T>
 struct Field {
+  using Message = M;
+  using Value = T;
   using Check = void (*)(const Reader& reader, std::string_view name, const T& value);
 
   std::string_view name;
