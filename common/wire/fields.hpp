@@ -133,6 +133,40 @@ void one_of(const Reader& reader, std::string_view name, const std::string& valu
 
 namespace fields_detail {
 
+// The Writer and Reader members that carry a value of type T.
+template <auto kWrite, auto kRead>
+struct Encoding {
+  static constexpr auto kWriter = kWrite;
+  static constexpr auto kReader = kRead;
+};
+template <class T>
+struct NaturalEncoding;  // none: the member's type has no wire encoding
+template <>
+struct NaturalEncoding<std::string> : Encoding<&Writer::str, &Reader::str> {};
+template <>
+struct NaturalEncoding<std::string_view> : Encoding<&Writer::bin, &Reader::bin_view> {};
+template <>
+struct NaturalEncoding<std::int64_t> : Encoding<&Writer::i64, &Reader::i64> {};
+template <>
+struct NaturalEncoding<std::uint64_t> : Encoding<&Writer::u64, &Reader::u64> {};
+template <>
+struct NaturalEncoding<double> : Encoding<&Writer::f64, &Reader::f64> {};
+template <>
+struct NaturalEncoding<bool> : Encoding<&Writer::boolean, &Reader::boolean> {};
+template <>
+struct NaturalEncoding<std::vector<float>> : Encoding<&Writer::f32_bin, &Reader::f32_bin> {};
+template <>
+struct NaturalEncoding<std::vector<std::int64_t>> : Encoding<&Writer::i64_list, &Reader::i64_list> {
+};
+template <>
+struct NaturalEncoding<std::vector<double>> : Encoding<&Writer::f64_list, &Reader::f64_list> {};
+template <>
+struct NaturalEncoding<std::vector<bool>> : Encoding<&Writer::bool_list, &Reader::bool_list> {};
+template <>
+struct NaturalEncoding<std::vector<std::string>> : Encoding<&Writer::str_list, &Reader::str_list> {
+};
+using BinEncoding = Encoding<&Writer::bin, &Reader::bin>;  // Field::as_bin()
+
 template <class T>
 concept WireEnumType = std::is_enum_v<T> && requires {
   WireEnum<T>::kNames;
@@ -140,30 +174,7 @@ concept WireEnumType = std::is_enum_v<T> && requires {
 
 template <class M, class T>
 void write_value(Writer& w, const Field<M, T>& f, const T& v) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    f.bin ? w.bin(f.name, v) : w.str(f.name, v);
-  } else if constexpr (std::is_same_v<T, std::string_view>) {
-    w.bin(f.name, v);
-  } else if constexpr (std::is_same_v<T, std::int64_t>) {
-    w.i64(f.name, v);
-  } else if constexpr (std::is_same_v<T, std::uint64_t>) {
-    w.u64(f.name, v);
-  } else if constexpr (std::is_same_v<T, double>) {
-    w.f64(f.name, v);
-  } else if constexpr (std::is_same_v<T, bool>) {
-    w.boolean(f.name, v);
-  } else if constexpr (std::is_same_v<T, std::vector<float>>) {
-    w.f32_bin(f.name, v);
-  } else if constexpr (std::is_same_v<T, std::vector<std::int64_t>>) {
-    w.i64_list(f.name, v);
-  } else if constexpr (std::is_same_v<T, std::vector<double>>) {
-    w.f64_list(f.name, v);
-  } else if constexpr (std::is_same_v<T, std::vector<bool>>) {
-    w.bool_list(f.name, v);
-  } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
-    w.str_list(f.name, v);
-  } else {
-    static_assert(WireEnumType<T>, "no wire encoding for this member type");
+  if constexpr (WireEnumType<T>) {
     for (const auto& [value, text] : WireEnum<T>::kNames) {
       if (value == v) {
         w.str(f.name, text);
@@ -171,35 +182,16 @@ void write_value(Writer& w, const Field<M, T>& f, const T& v) {
       }
     }
     w.str(f.name, "unknown");
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    (w.*(f.bin ? BinEncoding::kWriter : NaturalEncoding<T>::kWriter))(f.name, v);
+  } else {
+    (w.*NaturalEncoding<T>::kWriter)(f.name, v);
   }
 }
 
 template <class M, class T>
 T read_value(const Reader& r, const Field<M, T>& f) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    return f.bin ? r.bin(f.name) : r.str(f.name);
-  } else if constexpr (std::is_same_v<T, std::string_view>) {
-    return r.bin_view(f.name);
-  } else if constexpr (std::is_same_v<T, std::int64_t>) {
-    return r.i64(f.name);
-  } else if constexpr (std::is_same_v<T, std::uint64_t>) {
-    return r.u64(f.name);
-  } else if constexpr (std::is_same_v<T, double>) {
-    return r.f64(f.name);
-  } else if constexpr (std::is_same_v<T, bool>) {
-    return r.boolean(f.name);
-  } else if constexpr (std::is_same_v<T, std::vector<float>>) {
-    return r.f32_bin(f.name);
-  } else if constexpr (std::is_same_v<T, std::vector<std::int64_t>>) {
-    return r.i64_list(f.name);
-  } else if constexpr (std::is_same_v<T, std::vector<double>>) {
-    return r.f64_list(f.name);
-  } else if constexpr (std::is_same_v<T, std::vector<bool>>) {
-    return r.bool_list(f.name);
-  } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
-    return r.str_list(f.name);
-  } else {
-    static_assert(WireEnumType<T>, "no wire encoding for this member type");
+  if constexpr (WireEnumType<T>) {
     const std::string text = r.str(f.name);
     std::string names;
     for (const auto& [value, name] : WireEnum<T>::kNames) {
@@ -207,6 +199,10 @@ T read_value(const Reader& r, const Field<M, T>& f) {
       names += (names.empty() ? "" : "|") + std::string(name);
     }
     r.fail(WireErrorKind::kBadValue, f.name, "must be one of " + names + ", got '" + text + "'");
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return (r.*(f.bin ? BinEncoding::kReader : NaturalEncoding<T>::kReader))(f.name);
+  } else {
+    return (r.*NaturalEncoding<T>::kReader)(f.name);
   }
 }
 
