@@ -1,21 +1,28 @@
 // The messages of docs/contracts.md, as plain structs.
 //
 // For every message M:
-//   std::string M::encode() const;                    // envelope {type: M::kType, version: 1}
+//   static constexpr auto M::fields();                // its body fields, once (fields.hpp)
+//   std::string M::encode() const;                    // envelope {type: M::kType, version}
 //   static M M::decode(std::string_view bytes, const DecodeOptions& = {});
 //   static M M::decode_body(const Reader& r);         // after read_message() / for dispatch
+// encode() and decode_body() are encode_fields() and decode_fields() over fields(), the latter
+// followed by the message's checks across fields (messages.cpp).
 // decode() is total: any byte string gives an M or throws WireError naming what is wrong; it
 // never crashes and never throws anything else. Time stamps are wall-clock Unix milliseconds
 // (cross-process); durations are seconds.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "common/wire/codec.hpp"
+#include "common/wire/fields.hpp"
 
 namespace spotlight::wire {
 
@@ -50,6 +57,22 @@ struct SeedTask {
   // explorer's own explorer.max_staleness.
   std::int64_t max_staleness = -1;
 
+  static constexpr auto fields() {
+    return std::tuple{field("run_id", &SeedTask::run_id),
+                      field("iteration", &SeedTask::iteration),
+                      field("prompt_index", &SeedTask::prompt_index),
+                      field("prompt_text", &SeedTask::prompt_text),
+                      field("seed", &SeedTask::seed),
+                      field("weights_version", &SeedTask::weights_version),
+                      field("sampler_steps", &SeedTask::sampler_steps),
+                      field("deadline_unix_ms", &SeedTask::deadline_unix_ms),
+                      field("attempt", &SeedTask::attempt),
+                      field("key_id", &SeedTask::key_id).since(2),
+                      field("signature", &SeedTask::signature).as_bin().since(2),
+                      field("trajectory_begin", &SeedTask::trajectory_begin).since(3),
+                      field("trajectory_end", &SeedTask::trajectory_end).since(3),
+                      field("max_staleness", &SeedTask::max_staleness).since(3)};
+  }
   std::string encode() const;
   static SeedTask decode(std::string_view bytes, const DecodeOptions& options = {});
   static SeedTask decode_body(const Reader& reader);
@@ -72,6 +95,18 @@ struct SeedResult {
   std::string explorer_id{};
   double sample_seconds = 0.0;
 
+  static constexpr auto fields() {
+    return std::tuple{field("task_id", &SeedResult::task_id),
+                      field("run_id", &SeedResult::run_id),
+                      field("iteration", &SeedResult::iteration),
+                      field("prompt_index", &SeedResult::prompt_index),
+                      field("seed", &SeedResult::seed),
+                      field("weights_version_used", &SeedResult::weights_version_used),
+                      field("reward", &SeedResult::reward),
+                      field("correct", &SeedResult::correct),
+                      field("explorer_id", &SeedResult::explorer_id),
+                      field("sample_seconds", &SeedResult::sample_seconds)};
+  }
   std::string encode() const;
   static SeedResult decode(std::string_view bytes, const DecodeOptions& options = {});
   static SeedResult decode_body(const Reader& reader);
@@ -93,6 +128,14 @@ struct InflightCommit {
   std::vector<float> latent{};
   std::vector<std::int64_t> latent_shape{};
 
+  static constexpr auto fields() {
+    return std::tuple{field("task_id", &InflightCommit::task_id),
+                      field("seed", &InflightCommit::seed),
+                      field("step_index", &InflightCommit::step_index),
+                      field("weights_version", &InflightCommit::weights_version),
+                      field("latent", &InflightCommit::latent),
+                      field("latent_shape", &InflightCommit::latent_shape)};
+  }
   std::string encode() const;
   static InflightCommit decode(std::string_view bytes, const DecodeOptions& options = {});
   static InflightCommit decode_body(const Reader& reader);
@@ -132,6 +175,25 @@ struct SeedTrajectory {
   std::string checksum{};
   std::string explorer_id{};
 
+  static constexpr auto fields() {
+    return std::tuple{field("task_id", &SeedTrajectory::task_id),
+                      field("run_id", &SeedTrajectory::run_id),
+                      field("iteration", &SeedTrajectory::iteration),
+                      field("prompt_index", &SeedTrajectory::prompt_index),
+                      field("seed", &SeedTrajectory::seed),
+                      field("weights_version", &SeedTrajectory::weights_version),
+                      field("weights_checksum", &SeedTrajectory::weights_checksum),
+                      field("sampler_steps", &SeedTrajectory::sampler_steps),
+                      field("noise_level", &SeedTrajectory::noise_level),
+                      field("shift", &SeedTrajectory::shift),
+                      field("step_begin", &SeedTrajectory::step_begin),
+                      field("step_end", &SeedTrajectory::step_end),
+                      field("latent_shape", &SeedTrajectory::latent_shape),
+                      field("latents", &SeedTrajectory::latents),
+                      field("log_probs", &SeedTrajectory::log_probs),
+                      field("checksum", &SeedTrajectory::checksum),
+                      field("explorer_id", &SeedTrajectory::explorer_id)};
+  }
   std::string encode() const;
   static SeedTrajectory decode(std::string_view bytes, const DecodeOptions& options = {});
   static SeedTrajectory decode_body(const Reader& reader);
@@ -150,6 +212,13 @@ struct WeightsNotice {
   std::int64_t bytes = 0;  // blob size, >= 0
   std::int64_t published_unix_ms = 0;
 
+  static constexpr auto fields() {
+    return std::tuple{field("version", &WeightsNotice::version),
+                      field("checksum", &WeightsNotice::checksum),
+                      field("location", &WeightsNotice::location),
+                      field("bytes", &WeightsNotice::bytes).check(at_least<0>),
+                      field("published_unix_ms", &WeightsNotice::published_unix_ms)};
+  }
   std::string encode() const;
   static WeightsNotice decode(std::string_view bytes, const DecodeOptions& options = {});
   static WeightsNotice decode_body(const Reader& reader);
@@ -157,6 +226,14 @@ struct WeightsNotice {
 };
 
 enum class IterationKind { kStarted, kExplore, kTrained, kFinished };
+template <>
+struct WireEnum<IterationKind> {
+  static constexpr std::array kNames = {
+      std::pair{IterationKind::kStarted, std::string_view("started")},
+      std::pair{IterationKind::kExplore, std::string_view("explore")},
+      std::pair{IterationKind::kTrained, std::string_view("trained")},
+      std::pair{IterationKind::kFinished, std::string_view("finished")}};
+};
 // "started", "explore", "trained", "finished" (the wire spelling).
 std::string_view to_string(IterationKind kind);
 std::optional<IterationKind> parse_iteration_kind(std::string_view text);
@@ -172,6 +249,13 @@ struct IterationEvent {
   std::int64_t deadline_unix_ms = 0;
   std::int64_t version = 0;  // weights version current at the event
 
+  static constexpr auto fields() {
+    return std::tuple{field("run_id", &IterationEvent::run_id),
+                      field("iteration", &IterationEvent::iteration),
+                      field("kind", &IterationEvent::kind),
+                      field("deadline_unix_ms", &IterationEvent::deadline_unix_ms),
+                      field("version", &IterationEvent::version)};
+  }
   std::string encode() const;
   static IterationEvent decode(std::string_view bytes, const DecodeOptions& options = {});
   static IterationEvent decode_body(const Reader& reader);
@@ -186,6 +270,20 @@ struct IterationEvent {
 // latents, channels-last, unbounded; the reward service decodes them, e.g. with a VAE). Version 2
 // added `content`; encode() writes version 1 (no `content` field) for images, so version-1
 // readers keep working, and version 2 for latents, which a version-1 reader refuses.
+// The fields of RewardRequest and of RewardRequestView (M), which share their names: images is a
+// std::vector<float> in one and a std::string_view of its bytes in the other.
+template <class M>
+constexpr auto reward_request_fields() {
+  return std::tuple{field("request_id", &M::request_id),
+                    field("prompts", &M::prompts),
+                    field("images", &M::images),
+                    field("width", &M::width).check(at_least<0>),
+                    field("height", &M::height).check(at_least<0>),
+                    field("count", &M::count).check(at_least<0>),
+                    field("channels", &M::channels).check(at_least<1>),
+                    field("content", &M::content).since(2).check(one_of<M::kImages, M::kLatents>)};
+}
+
 struct RewardRequest {
   static constexpr std::string_view kType = "reward_request";
   static constexpr std::int64_t kVersion = 2;
@@ -201,6 +299,7 @@ struct RewardRequest {
   std::int64_t channels = 3;
   std::string content{kImages};  // "images" or "latents"
 
+  static constexpr auto fields() { return reward_request_fields<RewardRequest>(); }
   std::string encode() const;
   static RewardRequest decode(std::string_view bytes, const DecodeOptions& options = {});
   static RewardRequest decode_body(const Reader& reader);
@@ -212,6 +311,12 @@ struct RewardRequest {
 // RewardRequest::decode; images.size() == 4 x count x height x width x channels. For services
 // that take images a slice at a time (wire::copy_f32_le).
 struct RewardRequestView {
+  // The message it reads.
+  static constexpr std::string_view kType = RewardRequest::kType;
+  static constexpr std::int64_t kVersion = RewardRequest::kVersion;
+  static constexpr std::string_view kImages = RewardRequest::kImages;
+  static constexpr std::string_view kLatents = RewardRequest::kLatents;
+
   std::string request_id{};
   std::vector<std::string> prompts{};
   std::string_view images{};
@@ -223,6 +328,7 @@ struct RewardRequestView {
 
   static RewardRequestView decode(std::string_view bytes, const DecodeOptions& options = {});
   static RewardRequestView decode_body(const Reader& reader);
+  static constexpr auto fields() { return reward_request_fields<RewardRequestView>(); }
   // Values (floats) per image: height x width x channels.
   std::size_t image_values() const;
 };
@@ -246,6 +352,15 @@ struct RewardReply {
   // The service's declared reward range [lo, hi] (finite, lo < hi); empty: not declared.
   std::vector<double> range{};
 
+  static constexpr auto fields() {
+    return std::tuple{field("request_id", &RewardReply::request_id),
+                      field("rewards", &RewardReply::rewards),
+                      field("correct", &RewardReply::correct),
+                      field("error", &RewardReply::error),
+                      field("components", &RewardReply::components).optional(1),
+                      field("component_rewards", &RewardReply::component_rewards).optional(1),
+                      field("range", &RewardReply::range).optional(2).check(finite_interval)};
+  }
   bool ok() const { return error.empty(); }
   std::string encode() const;
   static RewardReply decode(std::string_view bytes, const DecodeOptions& options = {});
@@ -264,6 +379,12 @@ struct Heartbeat {
   std::int64_t tasks_in_flight = 0;
   double samples_per_second = 0.0;
 
+  static constexpr auto fields() {
+    return std::tuple{field("explorer_id", &Heartbeat::explorer_id),
+                      field("unix_ms", &Heartbeat::unix_ms),
+                      field("tasks_in_flight", &Heartbeat::tasks_in_flight),
+                      field("samples_per_second", &Heartbeat::samples_per_second)};
+  }
   std::string encode() const;
   static Heartbeat decode(std::string_view bytes, const DecodeOptions& options = {});
   static Heartbeat decode_body(const Reader& reader);
@@ -280,6 +401,11 @@ struct TrainerProgress {
   bool finished = false;       // the run is over (iteration == the run's iterations)
   std::int64_t unix_ms = 0;    // when it was written
 
+  static constexpr auto fields() {
+    return std::tuple{field("iteration", &TrainerProgress::iteration).check(at_least<0>),
+                      field("finished", &TrainerProgress::finished),
+                      field("unix_ms", &TrainerProgress::unix_ms)};
+  }
   std::string encode() const;
   static TrainerProgress decode(std::string_view bytes, const DecodeOptions& options = {});
   static TrainerProgress decode_body(const Reader& reader);
@@ -299,6 +425,14 @@ struct TrainerTiming {
   double train_seconds = 0.0;
   double group_variance = 0.0;  // mean within-group reward variance trained on
 
+  static constexpr auto fields() {
+    return std::tuple{field("iteration", &TrainerTiming::iteration),
+                      field("iteration_seconds", &TrainerTiming::iteration_seconds),
+                      field("explore_seconds", &TrainerTiming::explore_seconds),
+                      field("rollout_seconds", &TrainerTiming::rollout_seconds),
+                      field("train_seconds", &TrainerTiming::train_seconds),
+                      field("group_variance", &TrainerTiming::group_variance)};
+  }
   std::string encode() const;
   static TrainerTiming decode(std::string_view bytes, const DecodeOptions& options = {});
   static TrainerTiming decode_body(const Reader& reader);
@@ -322,6 +456,14 @@ struct PlanRecord {
   std::int64_t budget_candidates = 0;
   std::string reason{};  // the planner's reason as JSON text, for people; may be empty
 
+  static constexpr auto fields() {
+    return std::tuple{
+        field("iteration", &PlanRecord::iteration).check(at_least<0>),
+        field("candidates", &PlanRecord::candidates).check(at_least<0>),
+        field("steps", &PlanRecord::steps).check(at_least<0>),
+        field("budget_candidates", &PlanRecord::budget_candidates).since(2).check(at_least<0>),
+        field("reason", &PlanRecord::reason)};
+  }
   std::string encode() const;
   static PlanRecord decode(std::string_view bytes, const DecodeOptions& options = {});
   static PlanRecord decode_body(const Reader& reader);
@@ -341,6 +483,14 @@ struct PromptPosterior {
   std::int64_t updated_through = -1;    // the last iteration whose rewards are in, >= -1
   std::int64_t uniform_iterations = 0;  // iterations whose explored rewards were all alike
 
+  static constexpr auto fields() {
+    return std::tuple{
+        field("prompt_text", &PromptPosterior::prompt_text),
+        field("a", &PromptPosterior::a).check(positive_finite),
+        field("b", &PromptPosterior::b).check(positive_finite),
+        field("updated_through", &PromptPosterior::updated_through).check(at_least<-1>),
+        field("uniform_iterations", &PromptPosterior::uniform_iterations).check(at_least<0>)};
+  }
   std::string encode() const;
   static PromptPosterior decode(std::string_view bytes, const DecodeOptions& options = {});
   static PromptPosterior decode_body(const Reader& reader);
@@ -355,6 +505,11 @@ struct PlannerProgress {
   std::int64_t enqueued_through = -1;  // the highest iteration whose tasks are enqueued, >= -1
   std::int64_t unix_ms = 0;
 
+  static constexpr auto fields() {
+    return std::tuple{
+        field("enqueued_through", &PlannerProgress::enqueued_through).check(at_least<-1>),
+        field("unix_ms", &PlannerProgress::unix_ms)};
+  }
   std::string encode() const;
   static PlannerProgress decode(std::string_view bytes, const DecodeOptions& options = {});
   static PlannerProgress decode_body(const Reader& reader);
