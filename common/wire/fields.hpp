@@ -3,11 +3,10 @@
 //
 //   struct Heartbeat {
 //     std::string explorer_id{};
-//     std::int64_t tasks_in_flight = 0;
+//     std::int64_t tasks = 0;
 //     static constexpr auto fields() {
 //       return std::tuple{field("explorer_id", &Heartbeat::explorer_id),
-//                         field("tasks_in_flight",
-//                         &Heartbeat::tasks_in_flight).check(at_least<0>)};
+//                         field("tasks", &Heartbeat::tasks).check(at_least<0>)};
 //     }
 //   };
 //
@@ -257,8 +256,8 @@ std::string encode_fields(const M& m, std::int64_t version = M::kVersion) {
   return w.finish();
 }
 
-// Reads the fields of M::fields() from `r` (after r.expect(M::kType, 1, M::kVersion)), in order,
-// each followed by its check. Throws WireError as the Reader's accessors and the checks do.
+// Checks r's type and version (r.expect(M::kType, 1, M::kVersion)), then reads the fields of
+// M::fields() in order, each followed by its check. Throws WireError as Reader and the checks do.
 template <class M>
 M decode_fields(const Reader& r) {
   r.expect(M::kType, 1, M::kVersion);

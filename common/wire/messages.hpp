@@ -226,6 +226,7 @@ struct WeightsNotice {
 };
 
 enum class IterationKind { kStarted, kExplore, kTrained, kFinished };
+// The wire spelling of each kind.
 template <>
 struct WireEnum<IterationKind> {
   static constexpr std::array kNames = {
@@ -234,7 +235,7 @@ struct WireEnum<IterationKind> {
       std::pair{IterationKind::kTrained, std::string_view("trained")},
       std::pair{IterationKind::kFinished, std::string_view("finished")}};
 };
-// "started", "explore", "trained", "finished" (the wire spelling).
+// The wire spelling ("started", ...; WireEnum above).
 std::string_view to_string(IterationKind kind);
 std::optional<IterationKind> parse_iteration_kind(std::string_view text);
 
@@ -262,14 +263,6 @@ struct IterationEvent {
   bool operator==(const IterationEvent&) const = default;
 };
 
-// Images (or latents) to score (explorer/trainer -> reward, ZeroMQ request).
-// Invariant (checked by decode): prompts.size() == count, and images holds count samples of
-// height x width x channels float32 values in HWC order, sample after sample; count, width and
-// height >= 0, channels >= 1. On the wire `images` is one bin of float32 little-endian.
-// `content` says what the samples are: "images" (RGB in [0, 1]) or "latents" (the sampler's final
-// latents, channels-last, unbounded; the reward service decodes them, e.g. with a VAE). Version 2
-// added `content`; encode() writes version 1 (no `content` field) for images, so version-1
-// readers keep working, and version 2 for latents, which a version-1 reader refuses.
 // The fields of RewardRequest and of RewardRequestView (M), which share their names: images is a
 // std::vector<float> in one and a std::string_view of its bytes in the other.
 template <class M>
@@ -284,6 +277,14 @@ constexpr auto reward_request_fields() {
                     field("content", &M::content).since(2).check(one_of<M::kImages, M::kLatents>)};
 }
 
+// Images (or latents) to score (explorer/trainer -> reward, ZeroMQ request).
+// Invariant (checked by decode): prompts.size() == count, and images holds count samples of
+// height x width x channels float32 values in HWC order, sample after sample; count, width and
+// height >= 0, channels >= 1. On the wire `images` is one bin of float32 little-endian.
+// `content` says what the samples are: "images" (RGB in [0, 1]) or "latents" (the sampler's final
+// latents, channels-last, unbounded; the reward service decodes them, e.g. with a VAE). Version 2
+// added `content`; encode() writes version 1 (no `content` field) for images, so version-1
+// readers keep working, and version 2 for latents, which a version-1 reader refuses.
 struct RewardRequest {
   static constexpr std::string_view kType = "reward_request";
   static constexpr std::int64_t kVersion = 2;
