@@ -93,9 +93,8 @@ struct BenchModel {
 BenchModel bench_model(const BenchOptions& o, BenchReport& r) {
   const task::Vocabulary vocabulary;
   const auto preset = model::mmdit_preset(o.policy.preset);
-  auto m = model::mmdit_preset(o.policy.preset)
-               .vocab_size(vocabulary.size())
-               .text_len(task::Vocabulary::kMaxPromptTokens);
+  auto m = preset;
+  m.vocab_size(vocabulary.size()).text_len(task::Vocabulary::kMaxPromptTokens);
   r.preset = o.policy.preset;
   r.preset_depth = m.depth();
   if (o.hidden > 0 && o.hidden != m.hidden()) {
