@@ -246,11 +246,10 @@ std::vector<std::string> body_fields(const std::string& bytes) {
   return {};
 }
 
-// Re-encodes a valid message with body field `field` dropped (no `replace`) or its value
-// written by `replace`; `extra` appends one more field.
-std::string rewrite_body(const std::string& bytes, const std::string& field,
-                         const std::function<void(Packer&)>& replace,
-                         const std::function<void(Packer&)>& extra = nullptr) {
+// Re-encodes a message with the value of envelope entry `key` written by `rewrite` (given the
+// old value); the other entries are copied.
+std::string rewrite_envelope(const std::string& bytes, std::string_view key,
+                             const std::function<void(Packer&, const msgpack::object&)>& rewrite) {
   auto handle = msgpack::unpack(bytes.data(), bytes.size());
   const msgpack::object& root = handle.get();
   msgpack::sbuffer buf;
@@ -259,11 +258,22 @@ std::string rewrite_body(const std::string& bytes, const std::string& field,
   for (std::uint32_t i = 0; i < root.via.map.size; ++i) {
     const auto& kv = root.via.map.ptr[i];
     pk.pack(kv.key);
-    if (kv.key.as<std::string>() != "body") {
+    if (kv.key.as<std::string>() == key) {
+      rewrite(pk, kv.val);
+    } else {
       pk.pack(kv.val);
-      continue;
     }
-    const auto& body = kv.val.via.map;
+  }
+  return to_string(buf);
+}
+
+// Re-encodes a valid message with body field `field` dropped (no `replace`) or its value
+// written by `replace`; `extra` appends one more field.
+std::string rewrite_body(const std::string& bytes, const std::string& field,
+                         const std::function<void(Packer&)>& replace,
+                         const std::function<void(Packer&)>& extra = nullptr) {
+  return rewrite_envelope(bytes, "body", [&](Packer& pk, const msgpack::object& value) {
+    const auto& body = value.via.map;
     std::uint32_t count = body.size;
     bool present = false;
     for (std::uint32_t j = 0; j < body.size; ++j) {
@@ -289,8 +299,7 @@ std::string rewrite_body(const std::string& bytes, const std::string& field,
       replace(pk);
     }
     if (extra) extra(pk);
-  }
-  return to_string(buf);
+  });
 }
 
 // An envelope written by hand: entries are (key, value writer).
@@ -549,21 +558,8 @@ std::string as_version(std::string bytes, std::int64_t version) {
          ...);
       },
       M::fields());
-  auto handle = msgpack::unpack(bytes.data(), bytes.size());
-  const msgpack::object& root = handle.get();
-  msgpack::sbuffer buf;
-  Packer pk(buf);
-  pk.pack_map(root.via.map.size);
-  for (std::uint32_t i = 0; i < root.via.map.size; ++i) {
-    const auto& kv = root.via.map.ptr[i];
-    pk.pack(kv.key);
-    if (kv.key.as<std::string>() == "version") {
-      pk.pack_int64(version);
-    } else {
-      pk.pack(kv.val);
-    }
-  }
-  return to_string(buf);
+  return rewrite_envelope(bytes, "version",
+                          [&](Packer& pk, const msgpack::object&) { pk.pack_int64(version); });
 }
 
 // A value of another msgpack type than the one field `f` is read as (nil and maps aside): the
